@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qrdma.ko: PCI probe and remove, hardware bring-up (reset, PE-ready poll,
+ * capability read, MSI-X). IB registration lives in qrdma_verbs.c.
+ *
+ * probe = hardware bring-up, then IB registration; remove mirrors it.
+ */
+#include <linux/iopoll.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+
+#include "qrdma.h"
+
+static unsigned int pe_ready_timeout_ms = 5000;
+module_param(pe_ready_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(pe_ready_timeout_ms, "How long probe waits for the engine to report ready (ms)");
+
+static const struct pci_device_id qrdma_pci_ids[] = {
+	{ PCI_DEVICE(QRDMA_PCI_VENDOR_ID, QRDMA_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, qrdma_pci_ids);
+
+/*
+ * Reset the engine and wait for PE_STATUS to read ready, as irdma waits
+ * for GLPE_CPUSTATUS. A device that never gets there fails probe.
+ */
+static int qrdma_reset_and_wait(struct qrdma_dev *dev)
+{
+	u32 status;
+	int ret;
+
+	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	ret = readl_poll_timeout(dev->regs + QRDMA_REG_PE_STATUS, status,
+				 status == QRDMA_PE_STATUS_READY, 1000,
+				 pe_ready_timeout_ms * 1000ULL);
+	if (ret)
+		dev_err(&dev->pdev->dev,
+			"engine not ready %u ms after reset (PE_STATUS 0x%x); giving up\n",
+			pe_ready_timeout_ms, status);
+	return ret;
+}
+
+static void qrdma_read_caps(struct qrdma_dev *dev)
+{
+	struct qrdma_caps *c = &dev->caps;
+	u32 lo, hi;
+	int i;
+
+	dev->if_version = qrdma_rd32(dev, QRDMA_REG_IF_VERSION);
+	dev->fw_version = qrdma_rd32(dev, QRDMA_REG_FW_VERSION);
+	dev->hw_rev = qrdma_rd32(dev, QRDMA_REG_HW_REV);
+
+	lo = qrdma_rd32(dev, QRDMA_REG_MAC_LOW);
+	hi = qrdma_rd32(dev, QRDMA_REG_MAC_HIGH);
+	for (i = 0; i < 4; i++)
+		dev->mac[i] = lo >> (8 * i);
+	dev->mac[4] = hi;
+	dev->mac[5] = hi >> 8;
+
+	for (i = 0; i < QRDMA_BOARD_ID_LEN; i += 4) {
+		__le32 word = cpu_to_le32(qrdma_rd32(dev, QRDMA_REG_BOARD_ID + i));
+
+		memcpy(&dev->board_id[i], &word, 4);
+	}
+	dev->board_id[QRDMA_BOARD_ID_LEN - 1] = '\0';
+
+	c->max_qp = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_QP);
+	c->max_cq = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_CQ);
+	c->max_mr = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MR);
+	c->max_pd = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_PD);
+	c->max_srq = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_SRQ);
+	c->max_ah = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_AH);
+	c->max_qp_wr = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_QP_WR);
+	c->max_srq_wr = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_SRQ_WR);
+	c->max_cqe = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_CQE);
+	c->max_send_sge = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_SEND_SGE);
+	c->max_recv_sge = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_RECV_SGE);
+	c->max_inline = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_INLINE);
+	c->page_sizes = qrdma_rd32(dev, QRDMA_REG_CAP_PAGE_SIZES);
+	c->max_mr_size = (u64)qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MR_SIZE_HI) << 32 |
+			 qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MR_SIZE_LO);
+	c->max_rd_atom = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_RD_ATOM);
+	c->max_resp_res = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_RESP_RES);
+	c->max_mtu = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MTU);
+	c->gid_table_len = qrdma_rd32(dev, QRDMA_REG_CAP_GID_TABLE_LEN);
+	c->db_pages = qrdma_rd32(dev, QRDMA_REG_CAP_DB_PAGES);
+	c->msix_vectors = qrdma_rd32(dev, QRDMA_REG_CAP_MSIX_VECTORS);
+	c->max_ceq = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_CEQ);
+	c->features = qrdma_rd32(dev, QRDMA_REG_CAP_FEATURES);
+}
+
+/* Capabilities the driver relies on; a device outside them is refused. */
+static int qrdma_check_caps(struct qrdma_dev *dev)
+{
+	struct device *d = &dev->pdev->dev;
+	resource_size_t db_len = pci_resource_len(dev->pdev, QRDMA_BAR_DOORBELL);
+
+	if (!dev->caps.max_pd || !dev->caps.gid_table_len || !dev->caps.msix_vectors) {
+		dev_err(d, "device reports zero PDs, GIDs or MSI-X vectors\n");
+		return -EINVAL;
+	}
+	if (dev->caps.db_pages < 2 ||
+	    (u64)dev->caps.db_pages * QRDMA_DB_PAGE_SIZE > db_len) {
+		dev_err(d, "doorbell BAR of %pa bytes cannot hold %u pages\n", &db_len,
+			dev->caps.db_pages);
+		return -EINVAL;
+	}
+	if (!is_power_of_2(dev->caps.max_mtu) || dev->caps.max_mtu < 256 ||
+	    dev->caps.max_mtu > 4096) {
+		dev_err(d, "device reports an invalid MTU of %u\n", dev->caps.max_mtu);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct qrdma_dev *dev;
+	u32 sig, major;
+	int ret;
+
+	dev = ib_alloc_device(qrdma_dev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	dev->pdev = pdev;
+	pci_set_drvdata(pdev, dev);
+	ida_init(&dev->pd_ida);
+	ida_init(&dev->db_page_ida);
+
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		goto err_free_ibdev;
+	ret = pci_request_regions(pdev, QRDMA_DRV_NAME);
+	if (ret)
+		goto err_disable;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(64));
+	if (ret)
+		goto err_release;
+
+	dev->regs = pci_iomap(pdev, QRDMA_BAR_REGS, QRDMA_BAR_REGS_SIZE);
+	if (!dev->regs) {
+		ret = -ENOMEM;
+		goto err_release;
+	}
+	dev->db_bar_start = pci_resource_start(pdev, QRDMA_BAR_DOORBELL);
+
+	sig = qrdma_rd32(dev, QRDMA_REG_SIGNATURE);
+	if (sig != QRDMA_SIGNATURE) {
+		dev_err(&pdev->dev, "BAR0 signature 0x%08x is not qrdma's\n", sig);
+		ret = -ENODEV;
+		goto err_unmap;
+	}
+	major = (qrdma_rd32(dev, QRDMA_REG_IF_VERSION) & QRDMA_IF_VERSION_MAJOR_MASK) >>
+		QRDMA_IF_VERSION_MAJOR_SHIFT;
+	if (major != QRDMA_IF_VERSION_MAJOR) {
+		dev_err(&pdev->dev, "interface major %u, driver speaks %u\n", major,
+			QRDMA_IF_VERSION_MAJOR);
+		ret = -ENODEV;
+		goto err_unmap;
+	}
+
+	ret = qrdma_reset_and_wait(dev);
+	if (ret)
+		goto err_unmap;
+	qrdma_read_caps(dev);
+	ret = qrdma_check_caps(dev);
+	if (ret)
+		goto err_reset;
+
+	ret = pci_alloc_irq_vectors(pdev, 1, dev->caps.msix_vectors, PCI_IRQ_MSIX);
+	if (ret < 0) {
+		dev_err(&pdev->dev, "cannot enable MSI-X: %d\n", ret);
+		goto err_reset;
+	}
+	dev->num_vectors = ret;
+
+	ret = qrdma_register_ibdev(dev);
+	if (ret)
+		goto err_free_vectors;
+
+	dev_info(&pdev->dev, "%s: interface %u.%u, fw %u.%u.%u, MAC %pM, %d MSI-X vectors\n",
+		 dev_name(&dev->ibdev.dev), major,
+		 dev->if_version & QRDMA_IF_VERSION_MINOR_MASK,
+		 (dev->fw_version & QRDMA_FW_VERSION_MAJOR_MASK) >> QRDMA_FW_VERSION_MAJOR_SHIFT,
+		 (dev->fw_version & QRDMA_FW_VERSION_MINOR_MASK) >> QRDMA_FW_VERSION_MINOR_SHIFT,
+		 dev->fw_version & QRDMA_FW_VERSION_PATCH_MASK, dev->mac, dev->num_vectors);
+	return 0;
+
+err_free_vectors:
+	pci_free_irq_vectors(pdev);
+err_reset:
+	/* Leave the engine in reset so nothing of this attempt survives. */
+	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+err_unmap:
+	pci_iounmap(pdev, dev->regs);
+err_release:
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+err_free_ibdev:
+	ida_destroy(&dev->db_page_ida);
+	ida_destroy(&dev->pd_ida);
+	ib_dealloc_device(&dev->ibdev);
+	return ret;
+}
+
+static void qrdma_remove(struct pci_dev *pdev)
+{
+	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+
+	qrdma_unregister_ibdev(dev);
+	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
+	pci_free_irq_vectors(pdev);
+	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	pci_iounmap(pdev, dev->regs);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+	ida_destroy(&dev->db_page_ida);
+	ida_destroy(&dev->pd_ida);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static struct pci_driver qrdma_pci_driver = {
+	.name = QRDMA_DRV_NAME,
+	.id_table = qrdma_pci_ids,
+	.probe = qrdma_probe,
+	.remove = qrdma_remove,
+};
+
+module_pci_driver(qrdma_pci_driver);
+
+MODULE_DESCRIPTION("qrdma virtual RDMA NIC (E810-style RDMA engine in QEMU)");
+MODULE_LICENSE("Dual BSD/GPL");

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qrdma.ko: the ib_device: registration, device and port queries, user
+ * contexts with their doorbell page, protection domains, sysfs attributes.
+ */
+#include <linux/etherdevice.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_mad.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qrdma.h"
+
+static_assert(PAGE_SIZE == QRDMA_DB_PAGE_SIZE, "one doorbell page per CPU page");
+
+static u64 qrdma_fw_ver(struct qrdma_dev *dev)
+{
+	u32 v = dev->fw_version;
+
+	/* ib_device_attr.fw_ver: major in bits 63:32, minor 31:16, patch 15:0. */
+	return (u64)((v & QRDMA_FW_VERSION_MAJOR_MASK) >> QRDMA_FW_VERSION_MAJOR_SHIFT) << 32 |
+	       ((v & QRDMA_FW_VERSION_MINOR_MASK) >> QRDMA_FW_VERSION_MINOR_SHIFT) << 16 |
+	       (v & QRDMA_FW_VERSION_PATCH_MASK);
+}
+
+static void qrdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	u64 v = qrdma_fw_ver(to_qdev(ibdev));
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u.%u", (u32)(v >> 32),
+		 (u32)(v >> 16) & 0xffff, (u32)v & 0xffff);
+}
+
+static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct qrdma_dev *dev = to_qdev(ibdev);
+	const struct qrdma_caps *c = &dev->caps;
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = qrdma_fw_ver(dev);
+	attr->sys_image_guid = ibdev->node_guid;
+	attr->max_mr_size = c->max_mr_size;
+	attr->page_size_cap = c->page_sizes;
+	attr->vendor_id = QRDMA_PCI_VENDOR_ID;
+	attr->vendor_part_id = QRDMA_PCI_DEVICE_ID;
+	attr->hw_ver = dev->hw_rev;
+	attr->max_qp = c->max_qp;
+	attr->max_qp_wr = c->max_qp_wr;
+	attr->max_send_sge = c->max_send_sge;
+	attr->max_recv_sge = c->max_recv_sge;
+	attr->max_sge_rd = c->max_send_sge;
+	attr->max_cq = c->max_cq;
+	attr->max_cqe = c->max_cqe;
+	attr->max_mr = c->max_mr;
+	attr->max_pd = c->max_pd;
+	attr->max_qp_rd_atom = c->max_rd_atom;
+	attr->max_qp_init_rd_atom = c->max_rd_atom;
+	attr->max_res_rd_atom = c->max_resp_res * c->max_qp;
+	attr->max_srq = c->max_srq;
+	attr->max_srq_wr = c->max_srq_wr;
+	attr->max_srq_sge = c->max_recv_sge;
+	attr->max_ah = c->max_ah;
+	attr->max_pkeys = 1;
+	attr->local_ca_ack_delay = 15;
+	attr->max_fast_reg_page_list_len = 0;
+	/*
+	 * Atomics and the other feature flags are advertised from
+	 * CAP_FEATURES as the engine gains them; interface 0.1 has none.
+	 */
+	attr->atomic_cap = (c->features & QRDMA_FEATURE_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	return 0;
+}
+
+/* Map the link speed in Mb/s onto the IB width and per-lane speed. */
+static void qrdma_speed_to_ib(u32 mbps, u16 *speed, u8 *width)
+{
+	static const struct {
+		u32 mbps;
+		u16 speed;
+		u8 width;
+	} table[] = {
+		{ 400000, IB_SPEED_HDR, IB_WIDTH_8X },
+		{ 200000, IB_SPEED_HDR, IB_WIDTH_4X },
+		{ 100000, IB_SPEED_EDR, IB_WIDTH_4X },
+		{ 50000, IB_SPEED_HDR, IB_WIDTH_1X },
+		{ 40000, IB_SPEED_FDR10, IB_WIDTH_4X },
+		{ 25000, IB_SPEED_EDR, IB_WIDTH_1X },
+		{ 10000, IB_SPEED_FDR10, IB_WIDTH_1X },
+		{ 0, IB_SPEED_SDR, IB_WIDTH_1X },
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(table) - 1 && mbps < table[i].mbps; i++)
+		;
+	*speed = table[i].speed;
+	*width = table[i].width;
+}
+
+static int qrdma_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
+{
+	struct qrdma_dev *dev = to_qdev(ibdev);
+	bool link_up = qrdma_rd32(dev, QRDMA_REG_PORT_STATUS) & QRDMA_PORT_STATUS_LINK_UP;
+
+	/* ib_core has zeroed attr. */
+	attr->state = link_up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	attr->phys_state = link_up ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
+	attr->max_mtu = ib_mtu_int_to_enum(dev->caps.max_mtu);
+	/* No netdev yet (interface 0.1): a standard 1500-byte Ethernet MTU. */
+	attr->active_mtu = min(attr->max_mtu, iboe_get_mtu(ETH_DATA_LEN));
+	attr->gid_tbl_len = dev->caps.gid_table_len;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = 1U << 31;
+	attr->pkey_tbl_len = 1;
+	attr->bad_pkey_cntr = 0;
+	attr->qkey_viol_cntr = 0;
+	attr->max_vl_num = 1;
+	qrdma_speed_to_ib(qrdma_rd32(dev, QRDMA_REG_PORT_SPEED), &attr->active_speed,
+			  &attr->active_width);
+	return 0;
+}
+
+static int qrdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	/* RoCE has one P_Key: the default full-membership key. */
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static int qrdma_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *immutable)
+{
+	struct ib_port_attr attr = {};
+	int ret;
+
+	ret = ib_query_port(ibdev, port, &attr);
+	if (ret)
+		return ret;
+	immutable->pkey_tbl_len = attr.pkey_tbl_len;
+	immutable->gid_tbl_len = attr.gid_tbl_len;
+	/* RoCE v2 (UDP encapsulation) only. */
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer qrdma_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
+{
+	struct qrdma_ucontext *uctx = to_quctx(ibuctx);
+	struct qrdma_dev *dev = to_qdev(ibuctx->device);
+	struct qrdma_alloc_ucontext_resp resp = {};
+	struct qrdma_db_mmap_entry *entry;
+	int page, ret;
+
+	/* Page 0 is the kernel's; each context gets a page of its own. */
+	page = ida_alloc_range(&dev->db_page_ida, 1, dev->caps.db_pages - 1, GFP_KERNEL);
+	if (page < 0)
+		return page == -ENOSPC ? -ENOMEM : page;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		ret = -ENOMEM;
+		goto err_free_page;
+	}
+	entry->dev = dev;
+	entry->db_page = page;
+	ret = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry, QRDMA_DB_PAGE_SIZE);
+	if (ret) {
+		kfree(entry);
+		goto err_free_page;
+	}
+	/* From here the page is returned by qrdma_mmap_free. */
+	uctx->db_entry = &entry->rdma_entry;
+
+	resp.db_mmap_offset = rdma_user_mmap_get_offset(uctx->db_entry);
+	resp.db_page_index = page;
+	resp.if_version = dev->if_version;
+	resp.max_inline_data = dev->caps.max_inline;
+	resp.max_send_sge = dev->caps.max_send_sge;
+	resp.max_recv_sge = dev->caps.max_recv_sge;
+	ret = ib_copy_to_udata(udata, &resp, min_t(size_t, udata->outlen, sizeof(resp)));
+	if (ret)
+		goto err_remove_entry;
+
+	atomic_inc(&dev->num_ucontexts);
+	return 0;
+
+err_remove_entry:
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	return ret;
+err_free_page:
+	ida_free(&dev->db_page_ida, page);
+	return ret;
+}
+
+static void qrdma_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct qrdma_ucontext *uctx = to_quctx(ibuctx);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	atomic_dec(&to_qdev(ibuctx->device)->num_ucontexts);
+}
+
+static int qrdma_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct qrdma_db_mmap_entry *entry;
+	struct qrdma_dev *dev;
+	int ret;
+
+	rdma_entry = rdma_user_mmap_entry_get(ibuctx, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	entry = container_of(rdma_entry, struct qrdma_db_mmap_entry, rdma_entry);
+	dev = entry->dev;
+	/* Doorbells are MMIO: uncached, never executable. */
+	ret = rdma_user_mmap_io(ibuctx, vma,
+				PHYS_PFN(dev->db_bar_start) + entry->db_page,
+				QRDMA_DB_PAGE_SIZE, pgprot_noncached(vma->vm_page_prot),
+				rdma_entry);
+	rdma_user_mmap_entry_put(rdma_entry);
+	return ret;
+}
+
+/* The last reference to a doorbell mapping is gone: the page is free again. */
+static void qrdma_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct qrdma_db_mmap_entry *entry =
+		container_of(rdma_entry, struct qrdma_db_mmap_entry, rdma_entry);
+
+	ida_free(&entry->dev->db_page_ida, entry->db_page);
+	kfree(entry);
+}
+
+static int qrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qrdma_dev *dev = to_qdev(ibpd->device);
+	struct qrdma_pd *pd = to_qpd(ibpd);
+	struct qrdma_alloc_pd_resp resp = {};
+	int pdn, ret;
+
+	pdn = ida_alloc_max(&dev->pd_ida, dev->caps.max_pd - 1, GFP_KERNEL);
+	if (pdn < 0)
+		return pdn == -ENOSPC ? -ENOMEM : pdn;
+	pd->pdn = pdn;
+
+	if (udata && udata->outlen) {
+		resp.pdn = pdn;
+		ret = ib_copy_to_udata(udata, &resp, min_t(size_t, udata->outlen, sizeof(resp)));
+		if (ret) {
+			ida_free(&dev->pd_ida, pdn);
+			return ret;
+		}
+	}
+	atomic_inc(&dev->num_pds);
+	return 0;
+}
+
+static int qrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qrdma_dev *dev = to_qdev(ibpd->device);
+
+	ida_free(&dev->pd_ida, to_qpd(ibpd)->pdn);
+	atomic_dec(&dev->num_pds);
+	return 0;
+}
+
+/* ---- sysfs: board_id, hca_type, hw_rev as other RDMA drivers show them -- */
+
+static ssize_t board_id_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	struct qrdma_dev *dev = rdma_device_to_drv_device(device, struct qrdma_dev, ibdev);
+
+	return sysfs_emit(buf, "%s\n", dev->board_id);
+}
+static DEVICE_ATTR_RO(board_id);
+
+static ssize_t hca_type_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "QRDMA-%04x\n", QRDMA_PCI_DEVICE_ID);
+}
+static DEVICE_ATTR_RO(hca_type);
+
+static ssize_t hw_rev_show(struct device *device, struct device_attribute *attr, char *buf)
+{
+	struct qrdma_dev *dev = rdma_device_to_drv_device(device, struct qrdma_dev, ibdev);
+
+	return sysfs_emit(buf, "0x%x\n", dev->hw_rev);
+}
+static DEVICE_ATTR_RO(hw_rev);
+
+static struct attribute *qrdma_dev_attrs[] = {
+	&dev_attr_board_id.attr,
+	&dev_attr_hca_type.attr,
+	&dev_attr_hw_rev.attr,
+	NULL
+};
+
+static const struct attribute_group qrdma_attr_group = {
+	.attrs = qrdma_dev_attrs,
+};
+
+static const struct ib_device_ops qrdma_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = QRDMA_ABI_VERSION,
+	.device_group = &qrdma_attr_group,
+
+	.alloc_pd = qrdma_alloc_pd,
+	.alloc_ucontext = qrdma_alloc_ucontext,
+	.dealloc_pd = qrdma_dealloc_pd,
+	.dealloc_ucontext = qrdma_dealloc_ucontext,
+	.get_dev_fw_str = qrdma_get_dev_fw_str,
+	.get_link_layer = qrdma_get_link_layer,
+	.get_port_immutable = qrdma_get_port_immutable,
+	.mmap = qrdma_mmap,
+	.mmap_free = qrdma_mmap_free,
+	.query_device = qrdma_query_device,
+	.query_pkey = qrdma_query_pkey,
+	.query_port = qrdma_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, qrdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, qrdma_ucontext, ibucontext),
+};
+
+int qrdma_register_ibdev(struct qrdma_dev *dev)
+{
+	struct ib_device *ibdev = &dev->ibdev;
+	int ret;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	/* Vector 0 will carry the AEQ and CQP; the rest, completion events. */
+	ibdev->num_comp_vectors = max(1, dev->num_vectors - 1);
+	ibdev->dev.parent = &dev->pdev->dev;
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
+	snprintf(ibdev->node_desc, sizeof(ibdev->node_desc), "qrdma %s", dev->board_id);
+	ib_set_device_ops(ibdev, &qrdma_dev_ops);
+
+	ret = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
+	if (ret)
+		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", ret);
+	return ret;
+}
+
+void qrdma_unregister_ibdev(struct qrdma_dev *dev)
+{
+	ib_unregister_device(&dev->ibdev);
+}

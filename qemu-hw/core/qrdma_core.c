@@ -1,0 +1,429 @@
+/*
+ * qrdma device core: BAR0 register file, reset and PE bring-up, doorbell
+ * BAR decoding. See docs/hw-spec.md for the interface this implements.
+ *
+ * Every guest access is checked here, not in the glue: size, alignment,
+ * offset, access type and reserved bits. A bad access is logged as a guest
+ * error, counted, and ignored; it never aborts the host.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qrdma_core.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum qrdma_reg_access {
+    QRDMA_REG_RO,
+    QRDMA_REG_RW,
+};
+
+/*
+ * One BAR0 register. Without a read hook the value is the register file's;
+ * without a write hook a valid write is stored there.
+ */
+struct qrdma_reg_desc {
+    const char *name;
+    enum qrdma_reg_access access;
+    uint32_t write_mask;        /* RW: the bits a write may set */
+    uint32_t (*read)(struct qrdma_core *core);
+    void (*write)(struct qrdma_core *core, uint32_t value);
+};
+
+static uint32_t reg_read_guest_errors(struct qrdma_core *core);
+static uint32_t reg_read_port_status(struct qrdma_core *core);
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t value);
+
+#define RO(off, nm)             [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RO }
+#define RO_LIVE(off, nm, fn)    [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RO, .read = (fn) }
+#define RW(off, nm, mask, fn)   [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
+                                                .write_mask = (mask), .write = (fn) }
+
+static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
+    RO(QRDMA_REG_SIGNATURE, "SIGNATURE"),
+    RO(QRDMA_REG_IF_VERSION, "IF_VERSION"),
+    RO(QRDMA_REG_HW_REV, "HW_REV"),
+    RO(QRDMA_REG_FW_VERSION, "FW_VERSION"),
+    RO(QRDMA_REG_MAC_LOW, "MAC_LOW"),
+    RO(QRDMA_REG_MAC_HIGH, "MAC_HIGH"),
+    RO(QRDMA_REG_BOARD_ID + 0, "BOARD_ID0"),
+    RO(QRDMA_REG_BOARD_ID + 4, "BOARD_ID1"),
+    RO(QRDMA_REG_BOARD_ID + 8, "BOARD_ID2"),
+    RO(QRDMA_REG_BOARD_ID + 12, "BOARD_ID3"),
+
+    RW(QRDMA_REG_DEV_CTRL, "DEV_CTRL", QRDMA_DEV_CTRL_VALID_MASK, reg_write_dev_ctrl),
+    RO(QRDMA_REG_PE_STATUS, "PE_STATUS"),
+    RO_LIVE(QRDMA_REG_GUEST_ERRORS, "GUEST_ERRORS", reg_read_guest_errors),
+    RW(QRDMA_REG_SCRATCH, "SCRATCH", 0xffffffffu, NULL),
+
+    RO(QRDMA_REG_CAP_MAX_QP, "CAP_MAX_QP"),
+    RO(QRDMA_REG_CAP_MAX_CQ, "CAP_MAX_CQ"),
+    RO(QRDMA_REG_CAP_MAX_MR, "CAP_MAX_MR"),
+    RO(QRDMA_REG_CAP_MAX_PD, "CAP_MAX_PD"),
+    RO(QRDMA_REG_CAP_MAX_SRQ, "CAP_MAX_SRQ"),
+    RO(QRDMA_REG_CAP_MAX_AH, "CAP_MAX_AH"),
+    RO(QRDMA_REG_CAP_MAX_QP_WR, "CAP_MAX_QP_WR"),
+    RO(QRDMA_REG_CAP_MAX_SRQ_WR, "CAP_MAX_SRQ_WR"),
+    RO(QRDMA_REG_CAP_MAX_CQE, "CAP_MAX_CQE"),
+    RO(QRDMA_REG_CAP_MAX_SEND_SGE, "CAP_MAX_SEND_SGE"),
+    RO(QRDMA_REG_CAP_MAX_RECV_SGE, "CAP_MAX_RECV_SGE"),
+    RO(QRDMA_REG_CAP_MAX_INLINE, "CAP_MAX_INLINE"),
+    RO(QRDMA_REG_CAP_PAGE_SIZES, "CAP_PAGE_SIZES"),
+    RO(QRDMA_REG_CAP_MAX_MR_SIZE_LO, "CAP_MAX_MR_SIZE_LO"),
+    RO(QRDMA_REG_CAP_MAX_MR_SIZE_HI, "CAP_MAX_MR_SIZE_HI"),
+    RO(QRDMA_REG_CAP_MAX_RD_ATOM, "CAP_MAX_RD_ATOM"),
+    RO(QRDMA_REG_CAP_MAX_RESP_RES, "CAP_MAX_RESP_RES"),
+    RO(QRDMA_REG_CAP_MAX_MTU, "CAP_MAX_MTU"),
+    RO(QRDMA_REG_CAP_GID_TABLE_LEN, "CAP_GID_TABLE_LEN"),
+    RO(QRDMA_REG_CAP_DB_PAGES, "CAP_DB_PAGES"),
+    RO(QRDMA_REG_CAP_MSIX_VECTORS, "CAP_MSIX_VECTORS"),
+    RO(QRDMA_REG_CAP_MAX_CEQ, "CAP_MAX_CEQ"),
+    RO(QRDMA_REG_CAP_FEATURES, "CAP_FEATURES"),
+
+    RO_LIVE(QRDMA_REG_PORT_STATUS, "PORT_STATUS", reg_read_port_status),
+    RO(QRDMA_REG_PORT_SPEED, "PORT_SPEED"),
+};
+
+#undef RO
+#undef RO_LIVE
+#undef RW
+
+/* Blocks above the register file that later interface versions fill. */
+static const struct {
+    uint32_t base;
+    const char *name;
+} qrdma_reserved_blocks[] = {
+    { QRDMA_REG_CQP_BASE, "CQP" },
+    { QRDMA_REG_HMC_BASE, "HMC" },
+    { QRDMA_REG_INTR_BASE, "interrupt" },
+    { QRDMA_REG_LAN_BASE, "LAN" },
+};
+
+/* Firmware version reported by this model: 0.1.0. */
+#define QRDMA_MODEL_FW_VERSION ((0u << QRDMA_FW_VERSION_MAJOR_SHIFT) | \
+                                (1u << QRDMA_FW_VERSION_MINOR_SHIFT) | 0u)
+
+static void __attribute__((format(printf, 2, 3)))
+guest_error(struct qrdma_core *core, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    core->stats.guest_errors++;
+    core->env.guest_error(core->env.opaque, msg);
+}
+
+static uint32_t *reg(struct qrdma_core *core, uint32_t offset)
+{
+    return &core->regs[offset / 4];
+}
+
+void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
+{
+    static const uint8_t default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+    memset(cfg, 0, sizeof(*cfg));
+    memcpy(cfg->mac, default_mac, sizeof(cfg->mac));
+    snprintf(cfg->board_id, sizeof(cfg->board_id), "%s", QRDMA_DEFAULT_BOARD_ID);
+    cfg->max_qp = QRDMA_DEFAULT_MAX_QP;
+    cfg->max_cq = QRDMA_DEFAULT_MAX_CQ;
+    cfg->max_mr = QRDMA_DEFAULT_MAX_MR;
+    cfg->max_pd = QRDMA_DEFAULT_MAX_PD;
+    cfg->max_srq = QRDMA_DEFAULT_MAX_SRQ;
+    cfg->max_ah = QRDMA_DEFAULT_MAX_AH;
+    cfg->max_qp_wr = QRDMA_DEFAULT_MAX_QP_WR;
+    cfg->max_srq_wr = QRDMA_DEFAULT_MAX_SRQ_WR;
+    cfg->max_cqe = QRDMA_DEFAULT_MAX_CQE;
+    cfg->max_send_sge = QRDMA_DEFAULT_MAX_SEND_SGE;
+    cfg->max_recv_sge = QRDMA_DEFAULT_MAX_RECV_SGE;
+    cfg->max_inline = QRDMA_DEFAULT_MAX_INLINE;
+    cfg->max_rd_atom = QRDMA_DEFAULT_MAX_RD_ATOM;
+    cfg->max_mtu = QRDMA_DEFAULT_MAX_MTU;
+    cfg->gid_table_len = QRDMA_DEFAULT_GID_TABLE_LEN;
+    cfg->db_pages = QRDMA_DEFAULT_DB_PAGES;
+    cfg->msix_vectors = QRDMA_DEFAULT_MSIX_VECTORS;
+    cfg->max_ceq = QRDMA_DEFAULT_MAX_CEQ;
+    cfg->link_speed_mbps = QRDMA_DEFAULT_LINK_SPEED_MBPS;
+    cfg->pe_ready_delay_us = QRDMA_DEFAULT_PE_READY_DELAY_US;
+}
+
+static bool is_pow2(uint32_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg,
+                    const struct qrdma_core_env *env, char *err, size_t err_len)
+{
+    /* Each limit must fit what the descriptor fields of later interfaces hold. */
+    static const struct {
+        const char *name;
+        size_t offset;
+        uint32_t min, max;
+    } limits[] = {
+#define LIMIT(field, lo, hi) { #field, offsetof(struct qrdma_core_config, field), lo, hi }
+        LIMIT(max_qp, 2, 1u << 18),
+        LIMIT(max_cq, 2, 1u << 18),
+        LIMIT(max_mr, 1, 1u << 24),
+        LIMIT(max_pd, 1, 1u << 18),
+        LIMIT(max_srq, 0, 1u << 18),
+        LIMIT(max_ah, 0, 1u << 20),
+        LIMIT(max_qp_wr, 2, 1u << 15),
+        LIMIT(max_srq_wr, 0, 1u << 15),
+        LIMIT(max_cqe, 2, 1u << 21),
+        LIMIT(max_send_sge, 1, 32),
+        LIMIT(max_recv_sge, 1, 32),
+        LIMIT(max_inline, 0, 1024),
+        LIMIT(max_rd_atom, 1, 128),
+        LIMIT(max_mtu, 256, 4096),
+        LIMIT(gid_table_len, 1, 256),
+        LIMIT(db_pages, 2, 4096),
+        LIMIT(msix_vectors, 1, 64),
+        LIMIT(max_ceq, 1, 64),
+        LIMIT(link_speed_mbps, 10, 800000),
+#undef LIMIT
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+        uint32_t v;
+
+        memcpy(&v, (const char *)cfg + limits[i].offset, sizeof(v));
+        if (v < limits[i].min || v > limits[i].max) {
+            snprintf(err, err_len, "%s=%u is outside %u..%u", limits[i].name, v,
+                     limits[i].min, limits[i].max);
+            return -EINVAL;
+        }
+    }
+    if (!is_pow2(cfg->max_mtu)) {
+        snprintf(err, err_len, "max_mtu=%u is not a power of two", cfg->max_mtu);
+        return -EINVAL;
+    }
+    if (!is_pow2(cfg->db_pages)) {
+        /* The doorbell BAR is db_pages * 4 KB and a BAR must be a power of two. */
+        snprintf(err, err_len, "db_pages=%u is not a power of two", cfg->db_pages);
+        return -EINVAL;
+    }
+    if (cfg->mac[0] & 1) {
+        snprintf(err, err_len, "mac is a multicast address");
+        return -EINVAL;
+    }
+    if (!env->guest_error || !env->schedule_pe_ready || !env->link_up) {
+        snprintf(err, err_len, "incomplete core environment");
+        return -EINVAL;
+    }
+
+    memset(core, 0, sizeof(*core));
+    core->cfg = *cfg;
+    core->cfg.board_id[QRDMA_BOARD_ID_LEN - 1] = '\0';
+    core->env = *env;
+    return 0;
+}
+
+void qrdma_core_reset(struct qrdma_core *core)
+{
+    const struct qrdma_core_config *cfg = &core->cfg;
+    const uint64_t max_mr_size = 1ull << 40;
+    unsigned i;
+
+    memset(core->regs, 0, sizeof(core->regs));
+    core->pe_ready = false;
+    core->stats.resets++;
+
+    *reg(core, QRDMA_REG_SIGNATURE) = QRDMA_SIGNATURE;
+    *reg(core, QRDMA_REG_IF_VERSION) =
+        (QRDMA_IF_VERSION_MAJOR << QRDMA_IF_VERSION_MAJOR_SHIFT) | QRDMA_IF_VERSION_MINOR;
+    *reg(core, QRDMA_REG_HW_REV) = QRDMA_PCI_REVISION;
+    *reg(core, QRDMA_REG_FW_VERSION) = QRDMA_MODEL_FW_VERSION;
+    *reg(core, QRDMA_REG_MAC_LOW) = cfg->mac[0] | cfg->mac[1] << 8 |
+                                    cfg->mac[2] << 16 | (uint32_t)cfg->mac[3] << 24;
+    *reg(core, QRDMA_REG_MAC_HIGH) = cfg->mac[4] | cfg->mac[5] << 8;
+    for (i = 0; i < QRDMA_BOARD_ID_LEN; i++) {
+        *reg(core, QRDMA_REG_BOARD_ID + (i & ~3u)) |=
+            (uint32_t)(uint8_t)cfg->board_id[i] << (8 * (i & 3));
+    }
+
+    *reg(core, QRDMA_REG_CAP_MAX_QP) = cfg->max_qp;
+    *reg(core, QRDMA_REG_CAP_MAX_CQ) = cfg->max_cq;
+    *reg(core, QRDMA_REG_CAP_MAX_MR) = cfg->max_mr;
+    *reg(core, QRDMA_REG_CAP_MAX_PD) = cfg->max_pd;
+    *reg(core, QRDMA_REG_CAP_MAX_SRQ) = cfg->max_srq;
+    *reg(core, QRDMA_REG_CAP_MAX_AH) = cfg->max_ah;
+    *reg(core, QRDMA_REG_CAP_MAX_QP_WR) = cfg->max_qp_wr;
+    *reg(core, QRDMA_REG_CAP_MAX_SRQ_WR) = cfg->max_srq_wr;
+    *reg(core, QRDMA_REG_CAP_MAX_CQE) = cfg->max_cqe;
+    *reg(core, QRDMA_REG_CAP_MAX_SEND_SGE) = cfg->max_send_sge;
+    *reg(core, QRDMA_REG_CAP_MAX_RECV_SGE) = cfg->max_recv_sge;
+    *reg(core, QRDMA_REG_CAP_MAX_INLINE) = cfg->max_inline;
+    *reg(core, QRDMA_REG_CAP_PAGE_SIZES) =
+        QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G;
+    *reg(core, QRDMA_REG_CAP_MAX_MR_SIZE_LO) = (uint32_t)max_mr_size;
+    *reg(core, QRDMA_REG_CAP_MAX_MR_SIZE_HI) = (uint32_t)(max_mr_size >> 32);
+    *reg(core, QRDMA_REG_CAP_MAX_RD_ATOM) = cfg->max_rd_atom;
+    *reg(core, QRDMA_REG_CAP_MAX_RESP_RES) = cfg->max_rd_atom;
+    *reg(core, QRDMA_REG_CAP_MAX_MTU) = cfg->max_mtu;
+    *reg(core, QRDMA_REG_CAP_GID_TABLE_LEN) = cfg->gid_table_len;
+    *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
+    *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
+    *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
+    /* Interface 0.1 carries no data path yet: no feature bits. */
+    *reg(core, QRDMA_REG_CAP_FEATURES) = 0;
+    *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
+
+    /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
+    if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
+        core->env.schedule_pe_ready(core->env.opaque, (uint64_t)cfg->pe_ready_delay_us * 1000);
+    }
+}
+
+void qrdma_core_pe_ready(struct qrdma_core *core)
+{
+    core->pe_ready = true;
+    *reg(core, QRDMA_REG_PE_STATUS) = QRDMA_PE_STATUS_READY;
+}
+
+static uint32_t reg_read_guest_errors(struct qrdma_core *core)
+{
+    return core->stats.guest_errors > UINT32_MAX ? UINT32_MAX
+                                                 : (uint32_t)core->stats.guest_errors;
+}
+
+static uint32_t reg_read_port_status(struct qrdma_core *core)
+{
+    return core->env.link_up(core->env.opaque) ? QRDMA_PORT_STATUS_LINK_UP : 0;
+}
+
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t value)
+{
+    if (value & QRDMA_DEV_CTRL_RESET) {
+        /* RESET is self-clearing: the register file reset stores 0 here. */
+        qrdma_core_reset(core);
+    }
+}
+
+const char *qrdma_core_reg_name(uint64_t offset)
+{
+    if (offset >= QRDMA_REG_FILE_END || (offset & 3)) {
+        return NULL;
+    }
+    return qrdma_reg_table[offset / 4].name;
+}
+
+/*
+ * The one gate for BAR0 accesses: returns the register's descriptor, or
+ * NULL after logging why the access is refused.
+ */
+static const struct qrdma_reg_desc *reg_lookup(struct qrdma_core *core, const char *what,
+                                                uint64_t offset, unsigned size)
+{
+    const struct qrdma_reg_desc *desc;
+    size_t i;
+
+    if (size != 4) {
+        guest_error(core, "BAR0 %s of %u bytes at 0x%" PRIx64 ": registers take 32-bit accesses",
+                    what, size, offset);
+        return NULL;
+    }
+    if (offset & 3) {
+        guest_error(core, "BAR0 %s at unaligned offset 0x%" PRIx64, what, offset);
+        return NULL;
+    }
+    if (offset >= QRDMA_BAR_REGS_SIZE) {
+        guest_error(core, "BAR0 %s at 0x%" PRIx64 " beyond the register BAR", what, offset);
+        return NULL;
+    }
+    if (offset >= QRDMA_REG_FILE_END) {
+        for (i = 0; i < sizeof(qrdma_reserved_blocks) / sizeof(qrdma_reserved_blocks[0]); i++) {
+            if (offset - qrdma_reserved_blocks[i].base < QRDMA_REG_BLOCK_SIZE) {
+                guest_error(core, "BAR0 %s at 0x%" PRIx64 ": the %s register block is not "
+                            "implemented by interface %u.%u", what, offset,
+                            qrdma_reserved_blocks[i].name, QRDMA_IF_VERSION_MAJOR,
+                            QRDMA_IF_VERSION_MINOR);
+                return NULL;
+            }
+        }
+        guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
+        return NULL;
+    }
+    desc = &qrdma_reg_table[offset / 4];
+    if (!desc->name) {
+        guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
+        return NULL;
+    }
+    return desc;
+}
+
+uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+{
+    const struct qrdma_reg_desc *desc;
+
+    core->stats.reg_reads++;
+    desc = reg_lookup(core, "read", offset, size);
+    if (!desc) {
+        return 0;
+    }
+    return desc->read ? desc->read(core) : *reg(core, (uint32_t)offset);
+}
+
+void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                          uint64_t value64)
+{
+    const struct qrdma_reg_desc *desc;
+    uint32_t value = (uint32_t)value64;
+
+    core->stats.reg_writes++;
+    desc = reg_lookup(core, "write", offset, size);
+    if (!desc) {
+        return;
+    }
+    if (desc->access == QRDMA_REG_RO) {
+        guest_error(core, "write of 0x%x to read-only register %s", value, desc->name);
+        return;
+    }
+    if (value & ~desc->write_mask) {
+        guest_error(core, "write of 0x%x to %s sets reserved bits 0x%x; ignored", value,
+                    desc->name, value & ~desc->write_mask);
+        return;
+    }
+    if (desc->write) {
+        desc->write(core, value);
+    } else {
+        *reg(core, (uint32_t)offset) = value;
+    }
+}
+
+uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+{
+    guest_error(core, "doorbell read of %u bytes at page %" PRIu64 " offset 0x%" PRIx64
+                ": doorbells are write-only", size, offset / QRDMA_DB_PAGE_SIZE,
+                offset % QRDMA_DB_PAGE_SIZE);
+    return 0;
+}
+
+void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                         uint64_t value)
+{
+    uint64_t page = offset / QRDMA_DB_PAGE_SIZE;
+
+    core->stats.doorbells++;
+    if (size != 4 || (offset & 3)) {
+        guest_error(core, "doorbell write of %u bytes at 0x%" PRIx64
+                    ": doorbells take aligned 32-bit writes", size, offset);
+        return;
+    }
+    if (page >= core->cfg.db_pages) {
+        guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
+        return;
+    }
+    /* Interface 0.1 has no queues, so no doorbell can name a valid one. */
+    guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
+                ": no queue exists (interface %u.%u has no data path)", (uint32_t)value,
+                page, offset % QRDMA_DB_PAGE_SIZE, QRDMA_IF_VERSION_MAJOR,
+                QRDMA_IF_VERSION_MINOR);
+}

@@ -1,0 +1,322 @@
+/*
+ * QEMU glue of the qrdma virtual RDMA NIC: QOM type, properties, PCI BARs,
+ * MSI-X, reset, the netdev and the timer. The device itself lives in
+ * core/ and knows nothing of QEMU; this file only forwards to it.
+ *
+ * Threading: MMIO handlers, the PE-ready timer and the netdev callbacks all
+ * run with the BQL held, which is the core's one lock.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "hw/pci/msix.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "qom/object.h"
+
+#include "core/qrdma_core.h"
+#include "trace.h"
+
+#define TYPE_QRDMA "qrdma"
+OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
+
+struct QrdmaState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion doorbells;
+    NICConf conf;
+    NICState *nic;
+    QEMUTimer *pe_ready_timer;
+    char *board_id;
+
+    struct qrdma_core_config cfg;
+    struct qrdma_core core;
+    uint64_t rx_frames_dropped;
+};
+
+/* ---- services the core asks of its embedding ----------------------------- */
+
+static void qrdma_env_guest_error(void *opaque, const char *msg)
+{
+    trace_qrdma_guest_error(msg);
+    qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
+}
+
+static void qrdma_env_schedule_pe_ready(void *opaque, uint64_t delay_ns)
+{
+    QrdmaState *s = opaque;
+
+    timer_mod(s->pe_ready_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
+}
+
+static bool qrdma_env_link_up(void *opaque)
+{
+    QrdmaState *s = opaque;
+    NetClientState *nc;
+
+    if (!s->nic) {
+        return false;
+    }
+    nc = qemu_get_queue(s->nic);
+    return nc->peer && !nc->link_down;
+}
+
+static void qrdma_pe_ready_timer(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    trace_qrdma_pe_ready();
+    qrdma_core_pe_ready(&s->core);
+}
+
+/* ---- BARs ---------------------------------------------------------------- */
+
+static uint64_t qrdma_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    QrdmaState *s = opaque;
+    uint32_t value = qrdma_core_reg_read(&s->core, addr, size);
+
+    trace_qrdma_reg_read(addr, size, value);
+    return value;
+}
+
+static void qrdma_regs_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+{
+    QrdmaState *s = opaque;
+
+    trace_qrdma_reg_write(addr, size, (uint32_t)value);
+    qrdma_core_reg_write(&s->core, addr, size, value);
+}
+
+/*
+ * Every size from 1 to 8 reaches the core, which alone decides what is
+ * valid, so a wrong-size access is logged by the same code in tests.
+ */
+static const MemoryRegionOps qrdma_regs_ops = {
+    .read = qrdma_regs_read,
+    .write = qrdma_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+static uint64_t qrdma_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    QrdmaState *s = opaque;
+
+    return qrdma_core_db_read(&s->core, addr, size);
+}
+
+static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+{
+    QrdmaState *s = opaque;
+
+    trace_qrdma_db_write(addr / QRDMA_DB_PAGE_SIZE, addr % QRDMA_DB_PAGE_SIZE, size,
+                         (uint32_t)value);
+    qrdma_core_db_write(&s->core, addr, size, value);
+}
+
+static const MemoryRegionOps qrdma_db_ops = {
+    .read = qrdma_db_read,
+    .write = qrdma_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8 },
+    .impl = { .min_access_size = 1, .max_access_size = 8 },
+};
+
+/* ---- netdev -------------------------------------------------------------- */
+
+/*
+ * Interface 0.1 has no LAN queues yet: frames from the wire are counted
+ * and dropped, never queued, so the peer cannot fill our memory.
+ */
+static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
+{
+    QrdmaState *s = qemu_get_nic_opaque(nc);
+
+    s->rx_frames_dropped++;
+    return size;
+}
+
+static NetClientInfo qrdma_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .receive = qrdma_net_receive,
+};
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void qrdma_realize(PCIDevice *pdev, Error **errp)
+{
+    QrdmaState *s = QRDMA(pdev);
+    DeviceState *dev = DEVICE(pdev);
+    struct qrdma_core_env env = {
+        .opaque = s,
+        .guest_error = qrdma_env_guest_error,
+        .schedule_pe_ready = qrdma_env_schedule_pe_ready,
+        .link_up = qrdma_env_link_up,
+    };
+    char err[160];
+    int ret;
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
+    if (s->board_id) {
+        if (strlen(s->board_id) >= QRDMA_BOARD_ID_LEN) {
+            error_setg(errp, "qrdma: board-id '%s' is longer than %u characters",
+                       s->board_id, QRDMA_BOARD_ID_LEN - 1);
+            return;
+        }
+        pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), s->board_id);
+    }
+    ret = qrdma_core_init(&s->core, &s->cfg, &env, err, sizeof(err));
+    if (ret) {
+        error_setg(errp, "qrdma: %s", err);
+        return;
+    }
+
+    pdev->config[PCI_INTERRUPT_PIN] = 1;
+    if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
+        error_setg(errp, "qrdma: cannot add the PCIe capability");
+        return;
+    }
+    pcie_cap_flr_init(pdev);
+
+    memory_region_init_io(&s->regs, OBJECT(s), &qrdma_regs_ops, s, "qrdma-regs",
+                          QRDMA_BAR_REGS_SIZE);
+    pci_register_bar(pdev, QRDMA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+
+    memory_region_init_io(&s->doorbells, OBJECT(s), &qrdma_db_ops, s, "qrdma-doorbells",
+                          (uint64_t)s->cfg.db_pages * QRDMA_DB_PAGE_SIZE);
+    pci_register_bar(pdev, QRDMA_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64,
+                     &s->doorbells);
+
+    ret = msix_init_exclusive_bar(pdev, s->cfg.msix_vectors, QRDMA_BAR_MSIX, errp);
+    if (ret) {
+        return;
+    }
+    for (unsigned v = 0; v < s->cfg.msix_vectors; v++) {
+        msix_vector_use(pdev, v);
+    }
+
+    s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer, s);
+    s->nic = qemu_new_nic(&qrdma_net_info, &s->conf, object_get_typename(OBJECT(s)),
+                          dev->id, &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+}
+
+static void qrdma_exit(PCIDevice *pdev)
+{
+    QrdmaState *s = QRDMA(pdev);
+
+    qemu_del_nic(s->nic);
+    timer_free(s->pe_ready_timer);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static void qrdma_reset_hold(Object *obj, ResetType type)
+{
+    QrdmaState *s = QRDMA(obj);
+
+    trace_qrdma_reset("device");
+    timer_del(s->pe_ready_timer);
+    qrdma_core_reset(&s->core);
+}
+
+/*
+ * Contexts will live in guest memory and the engine's working copies in
+ * the core; until that state has a vmstate description, refuse migration
+ * rather than lose it.
+ */
+static const VMStateDescription qrdma_vmstate = {
+    .name = "qrdma",
+    .unmigratable = 1,
+};
+
+static const Property qrdma_properties[] = {
+    DEFINE_NIC_PROPERTIES(QrdmaState, conf),
+    DEFINE_PROP_STRING("board-id", QrdmaState, board_id),
+    DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
+    DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
+    DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),
+    DEFINE_PROP_UINT32("max-pd", QrdmaState, cfg.max_pd, QRDMA_DEFAULT_MAX_PD),
+    DEFINE_PROP_UINT32("max-srq", QrdmaState, cfg.max_srq, QRDMA_DEFAULT_MAX_SRQ),
+    DEFINE_PROP_UINT32("max-ah", QrdmaState, cfg.max_ah, QRDMA_DEFAULT_MAX_AH),
+    DEFINE_PROP_UINT32("max-qp-wr", QrdmaState, cfg.max_qp_wr, QRDMA_DEFAULT_MAX_QP_WR),
+    DEFINE_PROP_UINT32("max-srq-wr", QrdmaState, cfg.max_srq_wr, QRDMA_DEFAULT_MAX_SRQ_WR),
+    DEFINE_PROP_UINT32("max-cqe", QrdmaState, cfg.max_cqe, QRDMA_DEFAULT_MAX_CQE),
+    DEFINE_PROP_UINT32("max-send-sge", QrdmaState, cfg.max_send_sge,
+                       QRDMA_DEFAULT_MAX_SEND_SGE),
+    DEFINE_PROP_UINT32("max-recv-sge", QrdmaState, cfg.max_recv_sge,
+                       QRDMA_DEFAULT_MAX_RECV_SGE),
+    DEFINE_PROP_UINT32("max-inline", QrdmaState, cfg.max_inline, QRDMA_DEFAULT_MAX_INLINE),
+    DEFINE_PROP_UINT32("max-rd-atom", QrdmaState, cfg.max_rd_atom, QRDMA_DEFAULT_MAX_RD_ATOM),
+    DEFINE_PROP_UINT32("max-mtu", QrdmaState, cfg.max_mtu, QRDMA_DEFAULT_MAX_MTU),
+    DEFINE_PROP_UINT32("gid-table-len", QrdmaState, cfg.gid_table_len,
+                       QRDMA_DEFAULT_GID_TABLE_LEN),
+    DEFINE_PROP_UINT32("doorbell-pages", QrdmaState, cfg.db_pages, QRDMA_DEFAULT_DB_PAGES),
+    DEFINE_PROP_UINT32("msix-vectors", QrdmaState, cfg.msix_vectors,
+                       QRDMA_DEFAULT_MSIX_VECTORS),
+    DEFINE_PROP_UINT32("max-ceq", QrdmaState, cfg.max_ceq, QRDMA_DEFAULT_MAX_CEQ),
+    DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
+                       QRDMA_DEFAULT_LINK_SPEED_MBPS),
+    /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
+    DEFINE_PROP_UINT32("pe-ready-delay-us", QrdmaState, cfg.pe_ready_delay_us,
+                       QRDMA_DEFAULT_PE_READY_DELAY_US),
+};
+
+static void qrdma_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = qrdma_realize;
+    k->exit = qrdma_exit;
+    k->vendor_id = QRDMA_PCI_VENDOR_ID;
+    k->device_id = QRDMA_PCI_DEVICE_ID;
+    k->revision = QRDMA_PCI_REVISION;
+    k->class_id = QRDMA_PCI_CLASS;
+    rc->phases.hold = qrdma_reset_hold;
+
+    dc->desc = "qrdma virtual RDMA NIC (E810-style RDMA engine)";
+    dc->vmsd = &qrdma_vmstate;
+    device_class_set_props(dc, qrdma_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static void qrdma_instance_init(Object *obj)
+{
+    QrdmaState *s = QRDMA(obj);
+
+    /* Limits come from the properties; board-id, when set, overrides this. */
+    pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), QRDMA_DEFAULT_BOARD_ID);
+}
+
+static const TypeInfo qrdma_info = {
+    .name = TYPE_QRDMA,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(QrdmaState),
+    .instance_init = qrdma_instance_init,
+    .class_init = qrdma_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { }
+    },
+};
+
+static void qrdma_register_types(void)
+{
+    type_register_static(&qrdma_info);
+}
+
+type_init(qrdma_register_types)

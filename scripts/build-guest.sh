@@ -1,0 +1,190 @@
+#!/bin/bash
+# Builds the Debian 13 guest that qrdma's VM tests boot.
+#
+# Three layers, each cached under $QRDMA_CACHE/guest/ by its own inputs:
+#  1. root/     an mmdebstrap trixie root with rdma-core, perftest, the kernel,
+#               its headers and build tools (key: the package list).
+#     base.cpio that root packed as an initramfs, without compilers, headers
+#               and docs (key: the root).
+#  2. our parts built INSIDE the root with its own compiler and kernel
+#     headers: guest-kernel/ -> qrdma.ko, guest-provider/ in the rdma-core
+#     56.1 source tree -> libqrdma, tests/guest/ -> test programs.
+#  3. overlay.cpio with those parts and /init; image.cpio = base + overlay
+#     (the kernel unpacks concatenated cpio archives in order).
+# Prints the directory holding vmlinuz and image.cpio.
+. "$(dirname "$0")/lib.sh"
+
+GUEST="$QRDMA_CACHE/guest"
+ROOT="$GUEST/root"
+OUT="$GUEST/out"
+GUEST_PACKAGES=(
+    # what the tests use
+    rdma-core ibverbs-utils ibverbs-providers librdmacm1 libibverbs1 perftest
+    rdmacm-utils python3 python3-pyverbs iproute2 kmod iputils-ping
+    netcat-openbsd pciutils procps psmisc nvme-cli
+    linux-image-amd64
+    # what building our module, provider and tests inside the root needs
+    linux-headers-amd64 gcc make libc6-dev cmake ninja-build pkg-config
+    libnl-3-dev libnl-route-3-dev libudev-dev libibverbs-dev librdmacm-dev
+)
+# Left out of the packed image: only the build needs them.
+PACK_EXCLUDES=(
+    ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
+    ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
+    ./var/lib/apt/lists ./build ./boot ./usr/share/cmake-* ./usr/bin/cmake ./usr/bin/ctest
+    ./usr/bin/cpack './usr/lib/x86_64-linux-gnu/*.a' './usr/lib/x86_64-linux-gnu/lib*san.so*'
+    './usr/lib/x86_64-linux-gnu/libgfortran*' './usr/bin/x86_64-linux-gnu-lto-dump*'
+    # kernel modules no guest test loads
+    './usr/lib/modules/*/kernel/drivers/gpu' './usr/lib/modules/*/kernel/drivers/media'
+    './usr/lib/modules/*/kernel/drivers/net/wireless' './usr/lib/modules/*/kernel/net/wireless'
+    './usr/lib/modules/*/kernel/net/mac80211' './usr/lib/modules/*/kernel/sound'
+    './usr/lib/modules/*/kernel/drivers/staging' './usr/lib/modules/*/kernel/drivers/bluetooth'
+    './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
+    './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
+    './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
+    './usr/lib/modules/*/kernel/drivers/scsi' './usr/lib/modules/*/kernel/drivers/ata'
+    './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
+    './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
+    './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
+    './usr/lib/modules/*/kernel/drivers/net/ethernet'
+)
+
+build_root() {
+    local tmp="$GUEST/root.tmp" list
+    list=$(IFS=,; echo "${GUEST_PACKAGES[*]}")
+    rm -rf "$tmp"
+    # No MIRROR argument: mmdebstrap uses Debian's default archive.
+    mmdebstrap --variant=minbase --include="$list" \
+        --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' \
+        --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+        "$GUEST_SUITE" "$tmp" > "$GUEST/mmdebstrap.log" 2>&1 ||
+        { tail -30 "$GUEST/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
+    rm -rf "$ROOT" && mv "$tmp" "$ROOT"
+}
+
+pack_base() {
+    local tmp="$GUEST/base.cpio.tmp" ex=() e
+    for e in "${PACK_EXCLUDES[@]}"; do ex+=(-path "$e" -prune -o); done
+    (cd "$ROOT" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$tmp"
+    mv "$tmp" "$GUEST/base.cpio"
+}
+
+kernel_release() {
+    basename "$(ls -d "$ROOT"/lib/modules/*/ | head -n1)"
+}
+
+# Runs a command inside the root with /proc and the sources bound in.
+in_root() {
+    local rc=0
+    mount -t proc proc "$ROOT/proc"
+    mount --bind "$GUEST/work" "$ROOT/build"
+    chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@" || rc=$?
+    umount "$ROOT/build"
+    umount "$ROOT/proc"
+    return "$rc"
+}
+
+# Our sources, copied to one tree visible inside the root as /build.
+sync_sources() {
+    mkdir -p "$GUEST/work" "$ROOT/build"
+    rsync -rc --delete "$QRDMA_TOP/include/" "$GUEST/work/include/"
+    rsync -rc --delete "$QRDMA_TOP/guest-kernel/" "$GUEST/work/guest-kernel/"
+    rsync -rc --delete "$QRDMA_TOP/tests/guest/" "$GUEST/work/tests-guest/"
+    if [ ! -d "$GUEST/work/rdma-core" ]; then
+        local tarball
+        tarball=$(fetch_orig "rdma-core/$GUEST_SUITE" "$RDMA_CORE_ORIG" "$RDMA_CORE_ORIG_SHA256")
+        mkdir -p "$GUEST/work/rdma-core.tmp"
+        tar -xzf "$tarball" -C "$GUEST/work/rdma-core.tmp" --strip-components=1
+        # Register the provider with rdma-core's build, as an in-tree one is.
+        sed -i 's|^add_subdirectory(providers/mlx5)$|&\nadd_subdirectory(providers/qrdma)|' \
+            "$GUEST/work/rdma-core.tmp/CMakeLists.txt"
+        grep -q 'providers/qrdma' "$GUEST/work/rdma-core.tmp/CMakeLists.txt" ||
+            die "could not hook providers/qrdma into rdma-core"
+        mv "$GUEST/work/rdma-core.tmp" "$GUEST/work/rdma-core"
+    fi
+    mkdir -p "$GUEST/work/rdma-core/providers/qrdma/include/qrdma"
+    rsync -rc --delete --exclude README.md --exclude include "$QRDMA_TOP/guest-provider/" \
+        "$GUEST/work/rdma-core/providers/qrdma/"
+    rsync -rc --delete "$QRDMA_TOP/include/qrdma/" "$GUEST/work/rdma-core/providers/qrdma/include/qrdma/"
+}
+
+build_module() {
+    local kver
+    kver=$(kernel_release)
+    in_root make -C "/usr/src/linux-headers-$kver" M=/build/guest-kernel \
+        QRDMA_INCLUDE=/build/include modules > "$GUEST/module.log" 2>&1 ||
+        { cat "$GUEST/module.log" >&2; die "qrdma.ko build failed"; }
+    grep -E 'warning|error' "$GUEST/module.log" >&2 || true
+}
+
+build_provider() {
+    local b=/build/rdma-core/build
+    if [ ! -e "$GUEST/work/rdma-core/build/build.ninja" ]; then
+        in_root sh -c "mkdir -p $b && cd $b && cmake -GNinja -DNO_MAN_PAGES=1 -DNO_PYVERBS=1 \
+            -DENABLE_STATIC=0 -DCMAKE_BUILD_TYPE=RelWithDebInfo .." > "$GUEST/provider.log" 2>&1 ||
+            { tail -40 "$GUEST/provider.log" >&2; die "rdma-core configure failed"; }
+    fi
+    in_root ninja -C "$b" qrdma-rdmav34 >> "$GUEST/provider.log" 2>&1 ||
+        { grep -A10 -m5 -E 'error|FAILED' "$GUEST/provider.log" >&2; die "provider build failed"; }
+    grep -E 'warning:' "$GUEST/provider.log" >&2 || true
+}
+
+build_tests() {
+    in_root make -C /build/tests-guest QRDMA_INCLUDE=/build/include > "$GUEST/tests.log" 2>&1 ||
+        { cat "$GUEST/tests.log" >&2; die "guest test programs failed to build"; }
+}
+
+pack_overlay() {
+    local kver o="$GUEST/overlay"
+    kver=$(kernel_release)
+    # usr/lib, not lib: in the merged-/usr root /lib is a symlink, and the
+    # kernel's cpio unpacker replaces a symlink by a directory of that name.
+    rm -rf "$o" && mkdir -p "$o/usr/lib/modules/$kver/extra" "$o/usr/lib/x86_64-linux-gnu/libibverbs" \
+        "$o/etc/libibverbs.d" "$o/usr/local/bin" "$o/usr/local/lib/qrdma"
+    cp "$GUEST/work/guest-kernel/qrdma.ko" "$o/usr/lib/modules/$kver/extra/"
+    cp "$GUEST/work/rdma-core/build/lib/libqrdma-rdmav34.so" "$o/usr/lib/x86_64-linux-gnu/libibverbs/"
+    echo "driver qrdma" > "$o/etc/libibverbs.d/qrdma.driver"
+    install -m 0755 "$QRDMA_TOP/scripts/guest-init.sh" "$o/init"
+    find "$GUEST/work/tests-guest" -maxdepth 1 -type f -perm -u+x -name 'qrdma-*' \
+        -exec cp {} "$o/usr/local/bin/" \;
+    # modules.dep must list qrdma so that modprobe finds it: recompute it for
+    # the root with the module in place, and ship the result in the overlay.
+    mkdir -p "$ROOT/usr/lib/modules/$kver/extra"
+    cp "$o/usr/lib/modules/$kver/extra/qrdma.ko" "$ROOT/usr/lib/modules/$kver/extra/"
+    chroot "$ROOT" depmod "$kver"
+    cp "$ROOT/usr/lib/modules/$kver"/modules.* "$o/usr/lib/modules/$kver/"
+    (cd "$o" && find . -print | cpio -o -H newc --quiet) > "$GUEST/overlay.cpio"
+    mkdir -p "$OUT"
+    cat "$GUEST/base.cpio" "$GUEST/overlay.cpio" > "$OUT/image.cpio.tmp"
+    mv "$OUT/image.cpio.tmp" "$OUT/image.cpio"
+    cp "$ROOT/boot/vmlinuz-$kver" "$OUT/vmlinuz"
+    echo "$kver" > "$OUT/kernel-release"
+}
+
+root_key=$(printf '%s\n' "$GUEST_SUITE" "${GUEST_PACKAGES[@]}" | sha256sum | cut -c1-16)
+if [ "$(cat "$GUEST/root-key" 2>/dev/null)" != "$root_key" ] || [ ! -d "$ROOT/usr" ]; then
+    mkdir -p "$GUEST"
+    rm -f "$GUEST/root-key" "$GUEST/base-key"
+    stage guest-root build_root
+    echo "$root_key" > "$GUEST/root-key"
+fi
+base_key="$root_key.$(printf '%s\n' "${PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
+if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ]; then
+    stage guest-pack-base pack_base
+    echo "$base_key" > "$GUEST/base-key"
+fi
+
+parts_key="$base_key.$(hash_inputs include guest-kernel guest-provider tests/guest scripts/guest-init.sh scripts/build-guest.sh)"
+if [ "$(cat "$GUEST/parts-key" 2>/dev/null)" = "$parts_key" ] && [ -e "$OUT/image.cpio" ]; then
+    log "guest image up to date"
+    echo "$OUT"
+    exit 0
+fi
+stage guest-sync sync_sources
+stage guest-module build_module
+stage guest-provider build_provider
+stage guest-tests build_tests
+stage guest-pack-overlay pack_overlay
+echo "$parts_key" > "$GUEST/parts-key"
+echo "$OUT"

@@ -1,0 +1,78 @@
+#!/bin/bash
+# PID 1 of a qrdma test guest (booted as an initramfs by scripts/vm-run).
+#
+# Kernel command line words it reads:
+#   vmrun.guest=I    this guest's index (0-based)
+#   vmrun.guests=N   how many guests share the segment
+#   vmrun.share=1    a host directory is shared with tag "host"
+# The vm-run job directory is shared with tag "job" and mounted at /job:
+# it holds cmd-I.sh (this guest's command, if any); the guest writes rc-I
+# there when the command ends, and an idle guest waits for the file "stop".
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm /run /tmp /job /mnt/host
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+exec </dev/console >/dev/console 2>&1
+
+log() { echo "qrdma-guest[$(cut -d' ' -f1 /proc/uptime)]: $*"; }
+
+QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0
+for w in $(cat /proc/cmdline); do
+    case "$w" in
+        vmrun.guest=*) QRDMA_GUEST=${w#*=} ;;
+        vmrun.guests=*) QRDMA_GUESTS=${w#*=} ;;
+        vmrun.share=*) share=${w#*=} ;;
+    esac
+done
+export QRDMA_GUEST QRDMA_GUESTS QRDMA_JOB=/job
+export QRDMA_IP="10.0.0.$((QRDMA_GUEST + 1))"
+hostname "g$QRDMA_GUEST"
+ulimit -l unlimited
+ip link set lo up
+
+modprobe 9pnet_virtio && modprobe 9p || log "ERROR: no 9p modules"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job ||
+    { log "ERROR: cannot mount the job share"; echo o > /proc/sysrq-trigger; }
+if [ "$share" = 1 ]; then
+    mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none host /mnt/host ||
+        log "ERROR: cannot mount the host share"
+fi
+
+# What udev would do at boot: load the RDMA stack and our driver.
+for m in ib_core ib_uverbs rdma_ucm qrdma; do
+    modprobe "$m" || log "ERROR: modprobe $m failed"
+done
+
+# Address the interface qrdma drives, once one exists.
+for n in /sys/class/net/*; do
+    drv=$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")
+    if [ "$drv" = qrdma ]; then
+        ip link set "${n##*/}" up
+        ip addr add "$QRDMA_IP/24" dev "${n##*/}"
+        log "net ${n##*/} $QRDMA_IP"
+    fi
+done
+
+log "ready"
+cmd=/job/cmd-$QRDMA_GUEST.sh
+if [ -e "$cmd" ]; then
+    if [ "$share" = 1 ]; then cd /mnt/host; else cd /root; fi
+    bash "$cmd"
+    rc=$?
+    log "command exited with $rc"
+    echo "$rc" > "/job/rc-$QRDMA_GUEST.tmp" && mv "/job/rc-$QRDMA_GUEST.tmp" "/job/rc-$QRDMA_GUEST"
+else
+    log "idle until the other guests finish"
+    while [ ! -e /job/stop ]; do sleep 0.5; done
+fi
+sync
+umount /mnt/host 2>/dev/null
+umount /job
+echo o > /proc/sysrq-trigger
+sleep 30

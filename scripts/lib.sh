@@ -1,0 +1,74 @@
+# Shared helpers for qrdma's build and test scripts. Sourced, never run.
+#
+# Everything expensive (QEMU tree and build, ccache, guest root and image,
+# rdma-core source) lives in a cache outside the repo, keyed by its inputs,
+# so CI on the same machine reuses it and a fresh machine rebuilds it.
+
+set -euo pipefail
+
+QRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QRDMA_CACHE=${QRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qrdma}
+
+# Pinned inputs. Change a version together with its checksum.
+QEMU_VERSION=10.0.13
+QEMU_ORIG=qemu_10.0.13+ds.orig.tar.xz
+QEMU_ORIG_SHA256=6a0888e806c2ffc0c5f0733e974f9aea55491950d3c47c98669c8b236dde59ae
+RDMA_CORE_VERSION=56.1
+RDMA_CORE_ORIG=rdma-core_56.1.orig.tar.gz
+RDMA_CORE_ORIG_SHA256=63ce7f2baa7242c2dbc76375dac957c420187dd27f8c5e148efc07971ee522a8
+GUEST_SUITE=trixie
+
+mkdir -p "$QRDMA_CACHE"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# stage NAME CMD...: run a build stage and print how long it took, so a CI
+# log shows where the time of a fresh-machine run goes.
+stage() {
+    local name=$1 t0 rc
+    shift
+    t0=$(date +%s)
+    log "stage $name: start"
+    "$@" && rc=0 || rc=$?
+    log "stage $name: $((($(date +%s) - t0)))s (rc=$rc)"
+    return "$rc"
+}
+
+# hash_inputs FILE|DIR...: a short content hash of the named inputs, used to
+# key cached build products.
+hash_inputs() {
+    (cd "$QRDMA_TOP" && find "$@" -type f ! -name '*.o' ! -name '*.ko' -print0 2>/dev/null |
+        sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16
+}
+
+# check_sha256 FILE SUM
+check_sha256() {
+    local got
+    got=$(sha256sum "$1" | cut -d' ' -f1)
+    [ "$got" = "$2" ] || die "sha256 of $(basename "$1") is $got, expected $2"
+}
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# fetch_orig SRCPKG/SUITE FILE SHA256: download one file of a Debian source
+# package (the upstream orig tarball) into the cache and check it. The URL
+# comes from apt's own deb-src entry, so no mirror is named here.
+fetch_orig() {
+    local pkg=$1 file=$2 sum=$3 dir="$QRDMA_CACHE/src" url
+    mkdir -p "$dir"
+    if [ -e "$dir/$file" ]; then
+        check_sha256 "$dir/$file" "$sum"
+        echo "$dir/$file"
+        return
+    fi
+    url=$(cd "$dir" && apt-get source --print-uris "$pkg" 2>/dev/null |
+        awk -v f="$file" '$2 == f { gsub("\x27", "", $1); print $1 }')
+    [ -n "$url" ] || die "apt has no source entry for $file (run scripts/setup-host.sh)"
+    curl -fsSL --retry 3 -o "$dir/$file.part" "$url" || die "download of $file failed"
+    check_sha256 "$dir/$file.part" "$sum"
+    mv "$dir/$file.part" "$dir/$file"
+    echo "$dir/$file"
+}
