@@ -1,0 +1,31 @@
+#!/bin/bash
+# make check: every stage a submission must pass, with its timing.
+#   setup (apt) -> unit tests (plain, ASan+UBSan) -> QEMU -> guest -> VM tests
+# Ends with one "check: N passed, N failed" line summing the test counts.
+. "$(dirname "$0")/lib.sh"
+cd "$QRDMA_TOP"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+t0=$(date +%s)
+
+run_stage() {
+    local name=$1
+    shift
+    stage "$name" "$@" 2>&1 | tee -a "$out"
+    return "${PIPESTATUS[0]}"
+}
+
+rc=0
+run_stage setup bash scripts/setup-host.sh || rc=$?
+[ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory unit || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
+
+grep -E '^stage .*: [0-9]+s|stage [a-z-]+: [0-9]+s' "$out" | sed 's/^\[[0-9:]*\] //' | sed 's/^/  /'
+read -r passed failed < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
+    awk '{ p += $2; f += $4 } END { print p + 0, f + 0 }')
+[ "$rc" -eq 0 ] || failed=$((failed + 1))
+echo "make check took $(($(date +%s) - t0))s"
+echo "check: $passed passed, $failed failed"
+exit "$rc"

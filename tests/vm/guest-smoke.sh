@@ -1,0 +1,49 @@
+#!/bin/bash
+# Walking-skeleton smoke test, run in every guest by tests/vm/test-smoke.sh:
+# the device appears to rdma-core tools, sysfs and iproute2's rdma with the
+# attributes the device reports, and survives a driver reload.
+. "$(dirname "$0")/guest-lib.sh"
+dev=/sys/class/infiniband/qrdma0
+guid=$(printf '5054:00ff:fe71:%04x' "$QRDMA_GUEST")
+
+check "qrdma0 registered" wait_for 10 test -d "$dev"
+ibv_devices | tee /tmp/devices
+check "ibv_devices lists qrdma0 with its GUID" grep -Eq "qrdma0[[:space:]]+${guid//:/}" /tmp/devices
+ibv_devinfo -v -d qrdma0 | tee /tmp/devinfo
+check "ibv_devinfo: fw_ver 0.1.0" grep -Eq 'fw_ver:[[:space:]]+0\.1\.0$' /tmp/devinfo
+check "ibv_devinfo: node_guid" grep -Eq "node_guid:[[:space:]]+$guid" /tmp/devinfo
+check "ibv_devinfo: vendor_id 0x1b36" grep -Eq 'vendor_id:[[:space:]]+0x1b36' /tmp/devinfo
+check "ibv_devinfo: port ACTIVE" grep -Eq 'state:[[:space:]]+PORT_ACTIVE \(4\)' /tmp/devinfo
+check "ibv_devinfo: link_layer Ethernet" grep -Eq 'link_layer:[[:space:]]+Ethernet' /tmp/devinfo
+check "ibv_devinfo: max_mtu 4096" grep -Eq 'max_mtu:[[:space:]]+4096 \(5\)' /tmp/devinfo
+
+expect_eq "board_id" "$(cat $dev/board_id)" "QEMU-QRDMA"
+expect_eq "fw_ver" "$(cat $dev/fw_ver)" "0.1.0"
+expect_eq "hca_type" "$(cat $dev/hca_type)" "QRDMA-00e8"
+expect_eq "hw_rev" "$(cat $dev/hw_rev)" "0x1"
+expect_eq "node_guid" "$(cat $dev/node_guid)" "$guid"
+expect_eq "node_type" "$(cat $dev/node_type)" "1: CA"
+expect_eq "port state" "$(cat $dev/ports/1/state)" "4: ACTIVE"
+expect_eq "port phys_state" "$(cat $dev/ports/1/phys_state)" "5: LinkUp"
+expect_eq "port rate" "$(cat $dev/ports/1/rate)" "100 Gb/sec (4X EDR)"
+expect_eq "port lid" "$(cat $dev/ports/1/lid)" "0x0"
+expect_eq "port pkeys/0" "$(cat $dev/ports/1/pkeys/0)" "0xffff"
+check "port gids/0 readable" test -r "$dev/ports/1/gids/0"
+expect_eq "device modalias" "$(cat $dev/device/modalias | cut -c1-22)" "pci:v00001B36d000000E8"
+
+rdma link | tee /tmp/rdmalink
+check "rdma link lists qrdma0/1 ACTIVE" grep -q 'link qrdma0/1 state ACTIVE' /tmp/rdmalink
+
+check "provider verbs" qrdma-verbs-smoke --expect-fw 0.1.0 --expect-max-qp 1024 --pds 200
+
+# A process that dies with a context and PDs open must not keep rmmod from working.
+python3 -c '
+import pyverbs.device as d, pyverbs.pd as p, os, signal
+ctx = d.Context(name="qrdma0"); pds = [p.PD(ctx) for _ in range(8)]
+print("pyverbs: context and 8 PDs open"); os.kill(os.getpid(), signal.SIGKILL)'
+check "rmmod qrdma" rmmod qrdma
+check "qrdma0 gone after rmmod" test ! -e "$dev"
+check "modprobe qrdma" modprobe qrdma
+check "qrdma0 back after modprobe" wait_for 10 test -d "$dev"
+check "provider verbs after reload" qrdma-verbs-smoke --expect-fw 0.1.0 --pds 8
+finish guest-smoke

@@ -1,0 +1,20 @@
+#!/bin/bash
+# Runs every VM test (tests/vm/test-*.sh) one after another, with timings,
+# and ends with the "N passed, N failed" line.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+passed=0 failed=0 failed_names=()
+for t in "$here"/test-*.sh; do
+    name=$(basename "$t" .sh)
+    t0=$(date +%s)
+    echo "=== $name"
+    if bash "$t"; then
+        passed=$((passed + 1)); verdict=PASS
+    else
+        failed=$((failed + 1)); verdict=FAIL; failed_names+=("$name")
+    fi
+    echo "=== $name: $verdict in $(($(date +%s) - t0))s"
+done
+[ "$failed" -eq 0 ] || echo "failed: ${failed_names[*]}"
+echo "vm-tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
