@@ -14,8 +14,8 @@ CFLAGS_UNIT := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	       -Iinclude -Iqemu-hw -Itests/unit
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-CORE_SRCS  := qemu-hw/core/qrdma_core.c
-CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h)
+CORE_SRCS  := qemu-hw/core/qrdma_core.c qemu-hw/core/qrdma_lan.c
+CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) tests/unit/fake_env.c
 UNIT_TESTS := test_core_regs
 
 .PHONY: all check unit unit-plain unit-asan setup qemu guest vm-check demo clean
@@ -27,11 +27,11 @@ setup:
 
 $(BUILD)/unit/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) -o $@ $< $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) -o $@ $< tests/unit/fake_env.c $(CORE_SRCS)
 
 $(BUILD)/unit-asan/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< tests/unit/fake_env.c $(CORE_SRCS)
 
 unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done

@@ -55,6 +55,8 @@ struct qrdma_dev {
 	u8 mac[ETH_ALEN];
 	char board_id[QRDMA_BOARD_ID_LEN];
 	int num_vectors;
+	struct net_device *netdev;
+	bool ib_registered;
 
 	/* Resource numbers; the device will own these once the CQP exists. */
 	struct ida pd_ida;
@@ -108,5 +110,11 @@ static inline void qrdma_wr32(struct qrdma_dev *dev, u32 reg, u32 val)
 /* qrdma_verbs.c */
 int qrdma_register_ibdev(struct qrdma_dev *dev);
 void qrdma_unregister_ibdev(struct qrdma_dev *dev);
+void qrdma_port_event(struct qrdma_dev *dev);
+
+/* qrdma_netdev.c */
+int qrdma_netdev_create(struct qrdma_dev *dev);
+void qrdma_netdev_destroy(struct qrdma_dev *dev);
+bool qrdma_netdev_link_up(struct qrdma_dev *dev);
 
 #endif /* QRDMA_DRV_H */

@@ -176,18 +176,23 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	dev->num_vectors = ret;
 
-	ret = qrdma_register_ibdev(dev);
+	ret = qrdma_netdev_create(dev);
 	if (ret)
 		goto err_free_vectors;
+	ret = qrdma_register_ibdev(dev);
+	if (ret)
+		goto err_destroy_netdev;
 
-	dev_info(&pdev->dev, "%s: interface %u.%u, fw %u.%u.%u, MAC %pM, %d MSI-X vectors\n",
-		 dev_name(&dev->ibdev.dev), major,
+	dev_info(&pdev->dev, "%s and %s: interface %u.%u, fw %u.%u.%u, MAC %pM, %d MSI-X vectors\n",
+		 dev_name(&dev->ibdev.dev), netdev_name(dev->netdev), major,
 		 dev->if_version & QRDMA_IF_VERSION_MINOR_MASK,
 		 (dev->fw_version & QRDMA_FW_VERSION_MAJOR_MASK) >> QRDMA_FW_VERSION_MAJOR_SHIFT,
 		 (dev->fw_version & QRDMA_FW_VERSION_MINOR_MASK) >> QRDMA_FW_VERSION_MINOR_SHIFT,
 		 dev->fw_version & QRDMA_FW_VERSION_PATCH_MASK, dev->mac, dev->num_vectors);
 	return 0;
 
+err_destroy_netdev:
+	qrdma_netdev_destroy(dev);
 err_free_vectors:
 	pci_free_irq_vectors(pdev);
 err_reset:
@@ -211,6 +216,7 @@ static void qrdma_remove(struct pci_dev *pdev)
 	struct qrdma_dev *dev = pci_get_drvdata(pdev);
 
 	qrdma_unregister_ibdev(dev);
+	qrdma_netdev_destroy(dev);
 	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
 	pci_free_irq_vectors(pdev);
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);

@@ -103,14 +103,14 @@ static void qrdma_speed_to_ib(u32 mbps, u16 *speed, u8 *width)
 static int qrdma_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *attr)
 {
 	struct qrdma_dev *dev = to_qdev(ibdev);
-	bool link_up = qrdma_rd32(dev, QRDMA_REG_PORT_STATUS) & QRDMA_PORT_STATUS_LINK_UP;
+	/* RoCE: the port is up while its netdev is up and has carrier. */
+	bool link_up = qrdma_netdev_link_up(dev);
 
 	/* ib_core has zeroed attr. */
 	attr->state = link_up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
 	attr->phys_state = link_up ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
 	attr->max_mtu = ib_mtu_int_to_enum(dev->caps.max_mtu);
-	/* No netdev yet (interface 0.1): a standard 1500-byte Ethernet MTU. */
-	attr->active_mtu = min(attr->max_mtu, iboe_get_mtu(ETH_DATA_LEN));
+	attr->active_mtu = min(attr->max_mtu, iboe_get_mtu(READ_ONCE(dev->netdev->mtu)));
 	attr->gid_tbl_len = dev->caps.gid_table_len;
 	attr->port_cap_flags = IB_PORT_CM_SUP;
 	attr->max_msg_sz = 1U << 31;
@@ -340,6 +340,12 @@ int qrdma_register_ibdev(struct qrdma_dev *dev)
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
+	/* After phys_port_cnt: ib_core checks the port number against it. */
+	ret = ib_device_set_netdev(ibdev, dev->netdev, 1);
+	if (ret) {
+		dev_err(&dev->pdev->dev, "ib_device_set_netdev failed: %d\n", ret);
+		return ret;
+	}
 	/* Vector 0 will carry the AEQ and CQP; the rest, completion events. */
 	ibdev->num_comp_vectors = max(1, dev->num_vectors - 1);
 	ibdev->dev.parent = &dev->pdev->dev;
@@ -348,12 +354,30 @@ int qrdma_register_ibdev(struct qrdma_dev *dev)
 	ib_set_device_ops(ibdev, &qrdma_dev_ops);
 
 	ret = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
-	if (ret)
+	if (ret) {
 		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", ret);
-	return ret;
+		return ret;
+	}
+	dev->ib_registered = true;
+	return 0;
 }
 
 void qrdma_unregister_ibdev(struct qrdma_dev *dev)
 {
+	dev->ib_registered = false;
 	ib_unregister_device(&dev->ibdev);
+}
+
+/* The netdev went up or down: tell RDMA consumers that the port did. */
+void qrdma_port_event(struct qrdma_dev *dev)
+{
+	struct ib_event event = {
+		.device = &dev->ibdev,
+		.element.port_num = 1,
+	};
+
+	if (!dev->ib_registered)
+		return;
+	event.event = qrdma_netdev_link_up(dev) ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&event);
 }

@@ -10,12 +10,14 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/cutils.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
+#include "system/dma.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
@@ -35,11 +37,12 @@ struct QrdmaState {
     NICConf conf;
     NICState *nic;
     QEMUTimer *pe_ready_timer;
+    QEMUBH *work_bh;
+    unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
     char *board_id;
 
     struct qrdma_core_config cfg;
     struct qrdma_core core;
-    uint64_t rx_frames_dropped;
 };
 
 /* ---- services the core asks of its embedding ----------------------------- */
@@ -67,6 +70,98 @@ static bool qrdma_env_link_up(void *opaque)
     }
     nc = qemu_get_queue(s->nic);
     return nc->peer && !nc->link_down;
+}
+
+/*
+ * Guest memory for the core: only RAM, whole range, with bus mastering on
+ * (the bus-master address space is disabled otherwise). Anything else
+ * (MMIO, unassigned space) is refused, so a guest cannot aim the device at
+ * another device's registers.
+ */
+static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+
+    if (addr + len < addr) {
+        return false;
+    }
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, plen = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, is_write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (!plen || !memory_region_is_ram(mr) || (is_write && mr->readonly)) {
+            return false;
+        }
+        addr += plen;
+        len -= plen;
+    }
+    return true;
+}
+
+static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+    QrdmaState *s = opaque;
+
+    if (!qrdma_range_is_ram(s, addr, len, false) ||
+        pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        return -1;
+    }
+    return 0;
+}
+
+static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+    QrdmaState *s = opaque;
+
+    if (!qrdma_range_is_ram(s, addr, len, true) ||
+        pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
+        return -1;
+    }
+    return 0;
+}
+
+static void qrdma_env_msix_notify(void *opaque, unsigned vector)
+{
+    QrdmaState *s = opaque;
+
+    trace_qrdma_irq(vector);
+    msix_notify(PCI_DEVICE(s), vector);
+}
+
+static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
+{
+    QrdmaState *s = opaque;
+
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+/* Work the core asked for runs in a bottom half, not in the MMIO handler. */
+static void qrdma_env_kick(void *opaque, unsigned what)
+{
+    QrdmaState *s = opaque;
+
+    s->pending_work |= what;
+    qemu_bh_schedule(s->work_bh);
+}
+
+static void qrdma_work_bh(void *opaque)
+{
+    QrdmaState *s = opaque;
+    unsigned what = s->pending_work;
+
+    s->pending_work = 0;
+    qrdma_core_run(&s->core, what);
+}
+
+static void qrdma_env_rx_ready(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    if (s->nic) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
 }
 
 static void qrdma_pe_ready_timer(void *opaque)
@@ -134,21 +229,28 @@ static const MemoryRegionOps qrdma_db_ops = {
 
 /* ---- netdev -------------------------------------------------------------- */
 
+static bool qrdma_net_can_receive(NetClientState *nc)
+{
+    QrdmaState *s = qemu_get_nic_opaque(nc);
+
+    return qrdma_core_lan_can_receive(&s->core);
+}
+
 /*
- * Interface 0.1 has no LAN queues yet: frames from the wire are counted
- * and dropped, never queued, so the peer cannot fill our memory.
+ * Returns 0 when receive is on but no buffer is posted: QEMU's net layer
+ * then holds the frame until qrdma_env_rx_ready flushes it.
  */
 static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
 
-    s->rx_frames_dropped++;
-    return size;
+    return qrdma_core_lan_receive(&s->core, buf, size);
 }
 
 static NetClientInfo qrdma_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
+    .can_receive = qrdma_net_can_receive,
     .receive = qrdma_net_receive,
 };
 
@@ -163,6 +265,12 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         .guest_error = qrdma_env_guest_error,
         .schedule_pe_ready = qrdma_env_schedule_pe_ready,
         .link_up = qrdma_env_link_up,
+        .dma_read = qrdma_env_dma_read,
+        .dma_write = qrdma_env_dma_write,
+        .msix_notify = qrdma_env_msix_notify,
+        .send_frame = qrdma_env_send_frame,
+        .kick = qrdma_env_kick,
+        .rx_ready = qrdma_env_rx_ready,
     };
     char err[160];
     int ret;
@@ -209,6 +317,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     }
 
     s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer, s);
+    s->work_bh = qemu_bh_new_guarded(qrdma_work_bh, s, &dev->mem_reentrancy_guard);
     s->nic = qemu_new_nic(&qrdma_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           dev->id, &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
@@ -219,6 +328,7 @@ static void qrdma_exit(PCIDevice *pdev)
     QrdmaState *s = QRDMA(pdev);
 
     qemu_del_nic(s->nic);
+    qemu_bh_delete(s->work_bh);
     timer_free(s->pe_ready_timer);
     msix_uninit_exclusive_bar(pdev);
 }
@@ -229,6 +339,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
 
     trace_qrdma_reset("device");
     timer_del(s->pe_ready_timer);
+    s->pending_work = 0;
     qrdma_core_reset(&s->core);
 }
 

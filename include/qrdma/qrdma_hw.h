@@ -11,6 +11,8 @@
 #ifndef QRDMA_HW_H
 #define QRDMA_HW_H
 
+#include <linux/types.h>
+
 /* A mask of bits h..l of a 32-bit word, h >= l. */
 #define QRDMA_MASK32(h, l) ((0xffffffffu >> (31 - (h))) & ~((1u << (l)) - 1u))
 
@@ -58,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		1
+#define QRDMA_IF_VERSION_MINOR		2
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -134,14 +136,133 @@
 #define QRDMA_REG_FILE_END		0x400
 
 /*
- * Blocks reserved for the control path and the LAN function. Interface
- * 0.1 implements none of them: accesses are logged and ignored.
+ * Register blocks of 4 KB above the plain register file. CQP, HMC and
+ * interrupt blocks are reserved for the control path: accesses are logged
+ * and ignored. The LAN block is implemented since interface 0.2.
  */
 #define QRDMA_REG_CQP_BASE		0x1000	/* CCQPHIGH/LOW, CCQPSTATUS, CQPDB, CQPTAIL, CQPERRCODES */
 #define QRDMA_REG_HMC_BASE		0x2000	/* SDCMD, SDDATALOW/HIGH, PDINV */
 #define QRDMA_REG_INTR_BASE		0x3000	/* DYN_CTL(i), CEQCTL(i), AEQCTL */
-#define QRDMA_REG_LAN_BASE		0x4000	/* LAN queue registers */
+#define QRDMA_REG_LAN_BASE		0x4000	/* LAN queues: implemented, see below */
 #define QRDMA_REG_BLOCK_SIZE		0x1000
+
+/* ---- LAN function (block 0x4000) ------------------------------------- */
+
+/*
+ * One transmit and one receive ring of 16-byte descriptors in guest memory.
+ * The driver produces (writes descriptors, then the ring's TAIL register);
+ * the device consumes from its HEAD, writes the descriptor back with DD
+ * set, and advances HEAD. Rings hold LEN descriptors, LEN a power of two;
+ * indices run 0..LEN-1 and wrap. A ring with LEN 0 is disabled.
+ */
+#define QRDMA_REG_LAN_CTRL		0x4000	/* RW */
+#define QRDMA_REG_LAN_MTU		0x4004	/* RW, bytes of L3 payload */
+#define QRDMA_REG_LAN_MAC_LOW		0x4008	/* RW, receive filter address */
+#define QRDMA_REG_LAN_MAC_HIGH		0x400c	/* RW, bits 15:0 */
+#define QRDMA_REG_LAN_MC_HASH_LOW	0x4010	/* RW, multicast hash bits 31:0 */
+#define QRDMA_REG_LAN_MC_HASH_HIGH	0x4014	/* RW, multicast hash bits 63:32 */
+#define QRDMA_REG_LAN_INT_CTRL		0x4018	/* RW, vectors and arming */
+#define QRDMA_REG_LAN_INT_CAUSE		0x401c	/* RO, what fired last */
+
+#define QRDMA_REG_LAN_TXQ_BASE_LOW	0x4040	/* RW, 16-byte aligned */
+#define QRDMA_REG_LAN_TXQ_BASE_HIGH	0x4044	/* RW */
+#define QRDMA_REG_LAN_TXQ_LEN		0x4048	/* RW, descriptors */
+#define QRDMA_REG_LAN_TXQ_TAIL		0x404c	/* RW, doorbell */
+#define QRDMA_REG_LAN_TXQ_HEAD		0x4050	/* RO */
+
+#define QRDMA_REG_LAN_RXQ_BASE_LOW	0x4060
+#define QRDMA_REG_LAN_RXQ_BASE_HIGH	0x4064
+#define QRDMA_REG_LAN_RXQ_LEN		0x4068
+#define QRDMA_REG_LAN_RXQ_TAIL		0x406c	/* RW, doorbell */
+#define QRDMA_REG_LAN_RXQ_HEAD		0x4070	/* RO */
+
+/* Counters, RO, 32-bit, wrapping; cleared by reset. */
+#define QRDMA_REG_LAN_STAT_TX_FRAMES	0x4080
+#define QRDMA_REG_LAN_STAT_TX_BYTES	0x4084
+#define QRDMA_REG_LAN_STAT_TX_ERRORS	0x4088	/* bad descriptors */
+#define QRDMA_REG_LAN_STAT_RX_FRAMES	0x408c
+#define QRDMA_REG_LAN_STAT_RX_BYTES	0x4090
+#define QRDMA_REG_LAN_STAT_RX_ERRORS	0x4094	/* bad descriptors, oversize */
+#define QRDMA_REG_LAN_STAT_RX_FILTERED	0x4098	/* dropped by the address filter */
+#define QRDMA_REG_LAN_STAT_RX_DROPPED	0x409c	/* arrived while receive was off */
+#define QRDMA_REG_LAN_STAT_ROCE_FRAMES	0x40a0	/* steered to the RDMA engine */
+#define QRDMA_REG_LAN_STAT_FIRST	QRDMA_REG_LAN_STAT_TX_FRAMES
+#define QRDMA_REG_LAN_STAT_LAST		QRDMA_REG_LAN_STAT_ROCE_FRAMES
+
+#define QRDMA_LAN_CTRL_RX_ENABLE	0x00000001u
+#define QRDMA_LAN_CTRL_TX_ENABLE	0x00000002u
+#define QRDMA_LAN_CTRL_PROMISC		0x00000004u	/* accept every frame */
+#define QRDMA_LAN_CTRL_ALLMULTI		0x00000008u	/* accept every multicast */
+#define QRDMA_LAN_CTRL_BROADCAST	0x00000010u	/* accept broadcast */
+#define QRDMA_LAN_CTRL_VALID_MASK	0x0000001fu
+
+#define QRDMA_LAN_MTU_MIN		68
+#define QRDMA_LAN_MTU_MAX		9000
+/* Largest frame on the wire: MTU + Ethernet header + one VLAN tag. */
+#define QRDMA_LAN_FRAME_OVERHEAD	18
+#define QRDMA_LAN_RING_MIN		8
+#define QRDMA_LAN_RING_MAX		4096
+/* A transmitted frame spans at most this many descriptors. */
+#define QRDMA_LAN_TX_MAX_FRAGS		32
+
+/*
+ * Multicast hash: bit (crc32_le(~0, addr, 6) >> 26) of the 64-bit hash
+ * (the Ethernet CRC's top six bits, as ether_crc_le computes it).
+ */
+
+/*
+ * LAN_INT_CTRL: RX_VECTOR[7:0], TX_VECTOR[15:8] (MSI-X vectors), RX_ARM[16],
+ * TX_ARM[17]. An armed cause fires its vector once, when a descriptor of
+ * that ring is written back (or at arming time if one was written back
+ * since the last interrupt), and disarms itself: NAPI re-arms after polling.
+ * Writing 0 to an ARM bit disarms it. Reserved bits [31:18].
+ */
+#define QRDMA_LAN_INT_RX_VECTOR_MASK	QRDMA_MASK32(7, 0)
+#define QRDMA_LAN_INT_RX_VECTOR_SHIFT	0
+#define QRDMA_LAN_INT_TX_VECTOR_MASK	QRDMA_MASK32(15, 8)
+#define QRDMA_LAN_INT_TX_VECTOR_SHIFT	8
+#define QRDMA_LAN_INT_RX_ARM		0x00010000u
+#define QRDMA_LAN_INT_TX_ARM		0x00020000u
+#define QRDMA_LAN_INT_VALID_MASK	QRDMA_MASK32(17, 0)
+/* LAN_INT_CAUSE: which causes fired since it was last read (read clears). */
+#define QRDMA_LAN_INT_CAUSE_RX		0x00000001u
+#define QRDMA_LAN_INT_CAUSE_TX		0x00000002u
+
+/*
+ * Descriptors: two little-endian 64-bit words.
+ *   qword 0: buffer guest-physical address.
+ *   qword 1, written by the driver:
+ *     TX: LEN[15:0] bytes of this fragment, EOP[16] last fragment of a frame;
+ *         in the first descriptor of a frame also CSUM[17]: the device
+ *         computes the Internet checksum (RFC 1071) from byte CSUM_START[41:32]
+ *         of the frame to its end and stores it, folded and complemented, at
+ *         byte CSUM_START + CSUM_OFFSET[49:42] (0 is sent as 0xffff), adding
+ *         to the 16 bits the driver left there (the pseudo-header sum): Linux's
+ *         CHECKSUM_PARTIAL contract.
+ *     RX: LEN[15:0] bytes the buffer holds
+ *   qword 1, written back by the device:
+ *     TX: DD[63], ERR[62], the driver's bits unchanged
+ *     RX: LEN[15:0] bytes of the frame received, ERR[62], DD[63]
+ * ERR means the descriptor was bad (zero or oversize length, an address
+ * outside guest RAM, a frame over QRDMA_LAN_TX_MAX_FRAGS descriptors) and
+ * was skipped; for RX the buffer holds no frame.
+ */
+struct qrdma_lan_desc {
+	__le64 addr;
+	__le64 cmd;
+};
+
+#define QRDMA_LAN_DESC_LEN_MASK		0x000000000000ffffull
+#define QRDMA_LAN_DESC_EOP		(1ull << 16)
+#define QRDMA_LAN_DESC_CSUM		(1ull << 17)
+#define QRDMA_LAN_DESC_CSUM_START_SHIFT	32
+#define QRDMA_LAN_DESC_CSUM_START_MASK	(0x3ffull << 32)
+#define QRDMA_LAN_DESC_CSUM_OFFSET_SHIFT 42
+#define QRDMA_LAN_DESC_CSUM_OFFSET_MASK	(0xffull << 42)
+#define QRDMA_LAN_DESC_ERR		(1ull << 62)
+#define QRDMA_LAN_DESC_DD		(1ull << 63)
+
+_Static_assert(sizeof(struct qrdma_lan_desc) == 16, "qrdma_lan_desc");
 
 _Static_assert(QRDMA_MASK32(31, 16) == 0xffff0000u, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(15, 0) == 0x0000ffffu, "QRDMA_MASK32");

@@ -8,7 +8,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
-#include "qrdma_core.h"
+#include "qrdma_core_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,31 +16,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum qrdma_reg_access {
-    QRDMA_REG_RO,
-    QRDMA_REG_RW,
-};
+static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset);
+static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset);
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value);
 
-/*
- * One BAR0 register. Without a read hook the value is the register file's;
- * without a write hook a valid write is stored there.
- */
-struct qrdma_reg_desc {
-    const char *name;
-    enum qrdma_reg_access access;
-    uint32_t write_mask;        /* RW: the bits a write may set */
-    uint32_t (*read)(struct qrdma_core *core);
-    void (*write)(struct qrdma_core *core, uint32_t value);
-};
-
-static uint32_t reg_read_guest_errors(struct qrdma_core *core);
-static uint32_t reg_read_port_status(struct qrdma_core *core);
-static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t value);
-
-#define RO(off, nm)             [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RO }
-#define RO_LIVE(off, nm, fn)    [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RO, .read = (fn) }
-#define RW(off, nm, mask, fn)   [(off) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
-                                                .write_mask = (mask), .write = (fn) }
+#define RO(off, nm)             QRDMA_REG_RO_DESC(off, 0, nm)
+#define RO_LIVE(off, nm, fn)    QRDMA_REG_RO_LIVE_DESC(off, 0, nm, fn)
+#define RW(off, nm, mask, fn)   QRDMA_REG_RW_DESC(off, 0, nm, mask, fn)
 
 static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
     RO(QRDMA_REG_SIGNATURE, "SIGNATURE"),
@@ -91,23 +73,42 @@ static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
 #undef RO_LIVE
 #undef RW
 
-/* Blocks above the register file that later interface versions fill. */
-static const struct {
+static uint32_t *storage_file(struct qrdma_core *core, uint32_t offset)
+{
+    return &core->regs[offset / 4];
+}
+
+static uint32_t *storage_lan(struct qrdma_core *core, uint32_t offset)
+{
+    uint32_t idx = (offset - QRDMA_REG_LAN_BASE) / 4;
+
+    /* Counters and live registers have read hooks; only these are stored. */
+    return idx < QRDMA_LAN_NUM_REGS ? &core->lan.regs[idx] : NULL;
+}
+
+/*
+ * BAR0 decoding: the register file and the 4 KB blocks above it. A block
+ * without a table is reserved for a later interface version.
+ */
+static const struct qrdma_reg_block {
     uint32_t base;
+    uint32_t size;
     const char *name;
-} qrdma_reserved_blocks[] = {
-    { QRDMA_REG_CQP_BASE, "CQP" },
-    { QRDMA_REG_HMC_BASE, "HMC" },
-    { QRDMA_REG_INTR_BASE, "interrupt" },
-    { QRDMA_REG_LAN_BASE, "LAN" },
+    const struct qrdma_reg_desc *table;
+    uint32_t *(*storage)(struct qrdma_core *core, uint32_t offset);
+} qrdma_reg_blocks[] = {
+    { 0, QRDMA_REG_FILE_END, "register file", qrdma_reg_table, storage_file },
+    { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", NULL, NULL },
+    { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", NULL, NULL },
+    { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", NULL, NULL },
+    { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table, storage_lan },
 };
 
 /* Firmware version reported by this model: 0.1.0. */
 #define QRDMA_MODEL_FW_VERSION ((0u << QRDMA_FW_VERSION_MAJOR_SHIFT) | \
                                 (1u << QRDMA_FW_VERSION_MINOR_SHIFT) | 0u)
 
-static void __attribute__((format(printf, 2, 3)))
-guest_error(struct qrdma_core *core, const char *fmt, ...)
+void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -119,6 +120,7 @@ guest_error(struct qrdma_core *core, const char *fmt, ...)
     core->env.guest_error(core->env.opaque, msg);
 }
 
+/* The register file's storage, for reset and hooks. */
 static uint32_t *reg(struct qrdma_core *core, uint32_t offset)
 {
     return &core->regs[offset / 4];
@@ -214,7 +216,9 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         snprintf(err, err_len, "mac is a multicast address");
         return -EINVAL;
     }
-    if (!env->guest_error || !env->schedule_pe_ready || !env->link_up) {
+    if (!env->guest_error || !env->schedule_pe_ready || !env->link_up || !env->dma_read ||
+        !env->dma_write || !env->msix_notify || !env->send_frame || !env->kick ||
+        !env->rx_ready) {
         snprintf(err, err_len, "incomplete core environment");
         return -EINVAL;
     }
@@ -276,6 +280,8 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_FEATURES) = 0;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
+    qrdma_lan_reset(core);
+
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
     if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
         core->env.schedule_pe_ready(core->env.opaque, (uint64_t)cfg->pe_ready_delay_us * 1000);
@@ -288,18 +294,18 @@ void qrdma_core_pe_ready(struct qrdma_core *core)
     *reg(core, QRDMA_REG_PE_STATUS) = QRDMA_PE_STATUS_READY;
 }
 
-static uint32_t reg_read_guest_errors(struct qrdma_core *core)
+static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset)
 {
     return core->stats.guest_errors > UINT32_MAX ? UINT32_MAX
                                                  : (uint32_t)core->stats.guest_errors;
 }
 
-static uint32_t reg_read_port_status(struct qrdma_core *core)
+static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset)
 {
     return core->env.link_up(core->env.opaque) ? QRDMA_PORT_STATUS_LINK_UP : 0;
 }
 
-static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t value)
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
 {
     if (value & QRDMA_DEV_CTRL_RESET) {
         /* RESET is self-clearing: the register file reset stores 0 here. */
@@ -307,12 +313,26 @@ static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t value)
     }
 }
 
+static const struct qrdma_reg_block *reg_block(uint64_t offset)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(qrdma_reg_blocks) / sizeof(qrdma_reg_blocks[0]); i++) {
+        if (offset - qrdma_reg_blocks[i].base < qrdma_reg_blocks[i].size) {
+            return &qrdma_reg_blocks[i];
+        }
+    }
+    return NULL;
+}
+
 const char *qrdma_core_reg_name(uint64_t offset)
 {
-    if (offset >= QRDMA_REG_FILE_END || (offset & 3)) {
+    const struct qrdma_reg_block *block = reg_block(offset);
+
+    if (!block || !block->table || (offset & 3)) {
         return NULL;
     }
-    return qrdma_reg_table[offset / 4].name;
+    return block->table[(offset - block->base) / 4].name;
 }
 
 /*
@@ -320,87 +340,93 @@ const char *qrdma_core_reg_name(uint64_t offset)
  * NULL after logging why the access is refused.
  */
 static const struct qrdma_reg_desc *reg_lookup(struct qrdma_core *core, const char *what,
-                                                uint64_t offset, unsigned size)
+                                                uint64_t offset, unsigned size,
+                                                const struct qrdma_reg_block **blockp)
 {
+    const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
-    size_t i;
 
     if (size != 4) {
-        guest_error(core, "BAR0 %s of %u bytes at 0x%" PRIx64 ": registers take 32-bit accesses",
-                    what, size, offset);
+        qrdma_guest_error(core, "BAR0 %s of %u bytes at 0x%" PRIx64
+                          ": registers take 32-bit accesses", what, size, offset);
         return NULL;
     }
     if (offset & 3) {
-        guest_error(core, "BAR0 %s at unaligned offset 0x%" PRIx64, what, offset);
+        qrdma_guest_error(core, "BAR0 %s at unaligned offset 0x%" PRIx64, what, offset);
         return NULL;
     }
     if (offset >= QRDMA_BAR_REGS_SIZE) {
-        guest_error(core, "BAR0 %s at 0x%" PRIx64 " beyond the register BAR", what, offset);
+        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 " beyond the register BAR", what, offset);
         return NULL;
     }
-    if (offset >= QRDMA_REG_FILE_END) {
-        for (i = 0; i < sizeof(qrdma_reserved_blocks) / sizeof(qrdma_reserved_blocks[0]); i++) {
-            if (offset - qrdma_reserved_blocks[i].base < QRDMA_REG_BLOCK_SIZE) {
-                guest_error(core, "BAR0 %s at 0x%" PRIx64 ": the %s register block is not "
-                            "implemented by interface %u.%u", what, offset,
-                            qrdma_reserved_blocks[i].name, QRDMA_IF_VERSION_MAJOR,
-                            QRDMA_IF_VERSION_MINOR);
-                return NULL;
-            }
-        }
-        guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
+    block = reg_block(offset);
+    if (block && !block->table) {
+        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 ": the %s register block is not "
+                          "implemented by interface %u.%u", what, offset, block->name,
+                          QRDMA_IF_VERSION_MAJOR, QRDMA_IF_VERSION_MINOR);
         return NULL;
     }
-    desc = &qrdma_reg_table[offset / 4];
-    if (!desc->name) {
-        guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
+    desc = block ? &block->table[(offset - block->base) / 4] : NULL;
+    if (!desc || !desc->name) {
+        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
         return NULL;
     }
+    *blockp = block;
     return desc;
 }
 
 uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
 {
+    const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
 
     core->stats.reg_reads++;
-    desc = reg_lookup(core, "read", offset, size);
+    desc = reg_lookup(core, "read", offset, size, &block);
     if (!desc) {
         return 0;
     }
-    return desc->read ? desc->read(core) : *reg(core, (uint32_t)offset);
+    return desc->read ? desc->read(core, (uint32_t)offset)
+                      : *block->storage(core, (uint32_t)offset);
 }
 
 void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
                           uint64_t value64)
 {
+    const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
     uint32_t value = (uint32_t)value64;
 
     core->stats.reg_writes++;
-    desc = reg_lookup(core, "write", offset, size);
+    desc = reg_lookup(core, "write", offset, size, &block);
     if (!desc) {
         return;
     }
     if (desc->access == QRDMA_REG_RO) {
-        guest_error(core, "write of 0x%x to read-only register %s", value, desc->name);
+        qrdma_guest_error(core, "write of 0x%x to read-only register %s", value, desc->name);
         return;
     }
     if (value & ~desc->write_mask) {
-        guest_error(core, "write of 0x%x to %s sets reserved bits 0x%x; ignored", value,
-                    desc->name, value & ~desc->write_mask);
+        qrdma_guest_error(core, "write of 0x%x to %s sets reserved bits 0x%x; ignored", value,
+                          desc->name, value & ~desc->write_mask);
         return;
     }
     if (desc->write) {
-        desc->write(core, value);
+        desc->write(core, (uint32_t)offset, value);
     } else {
-        *reg(core, (uint32_t)offset) = value;
+        *block->storage(core, (uint32_t)offset) = value;
+    }
+}
+
+void qrdma_core_run(struct qrdma_core *core, unsigned what)
+{
+    if (what & QRDMA_WORK_LAN_TX) {
+        qrdma_lan_tx_process(core);
     }
 }
 
 uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size)
 {
-    guest_error(core, "doorbell read of %u bytes at page %" PRIu64 " offset 0x%" PRIx64
+    qrdma_guest_error(core, "doorbell read of %u bytes at page %" PRIu64 " offset 0x%" PRIx64
                 ": doorbells are write-only", size, offset / QRDMA_DB_PAGE_SIZE,
                 offset % QRDMA_DB_PAGE_SIZE);
     return 0;
@@ -413,16 +439,16 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
 
     core->stats.doorbells++;
     if (size != 4 || (offset & 3)) {
-        guest_error(core, "doorbell write of %u bytes at 0x%" PRIx64
+        qrdma_guest_error(core, "doorbell write of %u bytes at 0x%" PRIx64
                     ": doorbells take aligned 32-bit writes", size, offset);
         return;
     }
     if (page >= core->cfg.db_pages) {
-        guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
+        qrdma_guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
         return;
     }
     /* Interface 0.1 has no queues, so no doorbell can name a valid one. */
-    guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
+    qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
                 ": no queue exists (interface %u.%u has no data path)", (uint32_t)value,
                 page, offset % QRDMA_DB_PAGE_SIZE, QRDMA_IF_VERSION_MAJOR,
                 QRDMA_IF_VERSION_MINOR);

@@ -30,6 +30,28 @@ struct qrdma_core_env {
     void (*schedule_pe_ready)(void *opaque, uint64_t delay_ns);
     /* Is the Ethernet link of the backing netdev up? */
     bool (*link_up)(void *opaque);
+    /*
+     * Guest memory. Return 0, or -1 when [addr, addr+len) is not all guest
+     * RAM; then nothing was transferred and the core reports a guest error.
+     */
+    int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+    int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+    /* Raise MSI-X vector (the core has checked it is below msix_vectors). */
+    void (*msix_notify)(void *opaque, unsigned vector);
+    /* Put one Ethernet frame on the wire. */
+    void (*send_frame)(void *opaque, const uint8_t *frame, size_t len);
+    /*
+     * Ask for work outside the MMIO handler: the embedding calls
+     * qrdma_core_run(core, what) soon, from its main loop.
+     */
+    void (*kick)(void *opaque, unsigned what);
+    /* Receive buffers were posted: frames held back may be delivered now. */
+    void (*rx_ready)(void *opaque);
+};
+
+/* What a kick asks for. */
+enum qrdma_core_work {
+    QRDMA_WORK_LAN_TX = 1u << 0,
 };
 
 /* Default limits; the QEMU properties and unit tests start from these. */
@@ -93,6 +115,29 @@ struct qrdma_core_stats {
     uint64_t doorbells;
 };
 
+/* One LAN descriptor ring: the device's view. */
+struct qrdma_lan_ring {
+    uint64_t base;
+    uint32_t len;               /* descriptors; 0 = not configured */
+    uint32_t head;              /* next descriptor the device consumes */
+    uint32_t tail;              /* first descriptor the driver has not posted */
+};
+
+/* Number of LAN counters, QRDMA_REG_LAN_STAT_FIRST..LAST. */
+#define QRDMA_LAN_NUM_STATS \
+    ((QRDMA_REG_LAN_STAT_LAST - QRDMA_REG_LAN_STAT_FIRST) / 4 + 1)
+/* LAN registers kept as plain storage: the block up to the counters. */
+#define QRDMA_LAN_NUM_REGS (QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4
+
+struct qrdma_lan {
+    uint32_t regs[QRDMA_LAN_NUM_REGS];  /* by (offset - LAN_BASE) / 4 */
+    struct qrdma_lan_ring tx;
+    struct qrdma_lan_ring rx;
+    uint32_t pending;           /* QRDMA_LAN_INT_CAUSE_* written back, not yet signalled */
+    uint32_t stats[QRDMA_LAN_NUM_STATS];
+    uint8_t frame[QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
+};
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -100,6 +145,7 @@ struct qrdma_core {
     /* The plain register file, indexed by offset / 4. */
     uint32_t regs[QRDMA_REG_FILE_END / 4];
     bool pe_ready;
+    struct qrdma_lan lan;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -130,5 +176,17 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
 
 /* Name of a BAR0 register, or NULL for a hole. For traces and tests. */
 const char *qrdma_core_reg_name(uint64_t offset);
+
+/* Do the work a kick asked for (QRDMA_WORK_* bits). */
+void qrdma_core_run(struct qrdma_core *core, unsigned what);
+
+/*
+ * LAN receive (qrdma_lan.c). can_receive is false only while receive is on
+ * and no buffer is posted; receive then returns 0 and the embedding holds
+ * the frame until rx_ready. Otherwise receive consumes the frame (stored,
+ * steered to the RDMA engine, or dropped and counted) and returns len.
+ */
+bool qrdma_core_lan_can_receive(struct qrdma_core *core);
+size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
 
 #endif /* QRDMA_CORE_H */

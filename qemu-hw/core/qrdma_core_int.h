@@ -1,0 +1,46 @@
+/*
+ * Private to the device core's files: register descriptors, the guest
+ * error helper, and the hooks each block of the core provides.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_CORE_INT_H
+#define QRDMA_CORE_INT_H
+
+#include "qrdma_core.h"
+
+enum qrdma_reg_access {
+    QRDMA_REG_RO,
+    QRDMA_REG_RW,
+};
+
+/*
+ * One BAR0 register. Without a read hook the value is the block's
+ * storage; without a write hook a valid write is stored there. A write
+ * hook gets only values that passed the write mask.
+ */
+struct qrdma_reg_desc {
+    const char *name;
+    enum qrdma_reg_access access;
+    uint32_t write_mask;        /* RW: the bits a write may set */
+    uint32_t (*read)(struct qrdma_core *core, uint32_t offset);
+    void (*write)(struct qrdma_core *core, uint32_t offset, uint32_t value);
+};
+
+#define QRDMA_REG_RO_DESC(off, base, nm) \
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO }
+#define QRDMA_REG_RO_LIVE_DESC(off, base, nm, fn) \
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO, .read = (fn) }
+#define QRDMA_REG_RW_DESC(off, base, nm, mask, fn) \
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
+                               .write_mask = (mask), .write = (fn) }
+
+void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* qrdma_lan.c */
+extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_lan_reset(struct qrdma_core *core);
+void qrdma_lan_tx_process(struct qrdma_core *core);
+
+#endif /* QRDMA_CORE_INT_H */

@@ -1,0 +1,581 @@
+/*
+ * qrdma device core: the LAN function. One transmit and one receive ring
+ * of descriptors in guest memory, the receive address filter, the split of
+ * RoCEv2 traffic to the RDMA engine, LAN interrupts and counters. See
+ * docs/hw-spec.md, "LAN function".
+ *
+ * Every guest-written value is checked against the device's own copies:
+ * ring indices are compared with the ring length the device stored, every
+ * loop over a ring is bounded by that length, and a bad descriptor is
+ * written back with ERR, counted and skipped.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qrdma_core_int.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define LAN_REG(core, off) ((core)->lan.regs[((off) - QRDMA_REG_LAN_BASE) / 4])
+#define LAN_STAT(core, off) ((core)->lan.stats[((off) - QRDMA_REG_LAN_STAT_FIRST) / 4])
+
+#define ETH_HLEN 14
+#define ETH_P_IPV4 0x0800
+#define ETH_P_IPV6 0x86dd
+#define IPPROTO_UDP_NUM 17
+#define ROCE_V2_UDP_PORT 4791
+
+static uint32_t lan_ctrl(struct qrdma_core *core)
+{
+    return LAN_REG(core, QRDMA_REG_LAN_CTRL);
+}
+
+static uint32_t lan_max_frame(struct qrdma_core *core)
+{
+    return LAN_REG(core, QRDMA_REG_LAN_MTU) + QRDMA_LAN_FRAME_OVERHEAD;
+}
+
+/* ---- interrupts -------------------------------------------------------- */
+
+static void lan_fire(struct qrdma_core *core, uint32_t cause)
+{
+    uint32_t *ctrl = &LAN_REG(core, QRDMA_REG_LAN_INT_CTRL);
+    uint32_t arm = cause == QRDMA_LAN_INT_CAUSE_RX ? QRDMA_LAN_INT_RX_ARM : QRDMA_LAN_INT_TX_ARM;
+    unsigned vector;
+
+    if (!(core->lan.pending & cause) || !(*ctrl & arm)) {
+        return;
+    }
+    vector = cause == QRDMA_LAN_INT_CAUSE_RX
+             ? (*ctrl & QRDMA_LAN_INT_RX_VECTOR_MASK) >> QRDMA_LAN_INT_RX_VECTOR_SHIFT
+             : (*ctrl & QRDMA_LAN_INT_TX_VECTOR_MASK) >> QRDMA_LAN_INT_TX_VECTOR_SHIFT;
+    /* An interrupt disarms its cause; the driver re-arms after polling. */
+    *ctrl &= ~arm;
+    core->lan.pending &= ~cause;
+    LAN_REG(core, QRDMA_REG_LAN_INT_CAUSE) |= cause;
+    core->env.msix_notify(core->env.opaque, vector);
+}
+
+/* A descriptor of the ring behind cause was written back. */
+static void lan_signal(struct qrdma_core *core, uint32_t cause)
+{
+    core->lan.pending |= cause;
+    lan_fire(core, cause);
+}
+
+/* ---- descriptors ------------------------------------------------------- */
+
+static uint64_t ring_desc_addr(const struct qrdma_lan_ring *ring, uint32_t idx)
+{
+    return ring->base + (uint64_t)idx * sizeof(struct qrdma_lan_desc);
+}
+
+static bool desc_read(struct qrdma_core *core, const struct qrdma_lan_ring *ring, uint32_t idx,
+                      uint64_t *addr, uint64_t *cmd)
+{
+    uint8_t raw[sizeof(struct qrdma_lan_desc)];
+    uint64_t a = 0, c = 0;
+    int i;
+
+    if (core->env.dma_read(core->env.opaque, ring_desc_addr(ring, idx), raw, sizeof(raw))) {
+        return false;
+    }
+    for (i = 7; i >= 0; i--) {
+        a = a << 8 | raw[i];
+        c = c << 8 | raw[8 + i];
+    }
+    *addr = a;
+    *cmd = c;
+    return true;
+}
+
+/* Write back qword 1 of a descriptor (the DD bit goes out with it). */
+static void desc_write_back(struct qrdma_core *core, const struct qrdma_lan_ring *ring,
+                            uint32_t idx, uint64_t cmd)
+{
+    uint8_t raw[8];
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        raw[i] = cmd >> (8 * i);
+    }
+    if (core->env.dma_write(core->env.opaque, ring_desc_addr(ring, idx) + 8, raw, sizeof(raw))) {
+        qrdma_guest_error(core, "LAN: cannot write back descriptor %u at 0x%" PRIx64
+                          ": not guest RAM", idx, ring_desc_addr(ring, idx));
+    }
+}
+
+/* ---- transmit ---------------------------------------------------------- */
+
+/*
+ * Checksum offload (CSUM in a frame's first descriptor): the Internet
+ * checksum from start to the end of the frame, added to what the driver
+ * left at start + offset (the pseudo-header sum), stored complemented.
+ * Returns false if start/offset do not fit the frame.
+ */
+static bool lan_tx_checksum(uint8_t *frame, uint32_t len, uint64_t cmd)
+{
+    uint32_t start = (cmd & QRDMA_LAN_DESC_CSUM_START_MASK) >> QRDMA_LAN_DESC_CSUM_START_SHIFT;
+    uint32_t at = start + ((cmd & QRDMA_LAN_DESC_CSUM_OFFSET_MASK) >>
+                           QRDMA_LAN_DESC_CSUM_OFFSET_SHIFT);
+    uint64_t sum = 0;
+    uint32_t i;
+    uint16_t folded;
+
+    if (start >= len || at + 2 > len) {
+        return false;
+    }
+    for (i = start; i + 1 < len; i += 2) {
+        sum += (uint32_t)frame[i] << 8 | frame[i + 1];
+    }
+    if (i < len) {
+        sum += (uint32_t)frame[i] << 8;
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    folded = ~sum & 0xffff;
+    /* As Linux does in skb_checksum_help: 0 means "no checksum" for UDP. */
+    if (!folded) {
+        folded = 0xffff;
+    }
+    frame[at] = folded >> 8;
+    frame[at + 1] = folded & 0xff;
+    return true;
+}
+
+/*
+ * Send every complete frame between head and tail. Runs from the core's
+ * work kick, not the MMIO handler; bounded by the ring length since each
+ * frame consumes at least one descriptor.
+ */
+void qrdma_lan_tx_process(struct qrdma_core *core)
+{
+    struct qrdma_lan_ring *ring = &core->lan.tx;
+    uint64_t addr[QRDMA_LAN_TX_MAX_FRAGS], cmd[QRDMA_LAN_TX_MAX_FRAGS];
+    bool wrote_back = false;
+    uint32_t budget;
+
+    if (!(lan_ctrl(core) & QRDMA_LAN_CTRL_TX_ENABLE) || !ring->len) {
+        return;
+    }
+    for (budget = ring->len; budget && ring->head != ring->tail; budget--) {
+        uint32_t n = 0, idx = ring->head, total = 0, i;
+        const char *bad = NULL;
+
+        /* Collect the frame's descriptors up to EOP. */
+        for (;;) {
+            if (idx == ring->tail) {
+                if (n < QRDMA_LAN_TX_MAX_FRAGS) {
+                    goto out;   /* the rest of the frame is not posted yet */
+                }
+                break;
+            }
+            if (!desc_read(core, ring, idx, &addr[n], &cmd[n])) {
+                qrdma_guest_error(core, "LAN TX: descriptor %u at 0x%" PRIx64
+                                  " is not in guest RAM", idx, ring_desc_addr(ring, idx));
+                cmd[n] = 0;
+                bad = "descriptor ring outside guest RAM";
+            }
+            idx = (idx + 1) & (ring->len - 1);
+            n++;
+            if ((cmd[n - 1] & QRDMA_LAN_DESC_EOP) || bad || n == QRDMA_LAN_TX_MAX_FRAGS) {
+                break;
+            }
+        }
+        if (!bad && !(cmd[n - 1] & QRDMA_LAN_DESC_EOP)) {
+            bad = "no EOP within QRDMA_LAN_TX_MAX_FRAGS descriptors";
+        }
+        for (i = 0; i < n && !bad; i++) {
+            uint32_t len = cmd[i] & QRDMA_LAN_DESC_LEN_MASK;
+
+            if (!len) {
+                bad = "zero-length fragment";
+            } else if (total + len > lan_max_frame(core)) {
+                bad = "frame longer than MTU + 18";
+            } else if (core->env.dma_read(core->env.opaque, addr[i], core->lan.frame + total,
+                                          len)) {
+                bad = "fragment buffer outside guest RAM";
+            }
+            total += len;
+        }
+        if (!bad && total < ETH_HLEN) {
+            bad = "frame shorter than an Ethernet header";
+        }
+        if (!bad && (cmd[0] & QRDMA_LAN_DESC_CSUM) &&
+            !lan_tx_checksum(core->lan.frame, total, cmd[0])) {
+            bad = "checksum start or offset beyond the frame";
+        }
+
+        if (bad) {
+            qrdma_guest_error(core, "LAN TX: frame at descriptor %u dropped: %s", ring->head, bad);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_ERRORS)++;
+        } else {
+            core->env.send_frame(core->env.opaque, core->lan.frame, total);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_FRAMES)++;
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_BYTES) += total;
+        }
+        for (i = 0; i < n; i++) {
+            desc_write_back(core, ring, ring->head,
+                            cmd[i] | QRDMA_LAN_DESC_DD | (bad ? QRDMA_LAN_DESC_ERR : 0));
+            ring->head = (ring->head + 1) & (ring->len - 1);
+        }
+        wrote_back = true;
+    }
+out:
+    if (wrote_back) {
+        lan_signal(core, QRDMA_LAN_INT_CAUSE_TX);
+    }
+}
+
+/* ---- receive ----------------------------------------------------------- */
+
+static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
+{
+    static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    uint32_t ctrl = lan_ctrl(core);
+    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
+    uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
+    uint32_t crc = 0xffffffffu, bit, k;
+    int i;
+
+    if (ctrl & QRDMA_LAN_CTRL_PROMISC) {
+        return true;
+    }
+    if (!(dst[0] & 1)) {
+        return !memcmp(dst, mac, 6);
+    }
+    if (!memcmp(dst, broadcast, 6)) {
+        return ctrl & QRDMA_LAN_CTRL_BROADCAST;
+    }
+    if (ctrl & QRDMA_LAN_CTRL_ALLMULTI) {
+        return true;
+    }
+    /* The Ethernet CRC (reflected, as ether_crc_le); its top 6 bits index the hash. */
+    for (i = 0; i < 6; i++) {
+        crc ^= dst[i];
+        for (k = 0; k < 8; k++) {
+            crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320u : 0);
+        }
+    }
+    bit = crc >> 26;
+    return (bit < 32 ? LAN_REG(core, QRDMA_REG_LAN_MC_HASH_LOW) >> bit
+                     : LAN_REG(core, QRDMA_REG_LAN_MC_HASH_HIGH) >> (bit - 32)) & 1;
+}
+
+/*
+ * RoCEv2 frames for this function go to the RDMA engine, not the LAN
+ * ring: unicast to our MAC, IPv4 or IPv6, UDP destination port 4791. The
+ * engine is a counting stub until the data path exists.
+ */
+static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
+{
+    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
+    uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
+    uint16_t type = f[12] << 8 | f[13];
+    size_t l4;
+
+    if (memcmp(f, mac, 6)) {
+        return false;
+    }
+    if (type == ETH_P_IPV4 && len >= ETH_HLEN + 20 && (f[ETH_HLEN] >> 4) == 4) {
+        l4 = ETH_HLEN + (f[ETH_HLEN] & 0xf) * 4;
+        if (f[ETH_HLEN + 9] != IPPROTO_UDP_NUM || (f[ETH_HLEN] & 0xf) < 5) {
+            return false;
+        }
+        /* Only a first fragment carries the UDP header. */
+        if (((f[ETH_HLEN + 6] & 0x1f) << 8 | f[ETH_HLEN + 7]) != 0) {
+            return false;
+        }
+    } else if (type == ETH_P_IPV6 && len >= ETH_HLEN + 40) {
+        if (f[ETH_HLEN + 6] != IPPROTO_UDP_NUM) {
+            return false;
+        }
+        l4 = ETH_HLEN + 40;
+    } else {
+        return false;
+    }
+    return len >= l4 + 8 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_V2_UDP_PORT;
+}
+
+static bool lan_rx_on(struct qrdma_core *core)
+{
+    return (lan_ctrl(core) & QRDMA_LAN_CTRL_RX_ENABLE) && core->lan.rx.len;
+}
+
+bool qrdma_core_lan_can_receive(struct qrdma_core *core)
+{
+    return !lan_rx_on(core) || core->lan.rx.head != core->lan.rx.tail;
+}
+
+size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
+{
+    struct qrdma_lan_ring *ring = &core->lan.rx;
+    uint32_t budget;
+
+    if (len < ETH_HLEN) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+        return len;
+    }
+    if (lan_is_roce(core, frame, len)) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_ROCE_FRAMES)++;
+        return len;
+    }
+    if (!lan_rx_on(core)) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_DROPPED)++;
+        return len;
+    }
+    if (!lan_filter_accepts(core, frame)) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_FILTERED)++;
+        return len;
+    }
+    if (len > lan_max_frame(core)) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+        return len;
+    }
+
+    /* Skip (and report) bad descriptors until one takes the frame. */
+    for (budget = ring->len; budget; budget--) {
+        uint64_t addr, cmd;
+        uint32_t idx = ring->head;
+        const char *bad = NULL;
+
+        if (idx == ring->tail) {
+            return 0;   /* no buffer: the embedding holds the frame for now */
+        }
+        ring->head = (idx + 1) & (ring->len - 1);
+        if (!desc_read(core, ring, idx, &addr, &cmd)) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u at 0x%" PRIx64
+                              " is not in guest RAM", idx, ring_desc_addr(ring, idx));
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            continue;
+        }
+        /*
+         * A zero-length or unreachable buffer is a bad descriptor: skip it
+         * and try the next. A good buffer too short for this frame drops
+         * the frame (frames are never spread over buffers).
+         */
+        if (!(cmd & QRDMA_LAN_DESC_LEN_MASK)) {
+            bad = "zero-length buffer";
+        } else if ((cmd & QRDMA_LAN_DESC_LEN_MASK) < len) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u: buffer of %u bytes for a frame of "
+                              "%zu; frame dropped", idx,
+                              (uint32_t)(cmd & QRDMA_LAN_DESC_LEN_MASK), len);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+            return len;
+        } else if (core->env.dma_write(core->env.opaque, addr, frame, len)) {
+            bad = "buffer outside guest RAM";
+        }
+        if (bad) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u skipped: %s", idx, bad);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+            continue;
+        }
+        desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | len);
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_FRAMES)++;
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_BYTES) += (uint32_t)len;
+        lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+        return len;
+    }
+    return 0;
+}
+
+/* ---- registers ----------------------------------------------------------- */
+
+static struct qrdma_lan_ring *ring_of(struct qrdma_core *core, uint32_t offset)
+{
+    return offset < QRDMA_REG_LAN_RXQ_BASE_LOW ? &core->lan.tx : &core->lan.rx;
+}
+
+static bool ring_enabled(struct qrdma_core *core, uint32_t offset)
+{
+    uint32_t bit = offset < QRDMA_REG_LAN_RXQ_BASE_LOW ? QRDMA_LAN_CTRL_TX_ENABLE
+                                                       : QRDMA_LAN_CTRL_RX_ENABLE;
+    return lan_ctrl(core) & bit;
+}
+
+static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset, uint32_t value)
+{
+    struct qrdma_lan_ring *ring = ring_of(core, offset);
+    uint32_t rel = offset - (ring == &core->lan.tx ? QRDMA_REG_LAN_TXQ_BASE_LOW
+                                                   : QRDMA_REG_LAN_RXQ_BASE_LOW);
+
+    if (ring_enabled(core, offset)) {
+        qrdma_guest_error(core, "%s written while the ring is enabled; ignored",
+                          qrdma_core_reg_name(offset));
+        return;
+    }
+    switch (rel) {
+    case 0: /* BASE_LOW */
+        if (value & 0xf) {
+            qrdma_guest_error(core, "%s=0x%x is not 16-byte aligned; ignored",
+                              qrdma_core_reg_name(offset), value);
+            return;
+        }
+        ring->base = (ring->base & ~0xffffffffull) | value;
+        break;
+    case 4: /* BASE_HIGH */
+        ring->base = (ring->base & 0xffffffffull) | (uint64_t)value << 32;
+        break;
+    case 8: /* LEN */
+        if (value && (value < QRDMA_LAN_RING_MIN || value > QRDMA_LAN_RING_MAX ||
+                      (value & (value - 1)))) {
+            qrdma_guest_error(core, "%s=%u is not 0 or a power of two in %u..%u; ignored",
+                              qrdma_core_reg_name(offset), value, QRDMA_LAN_RING_MIN,
+                              QRDMA_LAN_RING_MAX);
+            return;
+        }
+        ring->len = value;
+        ring->head = ring->tail = 0;
+        break;
+    }
+    LAN_REG(core, offset) = value;
+}
+
+static uint32_t reg_read_ring_cfg(struct qrdma_core *core, uint32_t offset)
+{
+    return LAN_REG(core, offset);
+}
+
+static void reg_write_tail(struct qrdma_core *core, uint32_t offset, uint32_t value)
+{
+    struct qrdma_lan_ring *ring = ring_of(core, offset);
+
+    if (value >= ring->len) {
+        qrdma_guest_error(core, "%s=%u outside a ring of %u descriptors; ignored",
+                          qrdma_core_reg_name(offset), value, ring->len);
+        return;
+    }
+    ring->tail = value;
+    if (ring == &core->lan.tx) {
+        core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX);
+    } else {
+        core->env.rx_ready(core->env.opaque);
+    }
+}
+
+static uint32_t reg_read_tail(struct qrdma_core *core, uint32_t offset)
+{
+    return ring_of(core, offset)->tail;
+}
+
+static uint32_t reg_read_head(struct qrdma_core *core, uint32_t offset)
+{
+    return ring_of(core, offset)->head;
+}
+
+static void reg_write_lan_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+{
+    uint32_t was = lan_ctrl(core);
+
+    LAN_REG(core, offset) = value;
+    if ((value & QRDMA_LAN_CTRL_TX_ENABLE) && !(was & QRDMA_LAN_CTRL_TX_ENABLE)) {
+        core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX);
+    }
+    if ((value & QRDMA_LAN_CTRL_RX_ENABLE) && !(was & QRDMA_LAN_CTRL_RX_ENABLE)) {
+        core->env.rx_ready(core->env.opaque);
+    }
+}
+
+static void reg_write_mtu(struct qrdma_core *core, uint32_t offset, uint32_t value)
+{
+    if (value < QRDMA_LAN_MTU_MIN || value > QRDMA_LAN_MTU_MAX) {
+        qrdma_guest_error(core, "LAN_MTU=%u outside %u..%u; ignored", value, QRDMA_LAN_MTU_MIN,
+                          QRDMA_LAN_MTU_MAX);
+        return;
+    }
+    LAN_REG(core, offset) = value;
+}
+
+static void reg_write_int_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+{
+    uint32_t rx_vec = (value & QRDMA_LAN_INT_RX_VECTOR_MASK) >> QRDMA_LAN_INT_RX_VECTOR_SHIFT;
+    uint32_t tx_vec = (value & QRDMA_LAN_INT_TX_VECTOR_MASK) >> QRDMA_LAN_INT_TX_VECTOR_SHIFT;
+
+    if (rx_vec >= core->cfg.msix_vectors || tx_vec >= core->cfg.msix_vectors) {
+        qrdma_guest_error(core, "LAN_INT_CTRL=0x%x names a vector beyond the %u MSI-X vectors;"
+                          " ignored", value, core->cfg.msix_vectors);
+        return;
+    }
+    LAN_REG(core, offset) = value;
+    /* Completions since the last interrupt fire at once on arming. */
+    lan_fire(core, QRDMA_LAN_INT_CAUSE_RX);
+    lan_fire(core, QRDMA_LAN_INT_CAUSE_TX);
+}
+
+static uint32_t reg_read_int_cause(struct qrdma_core *core, uint32_t offset)
+{
+    uint32_t v = LAN_REG(core, offset);
+
+    LAN_REG(core, offset) = 0;  /* read to clear */
+    return v;
+}
+
+static uint32_t reg_read_stat(struct qrdma_core *core, uint32_t offset)
+{
+    return LAN_STAT(core, offset);
+}
+
+#define B QRDMA_REG_LAN_BASE
+#define STAT(off, nm) QRDMA_REG_RO_LIVE_DESC(off, B, nm, reg_read_stat)
+
+const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_CTRL, B, "LAN_CTRL", QRDMA_LAN_CTRL_VALID_MASK,
+                      reg_write_lan_ctrl),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MTU, B, "LAN_MTU", 0xffff, reg_write_mtu),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MAC_LOW, B, "LAN_MAC_LOW", 0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MAC_HIGH, B, "LAN_MAC_HIGH", 0xffff, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_LOW, B, "LAN_MC_HASH_LOW", 0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_HIGH, B, "LAN_MC_HASH_HIGH", 0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_INT_CTRL, B, "LAN_INT_CTRL", QRDMA_LAN_INT_VALID_MASK,
+                      reg_write_int_ctrl),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_INT_CAUSE, B, "LAN_INT_CAUSE", reg_read_int_cause),
+
+    [(QRDMA_REG_LAN_TXQ_BASE_LOW - B) / 4] = { "LAN_TXQ_BASE_LOW", QRDMA_REG_RW, 0xffffffffu,
+                                               reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_TXQ_BASE_HIGH - B) / 4] = { "LAN_TXQ_BASE_HIGH", QRDMA_REG_RW, 0xffffffffu,
+                                                reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_TXQ_LEN - B) / 4] = { "LAN_TXQ_LEN", QRDMA_REG_RW, 0xffffffffu,
+                                          reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_TXQ_TAIL - B) / 4] = { "LAN_TXQ_TAIL", QRDMA_REG_RW, 0xffffffffu,
+                                           reg_read_tail, reg_write_tail },
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_TXQ_HEAD, B, "LAN_TXQ_HEAD", reg_read_head),
+
+    [(QRDMA_REG_LAN_RXQ_BASE_LOW - B) / 4] = { "LAN_RXQ_BASE_LOW", QRDMA_REG_RW, 0xffffffffu,
+                                               reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_RXQ_BASE_HIGH - B) / 4] = { "LAN_RXQ_BASE_HIGH", QRDMA_REG_RW, 0xffffffffu,
+                                                reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_RXQ_LEN - B) / 4] = { "LAN_RXQ_LEN", QRDMA_REG_RW, 0xffffffffu,
+                                          reg_read_ring_cfg, reg_write_ring_cfg },
+    [(QRDMA_REG_LAN_RXQ_TAIL - B) / 4] = { "LAN_RXQ_TAIL", QRDMA_REG_RW, 0xffffffffu,
+                                           reg_read_tail, reg_write_tail },
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_RXQ_HEAD, B, "LAN_RXQ_HEAD", reg_read_head),
+
+    STAT(QRDMA_REG_LAN_STAT_TX_FRAMES, "LAN_STAT_TX_FRAMES"),
+    STAT(QRDMA_REG_LAN_STAT_TX_BYTES, "LAN_STAT_TX_BYTES"),
+    STAT(QRDMA_REG_LAN_STAT_TX_ERRORS, "LAN_STAT_TX_ERRORS"),
+    STAT(QRDMA_REG_LAN_STAT_RX_FRAMES, "LAN_STAT_RX_FRAMES"),
+    STAT(QRDMA_REG_LAN_STAT_RX_BYTES, "LAN_STAT_RX_BYTES"),
+    STAT(QRDMA_REG_LAN_STAT_RX_ERRORS, "LAN_STAT_RX_ERRORS"),
+    STAT(QRDMA_REG_LAN_STAT_RX_FILTERED, "LAN_STAT_RX_FILTERED"),
+    STAT(QRDMA_REG_LAN_STAT_RX_DROPPED, "LAN_STAT_RX_DROPPED"),
+    STAT(QRDMA_REG_LAN_STAT_ROCE_FRAMES, "LAN_STAT_ROCE_FRAMES"),
+};
+
+#undef STAT
+#undef B
+
+void qrdma_lan_reset(struct qrdma_core *core)
+{
+    const uint8_t *mac = core->cfg.mac;
+
+    memset(&core->lan, 0, sizeof(core->lan));
+    LAN_REG(core, QRDMA_REG_LAN_MTU) = 1500;
+    LAN_REG(core, QRDMA_REG_LAN_MAC_LOW) = mac[0] | mac[1] << 8 | mac[2] << 16 |
+                                           (uint32_t)mac[3] << 24;
+    LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH) = mac[4] | mac[5] << 8;
+}
