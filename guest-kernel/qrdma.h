@@ -42,6 +42,24 @@ struct qrdma_caps {
 	u32 features;
 };
 
+/* The control QP and its completion queue (qrdma_cqp.c). */
+struct qrdma_cqp {
+	struct mutex lock;		/* one command at a time */
+	struct qrdma_cqp_ctx *ctx;	/* page: context, then the CCQ shadow area */
+	dma_addr_t ctx_dma;
+	__le64 *shadow;
+	dma_addr_t shadow_dma;
+	struct qrdma_cqp_wqe *sq;
+	dma_addr_t sq_dma;
+	struct qrdma_ccq_cqe *ccq;
+	dma_addr_t ccq_dma;
+	u32 sq_len, ccq_len;
+	u32 sq_next, ccq_head;
+	bool sq_valid, ccq_valid;	/* VALID of the current lap */
+	u64 scratch;
+	bool dead;			/* a command timed out: fail all others */
+};
+
 struct qrdma_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -57,6 +75,7 @@ struct qrdma_dev {
 	int num_vectors;
 	struct net_device *netdev;
 	bool ib_registered;
+	struct qrdma_cqp cqp;
 
 	/* Resource numbers; the device will own these once the CQP exists. */
 	struct ida pd_ida;
@@ -111,6 +130,11 @@ static inline void qrdma_wr32(struct qrdma_dev *dev, u32 reg, u32 val)
 int qrdma_register_ibdev(struct qrdma_dev *dev);
 void qrdma_unregister_ibdev(struct qrdma_dev *dev);
 void qrdma_port_event(struct qrdma_dev *dev);
+
+/* qrdma_cqp.c */
+int qrdma_cqp_create(struct qrdma_dev *dev);
+void qrdma_cqp_free(struct qrdma_dev *dev);
+int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval);
 
 /* qrdma_netdev.c */
 int qrdma_netdev_create(struct qrdma_dev *dev);

@@ -176,9 +176,12 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	dev->num_vectors = ret;
 
-	ret = qrdma_netdev_create(dev);
+	ret = qrdma_cqp_create(dev);
 	if (ret)
 		goto err_free_vectors;
+	ret = qrdma_netdev_create(dev);
+	if (ret)
+		goto err_free_cqp;
 	ret = qrdma_register_ibdev(dev);
 	if (ret)
 		goto err_destroy_netdev;
@@ -193,6 +196,9 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_destroy_netdev:
 	qrdma_netdev_destroy(dev);
+err_free_cqp:
+	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	qrdma_cqp_free(dev);
 err_free_vectors:
 	pci_free_irq_vectors(pdev);
 err_reset:
@@ -218,8 +224,11 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_unregister_ibdev(dev);
 	qrdma_netdev_destroy(dev);
 	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
-	pci_free_irq_vectors(pdev);
+	/* After the reset the device uses none of our memory: free it. */
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	qrdma_rd32(dev, QRDMA_REG_DEV_CTRL);
+	qrdma_cqp_free(dev);
+	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, dev->regs);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);

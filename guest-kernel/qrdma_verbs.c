@@ -4,6 +4,7 @@
  * contexts with their doorbell page, protection domains, sysfs attributes.
  */
 #include <linux/etherdevice.h>
+#include <linux/unaligned.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
@@ -152,6 +153,36 @@ static int qrdma_get_port_immutable(struct ib_device *ibdev, u32 port,
 static enum rdma_link_layer qrdma_get_link_layer(struct ib_device *ibdev, u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;
+}
+
+/*
+ * ib_core's RoCE GID management adds and removes the netdev's addresses;
+ * the device learns each one through the CQP, so that it knows which
+ * RoCEv2 traffic is its own.
+ */
+static int qrdma_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct qrdma_dev *dev = to_qdev(attr->device);
+	const struct in6_addr *a = (const struct in6_addr *)attr->gid.raw;
+	u64 args[6] = {};
+
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	args[0] = attr->index |
+		  (u64)(ipv6_addr_v4mapped(a) ? QRDMA_GID_TYPE_ROCE_V2_IPV4
+					      : QRDMA_GID_TYPE_ROCE_V2_IPV6)
+			<< QRDMA_CQP_GID_TYPE_SHIFT;
+	/* Network byte order, byte 0 in the low bits of the first qword. */
+	args[1] = get_unaligned_le64(&attr->gid.raw[0]);
+	args[2] = get_unaligned_le64(&attr->gid.raw[8]);
+	return qrdma_cqp_exec(dev, QRDMA_CQP_OP_ADD_GID, args, NULL);
+}
+
+static int qrdma_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	u64 args[6] = { attr->index };
+
+	return qrdma_cqp_exec(to_qdev(attr->device), QRDMA_CQP_OP_DEL_GID, args, NULL);
 }
 
 static int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
@@ -316,10 +347,12 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.uverbs_abi_ver = QRDMA_ABI_VERSION,
 	.device_group = &qrdma_attr_group,
 
+	.add_gid = qrdma_add_gid,
 	.alloc_pd = qrdma_alloc_pd,
 	.alloc_ucontext = qrdma_alloc_ucontext,
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dealloc_ucontext = qrdma_dealloc_ucontext,
+	.del_gid = qrdma_del_gid,
 	.get_dev_fw_str = qrdma_get_dev_fw_str,
 	.get_link_layer = qrdma_get_link_layer,
 	.get_port_immutable = qrdma_get_port_immutable,

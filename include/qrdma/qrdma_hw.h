@@ -264,6 +264,137 @@ struct qrdma_lan_desc {
 
 _Static_assert(sizeof(struct qrdma_lan_desc) == 16, "qrdma_lan_desc");
 
+/* ---- Control QP (block 0x1000) ----------------------------------------- */
+
+/*
+ * The CQP is a ring of 64-byte WQEs in guest memory; its completions go to
+ * the CCQ, a ring of 32-byte CQEs. Both are described by a 64-byte CQP
+ * context the driver builds and hands over by writing its address to
+ * CCQP_CTX_HIGH, then CCQP_CTX_LOW (the low write starts creation, as the
+ * E810's CCQPHIGH/CCQPLOW). The driver polls CCQP_STATUS for DONE or ERR.
+ * The CQP lives until the function is reset.
+ */
+#define QRDMA_REG_CCQP_CTX_LOW		0x1000	/* RW */
+#define QRDMA_REG_CCQP_CTX_HIGH		0x1004	/* RW */
+#define QRDMA_REG_CCQP_STATUS		0x1008	/* RO */
+#define QRDMA_REG_CQP_DB		0x100c	/* RW: index after the last posted WQE */
+#define QRDMA_REG_CQP_TAIL		0x1010	/* RO: next WQE the device reads */
+#define QRDMA_REG_CQP_ERRCODES		0x1014	/* RO: codes of the last failure */
+
+#define QRDMA_CCQP_STATUS_DONE		0x00000001u
+#define QRDMA_CCQP_STATUS_ERR		0x80000000u
+#define QRDMA_CQP_ERRCODES_MINOR_MASK	QRDMA_MASK32(15, 0)
+#define QRDMA_CQP_ERRCODES_MAJOR_MASK	QRDMA_MASK32(31, 16)
+#define QRDMA_CQP_ERRCODES_MAJOR_SHIFT	16
+
+/*
+ * CQP context, 64 bytes, 64-byte aligned:
+ *   qword 0: SQ_SIZE_LOG2[3:0]   CQP ring of 2^n WQEs, n in 4..11
+ *            CCQ_SIZE_LOG2[11:8] CCQ ring of 2^n CQEs, n >= SQ_SIZE_LOG2
+ *   qword 1: CQP ring address (4 KB aligned)
+ *   qword 2: CCQ ring address (4 KB aligned)
+ *   qword 3: CCQ shadow area address (8-byte aligned): qword 0 of the
+ *            shadow area is the driver's CCQ head (next CQE it will read),
+ *            which the device reads to avoid overwriting unread CQEs.
+ *   qwords 4..7: reserved, 0
+ */
+struct qrdma_cqp_ctx {
+	__le64 sizes;
+	__le64 sq_addr;
+	__le64 ccq_addr;
+	__le64 ccq_shadow_addr;
+	__le64 reserved[4];
+};
+
+#define QRDMA_CQP_CTX_SQ_SIZE_MASK	0x00fULL
+#define QRDMA_CQP_CTX_CCQ_SIZE_MASK	0xf00ULL
+#define QRDMA_CQP_CTX_CCQ_SIZE_SHIFT	8
+#define QRDMA_CQP_SQ_SIZE_LOG2_MIN	4
+#define QRDMA_CQP_SQ_SIZE_LOG2_MAX	11
+
+/*
+ * CQP WQE, 64 bytes. qwords 0..5 are the command's arguments, qword 6 a
+ * scratch value the device echoes in the completion, qword 7 the header:
+ * OPCODE[7:0], VALID[63]. The driver writes the header last, after a
+ * barrier. VALID is 1 on the ring's first lap and flips on every lap, so
+ * the device tells a fresh WQE from last lap's without reading an index.
+ */
+struct qrdma_cqp_wqe {
+	__le64 arg[6];
+	__le64 scratch;
+	__le64 hdr;
+};
+
+#define QRDMA_CQP_WQE_OPCODE_MASK	0xffULL
+#define QRDMA_CQP_WQE_VALID		(1ULL << 63)
+
+/*
+ * CCQ CQE, 32 bytes:
+ *   qword 0: the WQE's scratch
+ *   qword 1: the command's return value (command specific, 0 if none)
+ *   qword 2: MINOR[15:0], MAJOR[31:16], OPCODE[39:32], WQE_INDEX[55:40]
+ *   qword 3: VALID[63], 1 on the CCQ's first lap, flipping on every lap
+ */
+struct qrdma_ccq_cqe {
+	__le64 scratch;
+	__le64 retval;
+	__le64 status;
+	__le64 hdr;
+};
+
+#define QRDMA_CCQ_CQE_MINOR_MASK	0x000000000000ffffULL
+#define QRDMA_CCQ_CQE_MAJOR_MASK	0x00000000ffff0000ULL
+#define QRDMA_CCQ_CQE_MAJOR_SHIFT	16
+#define QRDMA_CCQ_CQE_OPCODE_MASK	0x000000ff00000000ULL
+#define QRDMA_CCQ_CQE_OPCODE_SHIFT	32
+#define QRDMA_CCQ_CQE_WQE_INDEX_MASK	0x00ffff0000000000ULL
+#define QRDMA_CCQ_CQE_WQE_INDEX_SHIFT	40
+#define QRDMA_CCQ_CQE_VALID		(1ULL << 63)
+
+/* CQP opcodes (the E810's numbering where the E810 has the command). */
+enum qrdma_cqp_opcode {
+	QRDMA_CQP_OP_NOP = 0x24,
+	QRDMA_CQP_OP_ADD_GID = 0x30,
+	QRDMA_CQP_OP_DEL_GID = 0x31,
+};
+
+/*
+ * ADD_GID: arg0 INDEX[7:0], TYPE[9:8]; arg1, arg2 the 16 GID bytes in
+ * network order (arg1 holds bytes 0..7, byte 0 in bits 7:0).
+ * DEL_GID: arg0 INDEX[7:0].
+ * The device uses its GID table to recognise RoCEv2 traffic for itself.
+ */
+#define QRDMA_CQP_GID_INDEX_MASK	0x0ffULL
+#define QRDMA_CQP_GID_TYPE_MASK		0x300ULL
+#define QRDMA_CQP_GID_TYPE_SHIFT	8
+#define QRDMA_GID_TYPE_ROCE_V2_IPV4	1	/* ::ffff:a.b.c.d */
+#define QRDMA_GID_TYPE_ROCE_V2_IPV6	2
+
+/* CQP error codes: MAJOR says what kind, MINOR which argument or check. */
+enum qrdma_cqp_major {
+	QRDMA_CQP_OK = 0,
+	QRDMA_CQP_ERR_BAD_OPCODE = 1,
+	QRDMA_CQP_ERR_INVALID_ARG = 2,	/* minor: index of the bad argument */
+	QRDMA_CQP_ERR_NOT_VALID = 3,	/* WQE without the expected VALID */
+	QRDMA_CQP_ERR_CCQ_FULL = 4,	/* completion dropped: CCQ overflow */
+	QRDMA_CQP_ERR_CONTEXT = 5,	/* CQP creation: minor says which field */
+};
+
+/* Minor codes of QRDMA_CQP_ERR_CONTEXT. */
+enum qrdma_cqp_ctx_error {
+	QRDMA_CQP_CTX_ERR_UNREADABLE = 1,
+	QRDMA_CQP_CTX_ERR_SQ_SIZE = 2,
+	QRDMA_CQP_CTX_ERR_CCQ_SIZE = 3,
+	QRDMA_CQP_CTX_ERR_SQ_ADDR = 4,
+	QRDMA_CQP_CTX_ERR_CCQ_ADDR = 5,
+	QRDMA_CQP_CTX_ERR_SHADOW_ADDR = 6,
+	QRDMA_CQP_CTX_ERR_RESERVED = 7,
+};
+
+_Static_assert(sizeof(struct qrdma_cqp_ctx) == 64, "qrdma_cqp_ctx");
+_Static_assert(sizeof(struct qrdma_cqp_wqe) == 64, "qrdma_cqp_wqe");
+_Static_assert(sizeof(struct qrdma_ccq_cqe) == 32, "qrdma_ccq_cqe");
+
 _Static_assert(QRDMA_MASK32(31, 16) == 0xffff0000u, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(15, 0) == 0x0000ffffu, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(0, 0) == 0x00000001u, "QRDMA_MASK32");

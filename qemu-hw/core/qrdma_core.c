@@ -98,7 +98,7 @@ static const struct qrdma_reg_block {
     uint32_t *(*storage)(struct qrdma_core *core, uint32_t offset);
 } qrdma_reg_blocks[] = {
     { 0, QRDMA_REG_FILE_END, "register file", qrdma_reg_table, storage_file },
-    { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", NULL, NULL },
+    { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", qrdma_cqp_reg_table, NULL },
     { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", NULL, NULL },
     { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", NULL, NULL },
     { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table, storage_lan },
@@ -184,7 +184,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_inline, 0, 1024),
         LIMIT(max_rd_atom, 1, 128),
         LIMIT(max_mtu, 256, 4096),
-        LIMIT(gid_table_len, 1, 256),
+        LIMIT(gid_table_len, 1, QRDMA_GID_TABLE_MAX),
         LIMIT(db_pages, 2, 4096),
         LIMIT(msix_vectors, 1, 64),
         LIMIT(max_ceq, 1, 64),
@@ -281,6 +281,7 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);
+    qrdma_cqp_reset(core);
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
     if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
@@ -419,6 +420,9 @@ void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned siz
 
 void qrdma_core_run(struct qrdma_core *core, unsigned what)
 {
+    if (what & QRDMA_WORK_CQP) {
+        qrdma_cqp_process(core);
+    }
     if (what & QRDMA_WORK_LAN_TX) {
         qrdma_lan_tx_process(core);
     }

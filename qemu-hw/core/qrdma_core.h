@@ -52,6 +52,7 @@ struct qrdma_core_env {
 /* What a kick asks for. */
 enum qrdma_core_work {
     QRDMA_WORK_LAN_TX = 1u << 0,
+    QRDMA_WORK_CQP = 1u << 1,
 };
 
 /* Default limits; the QEMU properties and unit tests start from these. */
@@ -113,6 +114,7 @@ struct qrdma_core_stats {
     uint64_t reg_reads;
     uint64_t reg_writes;
     uint64_t doorbells;
+    uint64_t cqp_commands;
 };
 
 /* One LAN descriptor ring: the device's view. */
@@ -138,6 +140,29 @@ struct qrdma_lan {
     uint8_t frame[QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
 };
 
+/* The control QP: the device's copy of what the context said. */
+struct qrdma_cqp {
+    uint32_t ctx_low, ctx_high;         /* CCQP_CTX_LOW/HIGH as written */
+    uint32_t status;                    /* CCQP_STATUS */
+    uint32_t errcodes;                  /* CQP_ERRCODES */
+    bool created;
+    uint64_t sq_addr, ccq_addr, shadow_addr;
+    uint32_t sq_len, ccq_len;
+    uint32_t sq_head;                   /* next WQE to run (CQP_TAIL) */
+    uint32_t db;                        /* last doorbell: index after the last WQE */
+    bool sq_valid;                      /* VALID expected on this lap */
+    uint32_t ccq_tail;                  /* next CQE to write */
+    bool ccq_valid;                     /* VALID to write on this lap */
+};
+
+struct qrdma_gid_entry {
+    bool valid;
+    uint8_t type;                       /* QRDMA_GID_TYPE_* */
+    uint8_t gid[16];
+};
+
+#define QRDMA_GID_TABLE_MAX 256
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -146,6 +171,8 @@ struct qrdma_core {
     uint32_t regs[QRDMA_REG_FILE_END / 4];
     bool pe_ready;
     struct qrdma_lan lan;
+    struct qrdma_cqp cqp;
+    struct qrdma_gid_entry gids[QRDMA_GID_TABLE_MAX];
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -187,6 +214,8 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what);
  * steered to the RDMA engine, or dropped and counted) and returns len.
  */
 bool qrdma_core_lan_can_receive(struct qrdma_core *core);
+/* Is gid (16 bytes, network order) in the GID table the driver programmed? */
+bool qrdma_core_gid_is_own(struct qrdma_core *core, const uint8_t gid[16]);
 size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
 
 #endif /* QRDMA_CORE_H */

@@ -38,6 +38,11 @@ struct qrdma_reg_desc {
 void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* qrdma_cqp.c */
+extern const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_cqp_reset(struct qrdma_core *core);
+void qrdma_cqp_process(struct qrdma_core *core);
+
 /* qrdma_lan.c */
 extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);

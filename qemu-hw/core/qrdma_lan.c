@@ -265,7 +265,8 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
 
 /*
  * RoCEv2 frames for this function go to the RDMA engine, not the LAN
- * ring: unicast to our MAC, IPv4 or IPv6, UDP destination port 4791. The
+ * ring: unicast to our MAC, IPv4 or IPv6 to one of the GIDs the driver
+ * programmed through the CQP, UDP destination port 4791. The
  * engine is a counting stub until the data path exists.
  */
 static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
@@ -273,6 +274,7 @@ static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
     uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
     uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
     uint16_t type = f[12] << 8 | f[13];
+    uint8_t dst_gid[16] = { [10] = 0xff, [11] = 0xff };
     size_t l4;
 
     if (memcmp(f, mac, 6)) {
@@ -287,15 +289,18 @@ static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
         if (((f[ETH_HLEN + 6] & 0x1f) << 8 | f[ETH_HLEN + 7]) != 0) {
             return false;
         }
+        memcpy(dst_gid + 12, f + ETH_HLEN + 16, 4);     /* ::ffff:a.b.c.d */
     } else if (type == ETH_P_IPV6 && len >= ETH_HLEN + 40) {
         if (f[ETH_HLEN + 6] != IPPROTO_UDP_NUM) {
             return false;
         }
         l4 = ETH_HLEN + 40;
+        memcpy(dst_gid, f + ETH_HLEN + 24, 16);
     } else {
         return false;
     }
-    return len >= l4 + 8 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_V2_UDP_PORT;
+    return len >= l4 + 8 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_V2_UDP_PORT &&
+           qrdma_core_gid_is_own(core, dst_gid);
 }
 
 static bool lan_rx_on(struct qrdma_core *core)

@@ -72,6 +72,37 @@ check "removed IPv4 address leaves the GID table" wait_for 10 sh -c "! ibv_devin
 check "removed IPv6 address leaves the GID table" wait_for 10 sh -c "! ibv_devinfo -v -d qrdma0 | grep -q '$v6,'"
 vm_barrier gids
 
+# The driver programs GIDs into the device (CQP ADD_GID/DEL_GID): the device
+# steers RoCEv2 (UDP 4791) frames for its GIDs to the RDMA engine
+# (hw_roce_frames) and everything else to the LAN. Guest 1 sends, guest 0
+# adds and removes 10.9.0.1.
+roce_frames() { ethtool -S $ifc | awk '/hw_roce_frames/ { print $2 }'; }
+send_roce() { for _ in 1 2 3; do echo roce | nc -u -w 1 -q 0 "$1" 4791; done; }
+if [ "$me" = 1 ]; then
+    ip route add 10.9.0.0/24 dev $ifc
+    ip neigh replace 10.9.0.1 lladdr 52:54:00:71:00:00 dev $ifc nud permanent
+    vm_signal steer-ready
+    vm_wait steer-phase1; send_roce 10.0.0.1; send_roce 10.9.0.1; vm_signal steer-sent1
+    vm_wait steer-phase2; send_roce 10.9.0.1; vm_signal steer-sent2
+    vm_wait steer-phase3; send_roce 10.9.0.1; vm_signal steer-sent3
+else
+    vm_wait steer-ready
+    r0=$(roce_frames)
+    vm_signal steer-phase1; vm_wait steer-sent1; sleep 1
+    expect_eq "RoCE frames to our GID 10.0.0.1 steered, to unknown 10.9.0.1 not" \
+        "$(roce_frames)" "$((r0 + 3))"
+    ip addr add 10.9.0.1/24 dev $ifc
+    check "GID 10.9.0.1 added" wait_for 10 sh -c "ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.0.1, RoCE v2'"
+    vm_signal steer-phase2; vm_wait steer-sent2; sleep 1
+    expect_eq "after ADD_GID, RoCE frames to 10.9.0.1 are steered" "$(roce_frames)" "$((r0 + 6))"
+    ip addr del 10.9.0.1/24 dev $ifc
+    check "GID 10.9.0.1 removed" wait_for 10 sh -c "! ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.0.1,'"
+    vm_signal steer-phase3; vm_wait steer-sent3; sleep 1
+    expect_eq "after DEL_GID, RoCE frames to 10.9.0.1 reach the LAN again" "$(roce_frames)" "$((r0 + 6))"
+    check "no CQP command failed" sh -c "! dmesg | grep -q 'CQP .* failed'"
+fi
+vm_barrier steered
+
 # Jumbo frames.
 check "MTU 9000" ip link set $ifc mtu 9000
 expect_eq "eth0 MTU" "$(cat /sys/class/net/$ifc/mtu)" 9000

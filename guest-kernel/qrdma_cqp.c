@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qrdma.ko: the control QP. Creation through CCQP_CTX_HIGH/LOW, and
+ * qrdma_cqp_exec(), which posts one WQE, rings CQP_DB and waits for its
+ * completion on the CCQ. Commands are serialised by a mutex and polled;
+ * a command that does not complete in time marks the CQP dead, and every
+ * later command fails with -EIO (unload still works: it only resets).
+ */
+#include <linux/iopoll.h>
+#include <linux/delay.h>
+
+#include "qrdma.h"
+
+#define QRDMA_CQP_SQ_LOG2	4
+#define QRDMA_CQP_CCQ_LOG2	5
+
+static unsigned int cqp_timeout_ms = 5000;
+module_param(cqp_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(cqp_timeout_ms, "How long a control QP command may take (ms)");
+
+static const char *qrdma_cqp_op_name(u8 opcode)
+{
+	switch (opcode) {
+	case QRDMA_CQP_OP_NOP:
+		return "NOP";
+	case QRDMA_CQP_OP_ADD_GID:
+		return "ADD_GID";
+	case QRDMA_CQP_OP_DEL_GID:
+		return "DEL_GID";
+	default:
+		return "?";
+	}
+}
+
+static int qrdma_cqp_errno(u32 major)
+{
+	switch (major) {
+	case QRDMA_CQP_OK:
+		return 0;
+	case QRDMA_CQP_ERR_BAD_OPCODE:
+		return -EOPNOTSUPP;
+	case QRDMA_CQP_ERR_INVALID_ARG:
+		return -EINVAL;
+	case QRDMA_CQP_ERR_CCQ_FULL:
+		return -EBUSY;
+	default:
+		return -EIO;
+	}
+}
+
+int qrdma_cqp_create(struct qrdma_dev *dev)
+{
+	struct device *d = &dev->pdev->dev;
+	struct qrdma_cqp *cqp = &dev->cqp;
+	u32 status;
+	int ret;
+
+	mutex_init(&cqp->lock);
+	cqp->sq_len = 1 << QRDMA_CQP_SQ_LOG2;
+	cqp->ccq_len = 1 << QRDMA_CQP_CCQ_LOG2;
+	/* The context and the CCQ shadow area share one page. */
+	cqp->ctx = dma_alloc_coherent(d, PAGE_SIZE, &cqp->ctx_dma, GFP_KERNEL);
+	cqp->sq = dma_alloc_coherent(d, PAGE_SIZE, &cqp->sq_dma, GFP_KERNEL);
+	cqp->ccq = dma_alloc_coherent(d, PAGE_SIZE, &cqp->ccq_dma, GFP_KERNEL);
+	if (!cqp->ctx || !cqp->sq || !cqp->ccq) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	static_assert(sizeof(struct qrdma_cqp_wqe) << QRDMA_CQP_SQ_LOG2 <= PAGE_SIZE);
+	static_assert(sizeof(struct qrdma_ccq_cqe) << QRDMA_CQP_CCQ_LOG2 <= PAGE_SIZE);
+	cqp->shadow = (__le64 *)(cqp->ctx + 1);
+	cqp->shadow_dma = cqp->ctx_dma + sizeof(*cqp->ctx);
+	cqp->sq_next = cqp->ccq_head = 0;
+	cqp->sq_valid = cqp->ccq_valid = true;
+	cqp->dead = false;
+
+	cqp->ctx->sizes = cpu_to_le64(QRDMA_CQP_SQ_LOG2 |
+				      QRDMA_CQP_CCQ_LOG2 << QRDMA_CQP_CTX_CCQ_SIZE_SHIFT);
+	cqp->ctx->sq_addr = cpu_to_le64(cqp->sq_dma);
+	cqp->ctx->ccq_addr = cpu_to_le64(cqp->ccq_dma);
+	cqp->ctx->ccq_shadow_addr = cpu_to_le64(cqp->shadow_dma);
+	*cqp->shadow = 0;
+
+	/* As on the E810: the high half first, the low half starts creation. */
+	qrdma_wr32(dev, QRDMA_REG_CCQP_CTX_HIGH, upper_32_bits(cqp->ctx_dma));
+	qrdma_wr32(dev, QRDMA_REG_CCQP_CTX_LOW, lower_32_bits(cqp->ctx_dma));
+	ret = readl_poll_timeout(dev->regs + QRDMA_REG_CCQP_STATUS, status,
+				 status & (QRDMA_CCQP_STATUS_DONE | QRDMA_CCQP_STATUS_ERR),
+				 100, cqp_timeout_ms * 1000ULL);
+	if (ret || (status & QRDMA_CCQP_STATUS_ERR)) {
+		dev_err(d, "control QP creation failed: status 0x%x, error codes 0x%x\n", status,
+			qrdma_rd32(dev, QRDMA_REG_CQP_ERRCODES));
+		ret = ret ?: -EIO;
+		goto err_free;
+	}
+
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_NOP, NULL, NULL);
+	if (ret) {
+		dev_err(d, "control QP does not answer a NOP: %d\n", ret);
+		goto err_free;
+	}
+	return 0;
+
+err_free:
+	/* The device may hold the addresses: forget them before freeing. */
+	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	qrdma_cqp_free(dev);
+	return ret;
+}
+
+/* Free the rings. The caller has reset the device, so it no longer uses them. */
+void qrdma_cqp_free(struct qrdma_dev *dev)
+{
+	struct device *d = &dev->pdev->dev;
+	struct qrdma_cqp *cqp = &dev->cqp;
+
+	if (cqp->ccq)
+		dma_free_coherent(d, PAGE_SIZE, cqp->ccq, cqp->ccq_dma);
+	if (cqp->sq)
+		dma_free_coherent(d, PAGE_SIZE, cqp->sq, cqp->sq_dma);
+	if (cqp->ctx)
+		dma_free_coherent(d, PAGE_SIZE, cqp->ctx, cqp->ctx_dma);
+	cqp->ccq = NULL;
+	cqp->sq = NULL;
+	cqp->ctx = NULL;
+}
+
+/*
+ * Run one command: args are its six argument qwords (NULL for none);
+ * retval, when given, gets the completion's return value.
+ */
+int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval)
+{
+	struct qrdma_cqp *cqp = &dev->cqp;
+	unsigned long deadline;
+	struct qrdma_cqp_wqe *wqe;
+	u64 scratch, status = 0;
+	u32 major, minor;
+	int i, ret;
+
+	mutex_lock(&cqp->lock);
+	if (cqp->dead) {
+		ret = -EIO;
+		goto out;
+	}
+	scratch = ++cqp->scratch;
+	wqe = &cqp->sq[cqp->sq_next];
+	for (i = 0; i < ARRAY_SIZE(wqe->arg); i++)
+		wqe->arg[i] = cpu_to_le64(args ? args[i] : 0);
+	wqe->scratch = cpu_to_le64(scratch);
+	/* The body must be visible before the header that makes it valid. */
+	dma_wmb();
+	WRITE_ONCE(wqe->hdr, cpu_to_le64(opcode | (cqp->sq_valid ? QRDMA_CQP_WQE_VALID : 0)));
+	cqp->sq_next = (cqp->sq_next + 1) & (cqp->sq_len - 1);
+	if (!cqp->sq_next)
+		cqp->sq_valid = !cqp->sq_valid;
+	/* writel orders the WQE's memory writes before the doorbell. */
+	qrdma_wr32(dev, QRDMA_REG_CQP_DB, cqp->sq_next);
+
+	deadline = jiffies + msecs_to_jiffies(cqp_timeout_ms);
+	for (;;) {
+		struct qrdma_ccq_cqe *cqe = &cqp->ccq[cqp->ccq_head];
+		u64 hdr = le64_to_cpu(READ_ONCE(cqe->hdr));
+
+		if (!!(hdr & QRDMA_CCQ_CQE_VALID) == cqp->ccq_valid) {
+			/* Read the body only after seeing VALID. */
+			dma_rmb();
+			status = le64_to_cpu(cqe->status);
+			if (retval)
+				*retval = le64_to_cpu(cqe->retval);
+			if (le64_to_cpu(cqe->scratch) != scratch) {
+				dev_err(&dev->pdev->dev,
+					"CQP completion for scratch %llu, expected %llu; CQP marked dead\n",
+					le64_to_cpu(cqe->scratch), scratch);
+				cqp->dead = true;
+				ret = -EIO;
+				goto out;
+			}
+			cqp->ccq_head = (cqp->ccq_head + 1) & (cqp->ccq_len - 1);
+			if (!cqp->ccq_head)
+				cqp->ccq_valid = !cqp->ccq_valid;
+			WRITE_ONCE(*cqp->shadow, cpu_to_le64(cqp->ccq_head));
+			break;
+		}
+		if (time_after(jiffies, deadline)) {
+			dev_err(&dev->pdev->dev,
+				"CQP %s timed out after %u ms; CQP marked dead\n",
+				qrdma_cqp_op_name(opcode), cqp_timeout_ms);
+			cqp->dead = true;
+			ret = -EIO;
+			goto out;
+		}
+		usleep_range(10, 50);
+	}
+
+	major = (status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;
+	minor = status & QRDMA_CCQ_CQE_MINOR_MASK;
+	ret = qrdma_cqp_errno(major);
+	if (ret)
+		dev_warn(&dev->pdev->dev, "CQP %s failed: major %u minor %u\n",
+			 qrdma_cqp_op_name(opcode), major, minor);
+out:
+	mutex_unlock(&cqp->lock);
+	return ret;
+}
