@@ -16,7 +16,7 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 CORE_SRCS  := qemu-hw/core/qrdma_core.c qemu-hw/core/qrdma_cqp.c qemu-hw/core/qrdma_lan.c
 CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) tests/unit/fake_env.c
-UNIT_TESTS := test_core_regs test_core_cqp
+UNIT_TESTS := test_core_regs test_core_cqp test_core_lan
 
 .PHONY: all check unit unit-plain unit-asan setup qemu guest vm-check demo clean
 

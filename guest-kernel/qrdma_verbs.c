@@ -70,7 +70,7 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 	attr->max_fast_reg_page_list_len = 0;
 	/*
 	 * Atomics and the other feature flags are advertised from
-	 * CAP_FEATURES as the engine gains them; interface 0.1 has none.
+	 * CAP_FEATURES as the engine gains them; interface 0.2 has none.
 	 */
 	attr->atomic_cap = (c->features & QRDMA_FEATURE_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	return 0;

@@ -112,7 +112,7 @@
 
 /*
  * Features the engine implements. A bit is set only once the device
- * carries it end to end; interface 0.1 sets none of them.
+ * carries it end to end; interface 0.2 sets none of them.
  */
 #define QRDMA_FEATURE_RC		0x00000001u
 #define QRDMA_FEATURE_UD		0x00000002u

@@ -276,7 +276,7 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
-    /* Interface 0.1 carries no data path yet: no feature bits. */
+    /* Interface 0.2 carries no data path yet: no feature bits. */
     *reg(core, QRDMA_REG_CAP_FEATURES) = 0;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
@@ -451,7 +451,7 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
         qrdma_guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
         return;
     }
-    /* Interface 0.1 has no queues, so no doorbell can name a valid one. */
+    /* Interface 0.2 has no RDMA queues, so no doorbell can name a valid one. */
     qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
                 ": no queue exists (interface %u.%u has no data path)", (uint32_t)value,
                 page, offset % QRDMA_DB_PAGE_SIZE, QRDMA_IF_VERSION_MAJOR,
