@@ -243,8 +243,16 @@ static bool qrdma_net_can_receive(NetClientState *nc)
 static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
+    size_t taken = qrdma_core_lan_receive(&s->core, buf, size);
 
-    return qrdma_core_lan_receive(&s->core, buf, size);
+    /*
+     * An empty frame was consumed (counted as an error), but returning 0
+     * would tell QEMU to hold it and stop delivering: drop it instead.
+     */
+    if (!size) {
+        return -1;
+    }
+    return taken;
 }
 
 static NetClientInfo qrdma_net_info = {

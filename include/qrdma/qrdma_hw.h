@@ -353,6 +353,9 @@ struct qrdma_ccq_cqe {
 
 /* CQP opcodes (the E810's numbering where the E810 has the command). */
 enum qrdma_cqp_opcode {
+	QRDMA_CQP_OP_UPDATE_PE_SDS = 0x1f,
+	QRDMA_CQP_OP_QUERY_FPM_VAL = 0x20,
+	QRDMA_CQP_OP_COMMIT_FPM_VAL = 0x21,
 	QRDMA_CQP_OP_NOP = 0x24,
 	QRDMA_CQP_OP_ADD_GID = 0x30,
 	QRDMA_CQP_OP_DEL_GID = 0x31,
@@ -378,6 +381,18 @@ enum qrdma_cqp_major {
 	QRDMA_CQP_ERR_NOT_VALID = 3,	/* WQE without the expected VALID */
 	QRDMA_CQP_ERR_CCQ_FULL = 4,	/* completion dropped: CCQ overflow */
 	QRDMA_CQP_ERR_CONTEXT = 5,	/* CQP creation: minor says which field */
+	QRDMA_CQP_ERR_HMC = 6,		/* minor: enum qrdma_hmc_error */
+};
+
+/* Why an FPM address could not be used (minor of QRDMA_CQP_ERR_HMC). */
+enum qrdma_hmc_error {
+	QRDMA_HMC_ERR_NOT_COMMITTED = 1,	/* no FPM layout committed */
+	QRDMA_HMC_ERR_ALREADY_COMMITTED = 2,	/* COMMIT_FPM_VAL twice */
+	QRDMA_HMC_ERR_COUNT = 3,		/* object index beyond the committed count */
+	QRDMA_HMC_ERR_SD_INVALID = 4,		/* its SD is not valid */
+	QRDMA_HMC_ERR_PD_INVALID = 5,		/* its page descriptor is not valid */
+	QRDMA_HMC_ERR_NOT_RAM = 6,		/* a page or buffer outside guest RAM */
+	QRDMA_HMC_ERR_BAD_SD = 7,		/* a malformed SD entry or index */
 };
 
 /* Minor codes of QRDMA_CQP_ERR_CONTEXT. */
@@ -391,6 +406,95 @@ enum qrdma_cqp_ctx_error {
 	QRDMA_CQP_CTX_ERR_RESERVED = 7,
 };
 
+/* ---- HMC: host memory cache (block 0x2000) ------------------------------ */
+
+/*
+ * As on the E810, object contexts live in guest memory that the driver
+ * lends the device: a function-private memory (FPM) address space divided
+ * into typed objects, backed by segment descriptors (SDs). SD i covers FPM
+ * bytes [i * 2 MB, (i + 1) * 2 MB), either directly (one 2 MB guest page)
+ * or paged (a 4 KB guest page of 512 page descriptors, each naming one
+ * 4 KB guest page). The device caches page descriptors: after changing a PD
+ * the driver must write HMC_PDINV, or the device may go on using the old one.
+ */
+#define QRDMA_REG_HMC_SD_DATA_LOW	0x2000	/* RW */
+#define QRDMA_REG_HMC_SD_DATA_HIGH	0x2004	/* RW */
+#define QRDMA_REG_HMC_SD_CMD		0x2008	/* RW: INDEX[11:0], WRITE[31] */
+#define QRDMA_REG_HMC_PDINV		0x200c	/* W: SD_INDEX[11:0], PD_INDEX[24:16] */
+#define QRDMA_REG_HMC_SD_COUNT		0x2010	/* RO: SDs the device holds */
+
+/*
+ * HMC_SD_CMD: with WRITE set, SD INDEX takes SD_DATA_HIGH:SD_DATA_LOW; with
+ * WRITE clear, SD_DATA_HIGH:SD_DATA_LOW load SD INDEX's current value.
+ */
+#define QRDMA_HMC_SD_CMD_INDEX_MASK	QRDMA_MASK32(11, 0)
+#define QRDMA_HMC_SD_CMD_WRITE		0x80000000u
+#define QRDMA_HMC_SD_CMD_VALID_MASK	(QRDMA_HMC_SD_CMD_INDEX_MASK | QRDMA_HMC_SD_CMD_WRITE)
+#define QRDMA_HMC_PDINV_SD_INDEX_MASK	QRDMA_MASK32(11, 0)
+#define QRDMA_HMC_PDINV_PD_INDEX_MASK	QRDMA_MASK32(24, 16)
+#define QRDMA_HMC_PDINV_PD_INDEX_SHIFT	16
+#define QRDMA_HMC_PDINV_VALID_MASK	(QRDMA_HMC_PDINV_SD_INDEX_MASK | QRDMA_HMC_PDINV_PD_INDEX_MASK)
+
+/*
+ * SD entry (64 bits): VALID[0], TYPE[1] (0 paged, 1 direct),
+ * BP_COUNT[11:2] (paged: 512), ADDR[63:12] (paged: the PD page, 4 KB
+ * aligned; direct: the 2 MB page, 2 MB aligned).
+ * Page descriptor (64 bits): VALID[0], ADDR[63:12] (a 4 KB page).
+ */
+#define QRDMA_HMC_SD_VALID		0x1ULL
+#define QRDMA_HMC_SD_TYPE_DIRECT	0x2ULL
+#define QRDMA_HMC_SD_BP_COUNT_MASK	0xffcULL
+#define QRDMA_HMC_SD_BP_COUNT_SHIFT	2
+#define QRDMA_HMC_SD_ADDR_MASK		(~0xfffULL)
+#define QRDMA_HMC_PD_VALID		0x1ULL
+#define QRDMA_HMC_PD_ADDR_MASK		(~0xfffULL)
+#define QRDMA_HMC_SD_SIZE		(2u << 20)
+#define QRDMA_HMC_PD_SIZE		4096u
+#define QRDMA_HMC_PDS_PER_SD		512u
+#define QRDMA_HMC_MAX_SDS		4096u
+
+/* HMC object types; FPM layout follows this order. */
+enum qrdma_hmc_type {
+	QRDMA_HMC_QP = 0,
+	QRDMA_HMC_CQ = 1,
+	QRDMA_HMC_SRQ = 2,
+	QRDMA_HMC_MR = 3,
+	QRDMA_HMC_AH = 4,
+	QRDMA_HMC_PBLE = 5,
+	QRDMA_HMC_NUM_TYPES = 6,
+};
+
+/*
+ * QUERY_FPM_VAL (CQP opcode 0x20), arg0: address of a 64-byte, 64-byte
+ * aligned buffer the device fills: qword 0 MAX_SDS[31:0]; qword 1 + t for
+ * type t: MAX_COUNT[31:0], OBJ_SIZE_LOG2[39:32].
+ * COMMIT_FPM_VAL (0x21), arg0: address of a 64-byte buffer: the driver
+ * writes qword 1 + t = COUNT[31:0] for each type; the device checks every
+ * count against its maximum, lays the objects out in type order, each base
+ * aligned to 4 KB, and writes qword 1 + t = BASE (FPM byte address) and
+ * qword 0 = the number of SDs the layout needs. The completion's return
+ * value is that number too. A committed layout lasts until reset.
+ */
+struct qrdma_fpm_buf {
+	__le64 head;
+	__le64 type[QRDMA_HMC_NUM_TYPES];
+	__le64 reserved;
+};
+
+#define QRDMA_FPM_MAX_COUNT_MASK	0x00000000ffffffffULL
+#define QRDMA_FPM_OBJ_SIZE_LOG2_MASK	0x000000ff00000000ULL
+#define QRDMA_FPM_OBJ_SIZE_LOG2_SHIFT	32
+
+/*
+ * UPDATE_PE_SDS (0x1f): arg0 COUNT[7:0] (1..64); COUNT <= 2: the pairs
+ * (cmd, data) inline in arg1/arg2 and arg3/arg4; else arg5 is the address
+ * of COUNT 16-byte pairs. cmd and data are as HMC_SD_CMD (WRITE set) and
+ * the SD entry. All pairs are checked before any is applied.
+ */
+#define QRDMA_UPDATE_SDS_COUNT_MASK	0xffULL
+#define QRDMA_UPDATE_SDS_MAX		64u
+
+_Static_assert(sizeof(struct qrdma_fpm_buf) == 64, "qrdma_fpm_buf");
 _Static_assert(sizeof(struct qrdma_cqp_ctx) == 64, "qrdma_cqp_ctx");
 _Static_assert(sizeof(struct qrdma_cqp_wqe) == 64, "qrdma_cqp_wqe");
 _Static_assert(sizeof(struct qrdma_ccq_cqe) == 32, "qrdma_ccq_cqe");

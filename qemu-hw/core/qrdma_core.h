@@ -123,6 +123,7 @@ struct qrdma_lan_ring {
     uint32_t len;               /* descriptors; 0 = not configured */
     uint32_t head;              /* next descriptor the device consumes */
     uint32_t tail;              /* first descriptor the driver has not posted */
+    bool discard_to_eop;        /* TX: dropping the rest of an over-long frame */
 };
 
 /* Number of LAN counters, QRDMA_REG_LAN_STAT_FIRST..LAST. */

@@ -166,10 +166,12 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
         /* Collect the frame's descriptors up to EOP. */
         for (;;) {
             if (idx == ring->tail) {
-                if (n < QRDMA_LAN_TX_MAX_FRAGS) {
-                    goto out;   /* the rest of the frame is not posted yet */
+                if (n == ring->len - 1) {
+                    /* The ring is full and holds no EOP: it never will. */
+                    bad = "ring full without an EOP";
+                    break;
                 }
-                break;
+                goto out;   /* the rest of the frame is not posted yet */
             }
             if (!desc_read(core, ring, idx, &addr[n], &cmd[n])) {
                 qrdma_guest_error(core, "LAN TX: descriptor %u at 0x%" PRIx64
@@ -183,8 +185,16 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
                 break;
             }
         }
-        if (!bad && !(cmd[n - 1] & QRDMA_LAN_DESC_EOP)) {
+        if (ring->discard_to_eop) {
+            /*
+             * The rest of a frame that had no EOP within the limit: dropped
+             * up to and including its EOP, never sent as a frame of its own.
+             */
+            bad = bad ?: "rest of a frame longer than QRDMA_LAN_TX_MAX_FRAGS descriptors";
+            ring->discard_to_eop = !(cmd[n - 1] & QRDMA_LAN_DESC_EOP);
+        } else if (!bad && !(cmd[n - 1] & QRDMA_LAN_DESC_EOP)) {
             bad = "no EOP within QRDMA_LAN_TX_MAX_FRAGS descriptors";
+            ring->discard_to_eop = n == QRDMA_LAN_TX_MAX_FRAGS;
         }
         for (i = 0; i < n && !bad; i++) {
             uint32_t len = cmd[i] & QRDMA_LAN_DESC_LEN_MASK;
@@ -436,6 +446,7 @@ static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset, uint32_
         }
         ring->len = value;
         ring->head = ring->tail = 0;
+        ring->discard_to_eop = false;
         break;
     }
     LAN_REG(core, offset) = value;
