@@ -60,6 +60,16 @@ struct qrdma_cqp {
 	bool dead;			/* a command timed out: fail all others */
 };
 
+/* The committed HMC layout (qrdma_hmc.c). */
+struct qrdma_hmc {
+	u32 max_sds;
+	u32 sd_count;				/* SDs the layout needs */
+	u32 max_count[QRDMA_HMC_NUM_TYPES];
+	u32 count[QRDMA_HMC_NUM_TYPES];		/* committed */
+	u8 obj_size_log2[QRDMA_HMC_NUM_TYPES];
+	u64 base[QRDMA_HMC_NUM_TYPES];		/* FPM byte address */
+};
+
 struct qrdma_dev {
 	struct ib_device ibdev;
 	struct pci_dev *pdev;
@@ -76,6 +86,7 @@ struct qrdma_dev {
 	struct net_device *netdev;
 	bool ib_registered;
 	struct qrdma_cqp cqp;
+	struct qrdma_hmc hmc;
 
 	/* Resource numbers; the device will own these once the CQP exists. */
 	struct ida pd_ida;
@@ -135,6 +146,9 @@ void qrdma_port_event(struct qrdma_dev *dev);
 int qrdma_cqp_create(struct qrdma_dev *dev);
 void qrdma_cqp_free(struct qrdma_dev *dev);
 int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval);
+
+/* qrdma_hmc.c */
+int qrdma_hmc_init(struct qrdma_dev *dev);
 
 /* qrdma_netdev.c */
 int qrdma_netdev_create(struct qrdma_dev *dev);

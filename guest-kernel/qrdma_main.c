@@ -179,6 +179,9 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = qrdma_cqp_create(dev);
 	if (ret)
 		goto err_free_vectors;
+	ret = qrdma_hmc_init(dev);
+	if (ret)
+		goto err_free_cqp;
 	ret = qrdma_netdev_create(dev);
 	if (ret)
 		goto err_free_cqp;

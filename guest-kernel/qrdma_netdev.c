@@ -618,9 +618,9 @@ static void qrdma_get_strings(struct net_device *netdev, u32 sset, u8 *data)
 	if (sset != ETH_SS_STATS)
 		return;
 	for (i = 0; i < ARRAY_SIZE(qrdma_hw_stats); i++)
-		ethtool_puts(&data, qrdma_hw_stats[i].name);
+		ethtool_sprintf(&data, "%s", qrdma_hw_stats[i].name);
 	for (i = 0; i < ARRAY_SIZE(qrdma_sw_stats); i++)
-		ethtool_puts(&data, qrdma_sw_stats[i]);
+		ethtool_sprintf(&data, "%s", qrdma_sw_stats[i]);
 }
 
 static void qrdma_get_ethtool_stats(struct net_device *netdev, struct ethtool_stats *stats,

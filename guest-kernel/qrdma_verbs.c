@@ -4,7 +4,12 @@
  * contexts with their doorbell page, protection domains, sysfs attributes.
  */
 #include <linux/etherdevice.h>
+#include <linux/version.h>
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
 #include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>	/* moved to linux/ in 6.12 */
+#endif
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_mad.h>
@@ -70,7 +75,7 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 	attr->max_fast_reg_page_list_len = 0;
 	/*
 	 * Atomics and the other feature flags are advertised from
-	 * CAP_FEATURES as the engine gains them; interface 0.2 has none.
+	 * CAP_FEATURES as the engine gains them; interface 0.3 has none.
 	 */
 	attr->atomic_cap = (c->features & QRDMA_FEATURE_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	return 0;

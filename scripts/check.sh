@@ -1,6 +1,7 @@
 #!/bin/bash
 # make check: every stage a submission must pass, with its timing.
-#   setup (apt) -> unit tests (plain, ASan+UBSan) -> QEMU -> guest -> VM tests
+#   setup (apt) -> unit tests (plain, ASan+UBSan) -> driver against Linux 6.1
+#   -> QEMU -> guest -> VM tests
 # Ends with one "check: N passed, N failed" line summing the test counts.
 . "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
@@ -18,6 +19,7 @@ run_stage() {
 rc=0
 run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory unit || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }

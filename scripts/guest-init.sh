@@ -5,6 +5,7 @@
 #   vmrun.guest=I    this guest's index (0-based)
 #   vmrun.guests=N   how many guests share the segment
 #   vmrun.share=1    a host directory is shared with tag "host"
+#   vmrun.mac=M      MAC of the qrdma function on the test segment
 # The vm-run job directory is shared with tag "job" and mounted at /job:
 # it holds cmd-I.sh (this guest's command, if any); the guest writes rc-I
 # there when the command ends, and an idle guest waits for the file "stop".
@@ -22,12 +23,13 @@ exec </dev/console >/dev/console 2>&1
 
 log() { echo "qrdma-guest[$(cut -d' ' -f1 /proc/uptime)]: $*"; }
 
-QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0
+QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0 mac=""
 for w in $(cat /proc/cmdline); do
     case "$w" in
         vmrun.guest=*) QRDMA_GUEST=${w#*=} ;;
         vmrun.guests=*) QRDMA_GUESTS=${w#*=} ;;
         vmrun.share=*) share=${w#*=} ;;
+        vmrun.mac=*) mac=${w#*=} ;;
     esac
 done
 export QRDMA_GUEST QRDMA_GUESTS QRDMA_JOB=/job
@@ -49,10 +51,11 @@ for m in ib_core ib_uverbs rdma_ucm qrdma; do
     modprobe "$m" || log "ERROR: modprobe $m failed"
 done
 
-# Address the interface qrdma drives, once one exists.
+# Address the qrdma interface on the test segment (found by its MAC; a test
+# may add more qrdma functions, which stay unconfigured).
 for n in /sys/class/net/*; do
     drv=$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")
-    if [ "$drv" = qrdma ]; then
+    if [ "$drv" = qrdma ] && [ "$(cat "$n/address")" = "$mac" ]; then
         ip link set "${n##*/}" up
         ip addr add "$QRDMA_IP/24" dev "${n##*/}"
         log "net ${n##*/} $QRDMA_IP"

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		2
+#define QRDMA_IF_VERSION_MINOR		3
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -112,7 +112,7 @@
 
 /*
  * Features the engine implements. A bit is set only once the device
- * carries it end to end; interface 0.2 sets none of them.
+ * carries it end to end; interface 0.3 sets none of them.
  */
 #define QRDMA_FEATURE_RC		0x00000001u
 #define QRDMA_FEATURE_UD		0x00000002u
@@ -136,9 +136,9 @@
 #define QRDMA_REG_FILE_END		0x400
 
 /*
- * Register blocks of 4 KB above the plain register file. CQP, HMC and
- * interrupt blocks are reserved for the control path: accesses are logged
- * and ignored. The LAN block is implemented since interface 0.2.
+ * Register blocks of 4 KB above the plain register file. The CQP, HMC and
+ * LAN blocks are implemented (see below); the interrupt block is reserved
+ * for the control path: accesses to it are logged and ignored.
  */
 #define QRDMA_REG_CQP_BASE		0x1000	/* CCQPHIGH/LOW, CCQPSTATUS, CQPDB, CQPTAIL, CQPERRCODES */
 #define QRDMA_REG_HMC_BASE		0x2000	/* SDCMD, SDDATALOW/HIGH, PDINV */

@@ -164,6 +164,34 @@ struct qrdma_gid_entry {
 
 #define QRDMA_GID_TABLE_MAX 256
 
+/* PBLE entries the FPM layout may hold (the other maxima are properties). */
+#define QRDMA_HMC_PBLE_MAX              (1u << 21)
+/* Page descriptors the device caches: direct-mapped, a power of two. */
+#define QRDMA_HMC_PD_CACHE_SIZE         64u
+
+/* One cached page descriptor: PD (tag % 512) of SD (tag / 512). */
+struct qrdma_hmc_pd_cache_entry {
+    bool valid;
+    uint32_t tag;                       /* sd_index * QRDMA_HMC_PDS_PER_SD + pd_index */
+    uint64_t pd;                        /* the PD as read from guest memory */
+};
+
+/* The host memory cache: FPM layout, SD table, PD cache (qrdma_hmc.c). */
+struct qrdma_hmc {
+    /* Per enum qrdma_hmc_type: what QUERY_FPM_VAL reports. */
+    uint32_t max_count[QRDMA_HMC_NUM_TYPES];
+    uint8_t obj_size_log2[QRDMA_HMC_NUM_TYPES];
+    /* What COMMIT_FPM_VAL fixed; meaningful only while committed. */
+    uint32_t count[QRDMA_HMC_NUM_TYPES];
+    uint64_t base[QRDMA_HMC_NUM_TYPES];  /* FPM byte address */
+    bool committed;
+    uint32_t sd_needed;                 /* SDs the committed layout spans */
+    uint64_t sd[QRDMA_HMC_MAX_SDS];     /* SD entries as accepted */
+    uint32_t sd_data_low, sd_data_high; /* HMC_SD_DATA_LOW/HIGH */
+    uint32_t sd_cmd;                    /* HMC_SD_CMD as last written */
+    struct qrdma_hmc_pd_cache_entry pd_cache[QRDMA_HMC_PD_CACHE_SIZE];
+};
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -174,6 +202,7 @@ struct qrdma_core {
     struct qrdma_lan lan;
     struct qrdma_cqp cqp;
     struct qrdma_gid_entry gids[QRDMA_GID_TABLE_MAX];
+    struct qrdma_hmc hmc;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -218,5 +247,18 @@ bool qrdma_core_lan_can_receive(struct qrdma_core *core);
 /* Is gid (16 bytes, network order) in the GID table the driver programmed? */
 bool qrdma_core_gid_is_own(struct qrdma_core *core, const uint8_t gid[16]);
 size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
+
+/*
+ * HMC translation (qrdma_hmc.c): the guest-physical address of object
+ * (type, index) in the committed FPM layout, through its SD and, for a
+ * paged SD, its page descriptor (from the PD cache, or read from guest
+ * memory and cached). Returns 0 and *gpa, or a positive enum
+ * qrdma_hmc_error after logging a guest error. An object never crosses a
+ * 4 KB page, so *gpa covers all of it; whether that page is guest RAM is
+ * for the caller's dma_read/dma_write to find out (map a failure there to
+ * QRDMA_HMC_ERR_NOT_RAM).
+ */
+int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uint32_t index,
+                          uint64_t *gpa);
 
 #endif /* QRDMA_CORE_H */

@@ -38,6 +38,13 @@ struct qrdma_reg_desc {
 void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* What a CQP command returns: the completion's status and return value. */
+struct cqp_result {
+    enum qrdma_cqp_major major;
+    uint16_t minor;
+    uint64_t retval;
+};
+
 /* qrdma_cqp.c */
 extern const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_cqp_reset(struct qrdma_core *core);
@@ -47,5 +54,12 @@ void qrdma_cqp_process(struct qrdma_core *core);
 extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);
 void qrdma_lan_tx_process(struct qrdma_core *core);
+
+/* qrdma_hmc.c: registers, reset, and the HMC commands of qrdma_cqp_ops[] */
+extern const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_hmc_reset(struct qrdma_core *core);
+struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64_t *arg);
 
 #endif /* QRDMA_CORE_INT_H */

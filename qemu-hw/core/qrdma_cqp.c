@@ -1,8 +1,8 @@
 /*
  * qrdma device core: the control QP. Creation from the CQP context,
  * the WQE ring with its VALID polarity, the opcode table, completions on
- * the CCQ, and the commands implemented so far (NOP, GID table). See
- * docs/hw-spec.md, "Control QP".
+ * the CCQ, and the commands implemented so far (NOP, GID table; the HMC
+ * commands live in qrdma_hmc.c). See docs/hw-spec.md, "Control QP".
  *
  * Commands run from the core's work kick (a bottom half in QEMU), never in
  * the MMIO handler. A batch is bounded by the ring size. A bad WQE gets an
@@ -118,12 +118,6 @@ static void cqp_create(struct qrdma_core *core)
 
 /* ---- commands ------------------------------------------------------------ */
 
-struct cqp_result {
-    enum qrdma_cqp_major major;
-    uint16_t minor;
-    uint64_t retval;
-};
-
 static struct cqp_result bad_arg(unsigned which)
 {
     return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG, .minor = which };
@@ -175,6 +169,9 @@ static const struct {
     const char *name;
     struct cqp_result (*run)(struct qrdma_core *core, const uint64_t *arg);
 } qrdma_cqp_ops[256] = {
+    [QRDMA_CQP_OP_UPDATE_PE_SDS] = { "UPDATE_PE_SDS", qrdma_hmc_update_pe_sds },
+    [QRDMA_CQP_OP_QUERY_FPM_VAL] = { "QUERY_FPM_VAL", qrdma_hmc_query_fpm_val },
+    [QRDMA_CQP_OP_COMMIT_FPM_VAL] = { "COMMIT_FPM_VAL", qrdma_hmc_commit_fpm_val },
     [QRDMA_CQP_OP_NOP] = { "NOP", cqp_nop },
     [QRDMA_CQP_OP_ADD_GID] = { "ADD_GID", cqp_add_gid },
     [QRDMA_CQP_OP_DEL_GID] = { "DEL_GID", cqp_del_gid },

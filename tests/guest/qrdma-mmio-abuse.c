@@ -103,7 +103,7 @@ int main(int argc, char **argv)
 	expected++;
 	wr32(regs, QRDMA_REG_CQP_BASE, 1);
 	expected++;
-	wr32(regs, QRDMA_REG_HMC_BASE + 8, 1);
+	wr32(regs, QRDMA_REG_HMC_SD_COUNT, 1);
 	expected++;
 	v = rd32(regs, QRDMA_REG_INTR_BASE);
 	expected++;

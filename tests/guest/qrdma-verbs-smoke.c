@@ -4,7 +4,7 @@
  * it (ibv_query_device_ex) and its port, compare against what sysfs and
  * the expected device properties say, and allocate and free PDs.
  *
- * usage: qrdma-verbs-smoke [--expect-fw X.Y.Z] [--expect-max-qp N] [--pds N]
+ * usage: qrdma-verbs-smoke [--dev NAME] [--expect-fw X.Y.Z] [--expect-max-qp N] [--pds N]
  * Prints one line per check and exits non-zero if any failed.
  */
 #include <endian.h>
@@ -48,7 +48,7 @@ static int read_sysfs(const char *dev, const char *attr, char *buf, size_t len)
 
 int main(int argc, char **argv)
 {
-	const char *expect_fw = NULL;
+	const char *expect_fw = NULL, *dev_name = "qrdma0";
 	long expect_max_qp = -1;
 	int num_pds = 64;
 	struct ibv_device **list;
@@ -67,8 +67,10 @@ int main(int argc, char **argv)
 			expect_max_qp = strtol(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--pds") && i + 1 < argc)
 			num_pds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev_name = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--expect-fw X.Y.Z] [--expect-max-qp N] [--pds N]\n",
+			fprintf(stderr, "usage: %s [--dev NAME] [--expect-fw X.Y.Z] [--expect-max-qp N] [--pds N]\n",
 				argv[0]);
 			return 2;
 		}
@@ -79,9 +81,9 @@ int main(int argc, char **argv)
 	if (!list)
 		return 1;
 	for (i = 0; i < n; i++)
-		if (!strncmp(ibv_get_device_name(list[i]), "qrdma", 5))
+		if (!strcmp(ibv_get_device_name(list[i]), dev_name))
 			ibdev = list[i];
-	EXPECT(ibdev, "a qrdma device is listed");
+	EXPECT(ibdev, "%s is listed", dev_name);
 	if (!ibdev)
 		return 1;
 

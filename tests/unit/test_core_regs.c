@@ -220,11 +220,11 @@ static void test_bad_offsets_ignored(void)
     CHECK_STR_CONTAINS(fake.last_error, "no register there");
     wr(0x3fc, 1);
     CHECK_STR_CONTAINS(fake.last_error, "no register there");
-    /* reserved blocks name themselves; the LAN block is implemented */
+    /* reserved blocks name themselves; CQP, HMC and LAN blocks are implemented */
     CHECK_EQ(rd(QRDMA_REG_CQP_BASE + 0x100), 0);
     CHECK_STR_CONTAINS(fake.last_error, "no register there");
-    wr(QRDMA_REG_HMC_BASE + 0x10, 1);
-    CHECK_STR_CONTAINS(fake.last_error, "HMC register block");
+    wr(QRDMA_REG_HMC_BASE + 0x100, 1);
+    CHECK_STR_CONTAINS(fake.last_error, "no register there");
     wr(QRDMA_REG_INTR_BASE + 0xffc, 1);
     CHECK_STR_CONTAINS(fake.last_error, "interrupt register block");
     CHECK_EQ(rd(QRDMA_REG_LAN_BASE + 0xffc), 0);

@@ -35,6 +35,20 @@ rdma link | tee /tmp/rdmalink
 check "rdma link lists qrdma0/1 ACTIVE" grep -q 'link qrdma0/1 state ACTIVE' /tmp/rdmalink
 
 check "provider verbs" qrdma-verbs-smoke --expect-fw 0.1.0 --expect-max-qp 1024 --pds 200
+check "HMC layout committed at probe" sh -c "dmesg | grep -Eq 'qrdma .*HMC: 1024 QPs, 2048 CQs, 256 SRQs, 16384 MRs, 4096 AHs, [0-9]+ PBLEs in [0-9]+ SDs'"
+
+# A second function without a netdev (test-smoke.sh adds it): a NIC whose
+# link is down, and an RDMA port that is DOWN.
+dev1=/sys/class/infiniband/qrdma1
+check "qrdma1 (no netdev) registered" wait_for 10 test -d "$dev1"
+eth1=$(ls "$dev1/device/net" 2>/dev/null | head -n1)
+check "qrdma1 has a netdev ($eth1)" test -n "$eth1"
+ip link set "$eth1" up
+sleep 1
+expect_eq "$eth1 has no carrier" "$(cat /sys/class/net/$eth1/carrier)" 0
+expect_eq "qrdma1 port state" "$(cat $dev1/ports/1/state)" "1: DOWN"
+expect_eq "qrdma1 port phys_state" "$(cat $dev1/ports/1/phys_state)" "3: Disabled"
+check "qrdma1 verbs work with the link down" qrdma-verbs-smoke --dev qrdma1 --pds 4
 
 # A process that dies with a context and PDs open must not keep rmmod from working.
 python3 -c '
