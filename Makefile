@@ -16,7 +16,8 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 CORE_SRCS  := qemu-hw/core/qrdma_core.c qemu-hw/core/qrdma_cqp.c qemu-hw/core/qrdma_hmc.c \
 	      qemu-hw/core/qrdma_lan.c
-CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) tests/unit/fake_env.c
+TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
+CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) $(TEST_SRCS)
 UNIT_TESTS := test_core_regs test_core_cqp test_core_hmc test_core_lan
 
 .PHONY: all check unit unit-plain unit-asan setup qemu guest vm-check demo clean
@@ -28,11 +29,11 @@ setup:
 
 $(BUILD)/unit/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) -o $@ $< tests/unit/fake_env.c $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
 
 $(BUILD)/unit-asan/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< tests/unit/fake_env.c $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
 
 unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done

@@ -35,6 +35,27 @@ struct qrdma_reg_desc {
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
                                .write_mask = (mask), .write = (fn) }
 
+/* Little-endian qwords of guest descriptors, byte by byte (no alignment). */
+static inline uint64_t qrdma_ld_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+static inline void qrdma_st_le64(uint8_t *p, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = v >> (8 * i);
+    }
+}
+
 void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -18,26 +18,6 @@
 #define CQP_WQE_SIZE 64u
 #define CCQ_CQE_SIZE 32u
 
-static uint64_t le64_at(const uint8_t *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = v >> (8 * i);
-    }
-}
-
 /* ---- creation ------------------------------------------------------------ */
 
 static void cqp_fail_create(struct qrdma_core *core, enum qrdma_cqp_ctx_error minor,
@@ -62,15 +42,15 @@ static void cqp_create(struct qrdma_core *core)
                         "not a 64-byte aligned address in guest RAM");
         return;
     }
-    sizes = le64_at(raw);
-    sq_addr = le64_at(raw + 8);
-    ccq_addr = le64_at(raw + 16);
-    shadow = le64_at(raw + 24);
+    sizes = qrdma_ld_le64(raw);
+    sq_addr = qrdma_ld_le64(raw + 8);
+    ccq_addr = qrdma_ld_le64(raw + 16);
+    shadow = qrdma_ld_le64(raw + 24);
     sq_log2 = sizes & QRDMA_CQP_CTX_SQ_SIZE_MASK;
     ccq_log2 = (sizes & QRDMA_CQP_CTX_CCQ_SIZE_MASK) >> QRDMA_CQP_CTX_CCQ_SIZE_SHIFT;
 
     for (i = 4; i < 8; i++) {
-        if (le64_at(raw + 8 * i)) {
+        if (qrdma_ld_le64(raw + 8 * i)) {
             cqp_fail_create(core, QRDMA_CQP_CTX_ERR_RESERVED, "reserved qwords are not zero");
             return;
         }
@@ -141,8 +121,8 @@ static struct cqp_result cqp_add_gid(struct qrdma_core *core, const uint64_t *ar
         (type != QRDMA_GID_TYPE_ROCE_V2_IPV4 && type != QRDMA_GID_TYPE_ROCE_V2_IPV6)) {
         return bad_arg(0);
     }
-    put_le64(gid, arg[1]);
-    put_le64(gid + 8, arg[2]);
+    qrdma_st_le64(gid, arg[1]);
+    qrdma_st_le64(gid + 8, arg[2]);
     if ((type == QRDMA_GID_TYPE_ROCE_V2_IPV4) != !memcmp(gid, v4_prefix, sizeof(v4_prefix))) {
         return bad_arg(1);   /* the type does not match the address */
     }
@@ -201,7 +181,7 @@ static bool ccq_has_room(struct qrdma_core *core)
     if (core->env.dma_read(core->env.opaque, cqp->shadow_addr, raw, sizeof(raw))) {
         return false;
     }
-    head = le64_at(raw);
+    head = qrdma_ld_le64(raw);
     if (head >= cqp->ccq_len) {
         qrdma_guest_error(core, "CCQ head %" PRIu64 " in the shadow area is outside a CCQ of %u",
                           head, cqp->ccq_len);
@@ -217,12 +197,12 @@ static void ccq_post(struct qrdma_core *core, uint32_t wqe_index, uint8_t opcode
     uint8_t cqe[CCQ_CQE_SIZE];
     uint64_t addr = cqp->ccq_addr + (uint64_t)cqp->ccq_tail * CCQ_CQE_SIZE;
 
-    put_le64(cqe, scratch);
-    put_le64(cqe + 8, res.retval);
-    put_le64(cqe + 16, res.minor | (uint64_t)res.major << QRDMA_CCQ_CQE_MAJOR_SHIFT |
+    qrdma_st_le64(cqe, scratch);
+    qrdma_st_le64(cqe + 8, res.retval);
+    qrdma_st_le64(cqe + 16, res.minor | (uint64_t)res.major << QRDMA_CCQ_CQE_MAJOR_SHIFT |
                        (uint64_t)opcode << QRDMA_CCQ_CQE_OPCODE_SHIFT |
                        (uint64_t)wqe_index << QRDMA_CCQ_CQE_WQE_INDEX_SHIFT);
-    put_le64(cqe + 24, cqp->ccq_valid ? QRDMA_CCQ_CQE_VALID : 0);
+    qrdma_st_le64(cqe + 24, cqp->ccq_valid ? QRDMA_CCQ_CQE_VALID : 0);
     /* Body first, then the qword holding VALID: the driver polls on it. */
     if (core->env.dma_write(core->env.opaque, addr, cqe, 24) ||
         core->env.dma_write(core->env.opaque, addr + 24, cqe + 24, 8)) {
@@ -261,10 +241,10 @@ void qrdma_cqp_process(struct qrdma_core *core)
             memset(raw, 0, sizeof(raw));    /* reported as not valid below */
         }
         for (i = 0; i < 6; i++) {
-            arg[i] = le64_at(raw + 8 * i);
+            arg[i] = qrdma_ld_le64(raw + 8 * i);
         }
-        scratch = le64_at(raw + 48);
-        hdr = le64_at(raw + 56);
+        scratch = qrdma_ld_le64(raw + 48);
+        hdr = qrdma_ld_le64(raw + 56);
         opcode = hdr & QRDMA_CQP_WQE_OPCODE_MASK;
 
         if (!!(hdr & QRDMA_CQP_WQE_VALID) != cqp->sq_valid) {

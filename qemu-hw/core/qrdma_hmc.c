@@ -48,26 +48,6 @@ static const uint8_t hmc_obj_size_log2[QRDMA_HMC_NUM_TYPES] = {
     [QRDMA_HMC_PBLE] = 3,
 };
 
-static uint64_t le64_at(const uint8_t *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = v >> (8 * i);
-    }
-}
-
 static struct cqp_result hmc_bad_arg(unsigned which)
 {
     return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG, .minor = which };
@@ -204,7 +184,7 @@ int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uin
                               sd_index, pd_addr);
             return QRDMA_HMC_ERR_NOT_RAM;
         }
-        pd = le64_at(raw);
+        pd = qrdma_ld_le64(raw);
         /* Bits 11:1 are reserved: a PD that sets them is not one the driver meant. */
         if (!(pd & QRDMA_HMC_PD_VALID) ||
             (pd & ~(QRDMA_HMC_PD_ADDR_MASK | QRDMA_HMC_PD_VALID))) {
@@ -236,9 +216,9 @@ struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core, const uint64_
         return hmc_bad_arg(0);
     }
     memset(buf, 0, sizeof(buf));
-    put_le64(buf, QRDMA_HMC_MAX_SDS);
+    qrdma_st_le64(buf, QRDMA_HMC_MAX_SDS);
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
-        put_le64(buf + 8 * (1 + t), hmc->max_count[t] |
+        qrdma_st_le64(buf + 8 * (1 + t), hmc->max_count[t] |
                  (uint64_t)hmc->obj_size_log2[t] << QRDMA_FPM_OBJ_SIZE_LOG2_SHIFT);
     }
     if (core->env.dma_write(core->env.opaque, arg[0], buf, sizeof(buf))) {
@@ -271,12 +251,12 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
         qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
         return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
     }
-    if (le64_at(buf + 8 * FPM_RESERVED_QWORD)) {
+    if (qrdma_ld_le64(buf + 8 * FPM_RESERVED_QWORD)) {
         qrdma_guest_error(core, "COMMIT_FPM_VAL: reserved qword %u is not 0", FPM_RESERVED_QWORD);
         return hmc_bad_arg(FPM_RESERVED_QWORD);
     }
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
-        uint64_t v = le64_at(buf + 8 * (1 + t));
+        uint64_t v = qrdma_ld_le64(buf + 8 * (1 + t));
 
         /* max_count fits 32 bits, so this also refuses bits 63:32. */
         if (v > hmc->max_count[t]) {
@@ -298,9 +278,9 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
     }
     sds = (end + QRDMA_HMC_SD_SIZE - 1) / QRDMA_HMC_SD_SIZE;
 
-    put_le64(buf, sds);
+    qrdma_st_le64(buf, sds);
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
-        put_le64(buf + 8 * (1 + t), base[t]);
+        qrdma_st_le64(buf + 8 * (1 + t), base[t]);
     }
     if (core->env.dma_write(core->env.opaque, arg[0], buf, sizeof(buf))) {
         qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
@@ -328,8 +308,8 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
     }
     if (count <= 2) {
         for (i = 0; i < count; i++) {
-            put_le64(raw + SDS_PAIR_SIZE * i, arg[1 + 2 * i]);
-            put_le64(raw + SDS_PAIR_SIZE * i + 8, arg[2 + 2 * i]);
+            qrdma_st_le64(raw + SDS_PAIR_SIZE * i, arg[1 + 2 * i]);
+            qrdma_st_le64(raw + SDS_PAIR_SIZE * i + 8, arg[2 + 2 * i]);
         }
     } else {
         if (arg[5] & (SDS_PAIR_SIZE - 1)) {
@@ -346,8 +326,8 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
 
     /* All or nothing: check every pair before the first is applied. */
     for (i = 0; i < count; i++) {
-        uint64_t cmd = le64_at(raw + SDS_PAIR_SIZE * i);
-        uint64_t data = le64_at(raw + SDS_PAIR_SIZE * i + 8);
+        uint64_t cmd = qrdma_ld_le64(raw + SDS_PAIR_SIZE * i);
+        uint64_t data = qrdma_ld_le64(raw + SDS_PAIR_SIZE * i + 8);
         const char *why;
 
         if ((cmd & ~(uint64_t)QRDMA_HMC_SD_CMD_VALID_MASK) || !(cmd & QRDMA_HMC_SD_CMD_WRITE)) {

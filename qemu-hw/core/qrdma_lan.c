@@ -74,18 +74,12 @@ static bool desc_read(struct qrdma_core *core, const struct qrdma_lan_ring *ring
                       uint64_t *addr, uint64_t *cmd)
 {
     uint8_t raw[sizeof(struct qrdma_lan_desc)];
-    uint64_t a = 0, c = 0;
-    int i;
 
     if (core->env.dma_read(core->env.opaque, ring_desc_addr(ring, idx), raw, sizeof(raw))) {
         return false;
     }
-    for (i = 7; i >= 0; i--) {
-        a = a << 8 | raw[i];
-        c = c << 8 | raw[8 + i];
-    }
-    *addr = a;
-    *cmd = c;
+    *addr = qrdma_ld_le64(raw);
+    *cmd = qrdma_ld_le64(raw + 8);
     return true;
 }
 
@@ -94,11 +88,8 @@ static void desc_write_back(struct qrdma_core *core, const struct qrdma_lan_ring
                             uint32_t idx, uint64_t cmd)
 {
     uint8_t raw[8];
-    int i;
 
-    for (i = 0; i < 8; i++) {
-        raw[i] = cmd >> (8 * i);
-    }
+    qrdma_st_le64(raw, cmd);
     if (core->env.dma_write(core->env.opaque, ring_desc_addr(ring, idx) + 8, raw, sizeof(raw))) {
         qrdma_guest_error(core, "LAN: cannot write back descriptor %u at 0x%" PRIx64
                           ": not guest RAM", idx, ring_desc_addr(ring, idx));

@@ -154,3 +154,25 @@ void *gpa(uint64_t addr)
     CHECK(in_ram(addr, 1));
     return fake.ram + (addr - FAKE_RAM_BASE);
 }
+
+void put64(uint64_t addr, uint64_t v)
+{
+    uint8_t *p = gpa(addr);
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = v >> (8 * i);
+    }
+}
+
+uint64_t get64(uint64_t addr)
+{
+    const uint8_t *p = gpa(addr);
+    uint64_t v = 0;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}

@@ -51,5 +51,8 @@ void wr(uint32_t off, uint32_t v);
 
 /* Host pointer of a guest-physical address inside fake RAM. */
 void *gpa(uint64_t addr);
+/* Little-endian qwords in fake RAM, as a driver writes and reads them. */
+void put64(uint64_t addr, uint64_t v);
+uint64_t get64(uint64_t addr);
 
 #endif /* QRDMA_FAKE_ENV_H */

@@ -11,20 +11,17 @@
 #include <stdlib.h>
 
 #include "core/qrdma_core.h"
+#include "fake_cqp.h"
 #include "fake_env.h"
 #include "unit.h"
 
 int unit_failures;
 
 /* Fake RAM is [1 MB, 5 MB): rings and buffers low, a 2 MB page at 2 MB. */
-#define CTX_ADDR    (FAKE_RAM_BASE + 0x0000)
-#define SHADOW_ADDR (FAKE_RAM_BASE + 0x0040)
-#define SQ_ADDR     (FAKE_RAM_BASE + 0x1000)
 #define FPM_BUF     (FAKE_RAM_BASE + 0x3000)
 #define PAIRS_ADDR  (FAKE_RAM_BASE + 0x4000)
 #define PD_PAGE_A   (FAKE_RAM_BASE + 0x5000)
 #define PD_PAGE_B   (FAKE_RAM_BASE + 0x6000)
-#define CCQ_ADDR    (FAKE_RAM_BASE + 0x10000)
 #define OBJ_PAGES   (FAKE_RAM_BASE + 0x40000)    /* 4 KB pages the PDs name */
 #define DIRECT_PAGE 0x200000ull                  /* 2 MB aligned, inside fake RAM */
 #define NOT_RAM     0x10000000ull
@@ -42,28 +39,6 @@ int unit_failures;
 #define FULL_SDS    9u
 
 /* ---- guest memory ---------------------------------------------------------- */
-
-static void put64(uint64_t addr, uint64_t v)
-{
-    uint8_t *p = gpa(addr);
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = v >> (8 * i);
-    }
-}
-
-static uint64_t get64(uint64_t addr)
-{
-    uint8_t *p = gpa(addr);
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
 
 /* ---- guest errors: every message, not just the last ----------------------- */
 
@@ -109,101 +84,15 @@ static void hook_log(void)
     log_mark();
 }
 
-/* ---- the CQP, as in test_core_cqp.c ------------------------------------------ */
-
-static void write_ctx(unsigned sq_log2, unsigned ccq_log2, uint64_t sq, uint64_t ccq,
-                      uint64_t shadow)
-{
-    put64(CTX_ADDR, sq_log2 | (uint64_t)ccq_log2 << QRDMA_CQP_CTX_CCQ_SIZE_SHIFT);
-    put64(CTX_ADDR + 8, sq);
-    put64(CTX_ADDR + 16, ccq);
-    put64(CTX_ADDR + 24, shadow);
-}
-
-static void create_at(uint64_t ctx)
-{
-    wr(QRDMA_REG_CCQP_CTX_HIGH, (uint32_t)(ctx >> 32));
-    wr(QRDMA_REG_CCQP_CTX_LOW, (uint32_t)ctx);
-}
-
-/* The driver's side of the rings. */
-static struct {
-    unsigned sq_len, ccq_len, sq_next, ccq_head;
-    bool sq_valid, ccq_valid;
-} drv;
+/* ---- the CQP (driver side in fake_cqp.c) --------------------------------- */
 
 /* Create a CQP of 32 WQEs on the current core (engine ready). */
-static void create_cqp(void)
-{
-    write_ctx(5, 5, SQ_ADDR, CCQ_ADDR, SHADOW_ADDR);
-    put64(SHADOW_ADDR, 0);
-    create_at(CTX_ADDR);
-    CHECK_EQ(rd(QRDMA_REG_CCQP_STATUS), QRDMA_CCQP_STATUS_DONE);
-    memset(&drv, 0, sizeof(drv));
-    drv.sq_len = drv.ccq_len = 32;
-    drv.sq_valid = drv.ccq_valid = true;
-}
-
 /* A fresh core with these properties (defaults for NULL), a CQP, the error log. */
 static void setup(const struct qrdma_core_config *cfg)
 {
     fake_setup_ready(cfg);
-    create_cqp();
+    cqp_setup(5, 5);
     hook_log();
-}
-
-static unsigned post(uint8_t opcode, const uint64_t *args, uint64_t scratch, bool valid)
-{
-    unsigned idx = drv.sq_next;
-    uint64_t w = SQ_ADDR + idx * 64ull;
-    int i;
-
-    for (i = 0; i < 6; i++) {
-        put64(w + 8 * i, args ? args[i] : 0);
-    }
-    put64(w + 48, scratch);
-    put64(w + 56, opcode | (valid ? QRDMA_CQP_WQE_VALID : 0));
-    drv.sq_next = (idx + 1) % drv.sq_len;
-    if (!drv.sq_next) {
-        drv.sq_valid = !drv.sq_valid;
-    }
-    return idx;
-}
-
-static void ring(void)
-{
-    wr(QRDMA_REG_CQP_DB, drv.sq_next);
-    CHECK(fake.kicks & QRDMA_WORK_CQP);
-    fake.kicks = 0;
-    qrdma_core_run(&core, QRDMA_WORK_CQP);
-}
-
-static bool poll(uint64_t *scratch, uint64_t *status, uint64_t *retval)
-{
-    uint64_t c = CCQ_ADDR + drv.ccq_head * 32ull;
-
-    if (!!(get64(c + 24) & QRDMA_CCQ_CQE_VALID) != drv.ccq_valid) {
-        return false;
-    }
-    *scratch = get64(c);
-    *retval = get64(c + 8);
-    *status = get64(c + 16);
-    drv.ccq_head = (drv.ccq_head + 1) % drv.ccq_len;
-    if (!drv.ccq_head) {
-        drv.ccq_valid = !drv.ccq_valid;
-    }
-    put64(SHADOW_ADDR, drv.ccq_head);
-    return true;
-}
-
-static unsigned major_of(uint64_t status)
-{
-    return (status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;
-}
-
-static unsigned minor_of(uint64_t status)
-{
-    return status & QRDMA_CCQ_CQE_MINOR_MASK;
 }
 
 static uint64_t last_retval;
@@ -211,26 +100,15 @@ static uint64_t last_retval;
 /* Run one command; return its CQE status (the return value in last_retval). */
 static uint64_t run1(uint8_t opcode, const uint64_t *args)
 {
-    uint64_t scratch = 0, status = ~0ull;
-    static uint64_t cookie = 1000;
-    unsigned idx;
-
-    last_retval = ~0ull;
-    idx = post(opcode, args, ++cookie, drv.sq_valid);
-    ring();
-    CHECK(poll(&scratch, &status, &last_retval));
-    CHECK_EQ(scratch, cookie);
-    CHECK_EQ((status & QRDMA_CCQ_CQE_OPCODE_MASK) >> QRDMA_CCQ_CQE_OPCODE_SHIFT, opcode);
-    CHECK_EQ((status & QRDMA_CCQ_CQE_WQE_INDEX_MASK) >> QRDMA_CCQ_CQE_WQE_INDEX_SHIFT, idx);
-    return status;
+    return cqp_run1(opcode, args, &last_retval);
 }
 
 /* A command must complete with (major, minor). */
 #define CHECK_RESULT(status, maj, min)                                             \
     do {                                                                           \
         uint64_t st_ = (status);                                                   \
-        CHECK_EQ(major_of(st_), (maj));                                            \
-        CHECK_EQ(minor_of(st_), (min));                                            \
+        CHECK_EQ(cqp_major(st_), (maj));                                            \
+        CHECK_EQ(cqp_minor(st_), (min));                                            \
     } while (0)
 
 /* ---- HMC helpers ------------------------------------------------------------ */
@@ -882,7 +760,7 @@ static void test_reset_clears_hmc(void)
     /* The maxima survive (they are properties), and a new layout commits. */
     CHECK_EQ(core.hmc.max_count[QRDMA_HMC_PBLE], QRDMA_HMC_PBLE_MAX);
     qrdma_core_pe_ready(&core);
-    create_cqp();
+    cqp_setup(5, 5);
     CHECK_RESULT(commit(full_counts), QRDMA_CQP_OK, 0);
     CHECK_EQ(rd(QRDMA_REG_HMC_SD_COUNT), FULL_SDS);
     /* The SDs are gone with the reset, so the layout has no backing yet. */

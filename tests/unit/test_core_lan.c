@@ -42,28 +42,6 @@ static uint64_t tx_cmd[64];                 /* qword 1 as posted, by index */
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void put64(uint64_t addr, uint64_t v)
-{
-    uint8_t *p = gpa(addr);
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = v >> (8 * i);
-    }
-}
-
-static uint64_t get64(uint64_t addr)
-{
-    const uint8_t *p = gpa(addr);
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
-}
-
 static void set_desc(uint64_t ring, uint32_t idx, uint64_t addr, uint64_t cmd)
 {
     put64(ring + idx * 16ull, addr);
