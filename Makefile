@@ -14,11 +14,10 @@ CFLAGS_UNIT := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	       -Iinclude -Iqemu-hw -Itests/unit
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-CORE_SRCS  := qemu-hw/core/qrdma_core.c qemu-hw/core/qrdma_cqp.c qemu-hw/core/qrdma_hmc.c \
-	      qemu-hw/core/qrdma_lan.c
+CORE_SRCS  := $(wildcard qemu-hw/core/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
 CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) $(TEST_SRCS)
-UNIT_TESTS := test_core_regs test_core_cqp test_core_hmc test_core_lan
+UNIT_TESTS := test_core_regs test_core_cqp test_core_eq test_core_hmc test_core_lan
 
 .PHONY: all check unit unit-plain unit-asan setup qemu guest vm-check demo clean
 

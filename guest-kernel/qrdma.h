@@ -58,6 +58,27 @@ struct qrdma_cqp {
 	bool sq_valid, ccq_valid;	/* VALID of the current lap */
 	u64 scratch;
 	bool dead;			/* a command timed out: fail all others */
+	bool event_mode;		/* CEQ 0 exists: sleep on wq, do not spin */
+	wait_queue_head_t wq;		/* woken by CEQ 0 events for the CCQ */
+};
+
+/* The CEQE context value of the CCQ (given in the CQP context). */
+#define QRDMA_CCQ_CTX	0x43435100ULL	/* "CCQ" */
+
+/* The control event queues (qrdma_eq.c). */
+struct qrdma_eqs {
+	struct qrdma_aeqe *aeq;
+	dma_addr_t aeq_dma;
+	u32 aeq_len, aeq_head;
+	bool aeq_valid;
+	__le64 *ceq;			/* CEQ 0 */
+	dma_addr_t ceq_dma;
+	u32 ceq_len, ceq_head;
+	bool ceq_valid;
+	bool irq_requested;
+	char irq_name[32];
+	atomic64_t async_events;
+	atomic64_t ceq_events;
 };
 
 /* The committed HMC layout (qrdma_hmc.c). */
@@ -86,6 +107,7 @@ struct qrdma_dev {
 	struct net_device *netdev;
 	bool ib_registered;
 	struct qrdma_cqp cqp;
+	struct qrdma_eqs eqs;
 	struct qrdma_hmc hmc;
 
 	/* Resource numbers; the device will own these once the CQP exists. */
@@ -146,6 +168,11 @@ void qrdma_port_event(struct qrdma_dev *dev);
 int qrdma_cqp_create(struct qrdma_dev *dev);
 void qrdma_cqp_free(struct qrdma_dev *dev);
 int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval);
+
+/* qrdma_eq.c */
+int qrdma_eq_create(struct qrdma_dev *dev);
+void qrdma_eq_stop(struct qrdma_dev *dev);
+void qrdma_eq_free(struct qrdma_dev *dev);
 
 /* qrdma_hmc.c */
 int qrdma_hmc_init(struct qrdma_dev *dev);

@@ -2,9 +2,10 @@
 /*
  * qrdma.ko: the control QP. Creation through CCQP_CTX_HIGH/LOW, and
  * qrdma_cqp_exec(), which posts one WQE, rings CQP_DB and waits for its
- * completion on the CCQ. Commands are serialised by a mutex and polled;
- * a command that does not complete in time marks the CQP dead, and every
- * later command fails with -EIO (unload still works: it only resets).
+ * completion on the CCQ. Commands are serialised by a mutex. The driver
+ * polls during bring-up and sleeps on CEQ 0 events once the event queues
+ * exist; a command that does not complete in time marks the CQP dead, and
+ * every later command fails with -EIO (unload still works: it only resets).
  */
 #include <linux/iopoll.h>
 #include <linux/delay.h>
@@ -56,6 +57,8 @@ int qrdma_cqp_create(struct qrdma_dev *dev)
 	int ret;
 
 	mutex_init(&cqp->lock);
+	init_waitqueue_head(&cqp->wq);
+	cqp->event_mode = false;
 	cqp->sq_len = 1 << QRDMA_CQP_SQ_LOG2;
 	cqp->ccq_len = 1 << QRDMA_CQP_CCQ_LOG2;
 	/* The context and the CCQ shadow area share one page. */
@@ -79,6 +82,9 @@ int qrdma_cqp_create(struct qrdma_dev *dev)
 	cqp->ctx->sq_addr = cpu_to_le64(cqp->sq_dma);
 	cqp->ctx->ccq_addr = cpu_to_le64(cqp->ccq_dma);
 	cqp->ctx->ccq_shadow_addr = cpu_to_le64(cqp->shadow_dma);
+	/* CCQ completions raise CEQ 0 events once CEQ 0 exists (qrdma_eq.c). */
+	cqp->ctx->ccq_ceq = cpu_to_le64(0 | QRDMA_CQP_CTX_CCQ_CEQ_ENABLE);
+	cqp->ctx->ccq_ctx = cpu_to_le64(QRDMA_CCQ_CTX);
 	*cqp->shadow = 0;
 
 	/* As on the E810: the high half first, the low half starts creation. */
@@ -123,6 +129,13 @@ void qrdma_cqp_free(struct qrdma_dev *dev)
 	cqp->ccq = NULL;
 	cqp->sq = NULL;
 	cqp->ctx = NULL;
+}
+
+static bool qrdma_ccq_ready(struct qrdma_cqp *cqp)
+{
+	u64 hdr = le64_to_cpu(READ_ONCE(cqp->ccq[cqp->ccq_head].hdr));
+
+	return !!(hdr & QRDMA_CCQ_CQE_VALID) == cqp->ccq_valid;
 }
 
 /*
@@ -190,7 +203,11 @@ int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retva
 			ret = -EIO;
 			goto out;
 		}
-		usleep_range(10, 50);
+		if (cqp->event_mode)
+			/* Woken by CEQ 0; the short timeout only bounds a lost event. */
+			wait_event_timeout(cqp->wq, qrdma_ccq_ready(cqp), msecs_to_jiffies(10));
+		else
+			usleep_range(10, 50);
 	}
 
 	major = (status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;

@@ -179,12 +179,15 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = qrdma_cqp_create(dev);
 	if (ret)
 		goto err_free_vectors;
+	ret = qrdma_eq_create(dev);
+	if (ret)
+		goto err_stop_eq;
 	ret = qrdma_hmc_init(dev);
 	if (ret)
-		goto err_free_cqp;
+		goto err_stop_eq;
 	ret = qrdma_netdev_create(dev);
 	if (ret)
-		goto err_free_cqp;
+		goto err_stop_eq;
 	ret = qrdma_register_ibdev(dev);
 	if (ret)
 		goto err_destroy_netdev;
@@ -199,8 +202,12 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_destroy_netdev:
 	qrdma_netdev_destroy(dev);
-err_free_cqp:
+err_stop_eq:
+	qrdma_eq_stop(dev);
+	/* After the reset the device uses none of our memory: free it. */
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+	qrdma_rd32(dev, QRDMA_REG_DEV_CTRL);
+	qrdma_eq_free(dev);
 	qrdma_cqp_free(dev);
 err_free_vectors:
 	pci_free_irq_vectors(pdev);
@@ -227,9 +234,11 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_unregister_ibdev(dev);
 	qrdma_netdev_destroy(dev);
 	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
+	qrdma_eq_stop(dev);
 	/* After the reset the device uses none of our memory: free it. */
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
 	qrdma_rd32(dev, QRDMA_REG_DEV_CTRL);
+	qrdma_eq_free(dev);
 	qrdma_cqp_free(dev);
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, dev->regs);

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		3
+#define QRDMA_IF_VERSION_MINOR		4
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -112,7 +112,7 @@
 
 /*
  * Features the engine implements. A bit is set only once the device
- * carries it end to end; interface 0.3 sets none of them.
+ * carries it end to end; interface 0.4 sets none of them.
  */
 #define QRDMA_FEATURE_RC		0x00000001u
 #define QRDMA_FEATURE_UD		0x00000002u
@@ -136,13 +136,13 @@
 #define QRDMA_REG_FILE_END		0x400
 
 /*
- * Register blocks of 4 KB above the plain register file. The CQP, HMC and
- * LAN blocks are implemented (see below); the interrupt block is reserved
- * for the control path: accesses to it are logged and ignored.
+ * Register blocks of 4 KB above the plain register file, each laid out in
+ * its section below. Offsets inside a block that name no register are
+ * holes: accesses are logged and ignored.
  */
-#define QRDMA_REG_CQP_BASE		0x1000	/* CCQPHIGH/LOW, CCQPSTATUS, CQPDB, CQPTAIL, CQPERRCODES */
-#define QRDMA_REG_HMC_BASE		0x2000	/* SDCMD, SDDATALOW/HIGH, PDINV */
-#define QRDMA_REG_INTR_BASE		0x3000	/* DYN_CTL(i), CEQCTL(i), AEQCTL */
+#define QRDMA_REG_CQP_BASE		0x1000	/* control QP */
+#define QRDMA_REG_HMC_BASE		0x2000	/* segment descriptors, PD invalidate */
+#define QRDMA_REG_INTR_BASE		0x3000	/* DYN_CTL(v), CEQCTL(i), AEQCTL, ALLOC */
 #define QRDMA_REG_LAN_BASE		0x4000	/* LAN queues: implemented, see below */
 #define QRDMA_REG_BLOCK_SIZE		0x1000
 
@@ -296,15 +296,25 @@ _Static_assert(sizeof(struct qrdma_lan_desc) == 16, "qrdma_lan_desc");
  *   qword 3: CCQ shadow area address (8-byte aligned): qword 0 of the
  *            shadow area is the driver's CCQ head (next CQE it will read),
  *            which the device reads to avoid overwriting unread CQEs.
- *   qwords 4..7: reserved, 0
+ *   qword 4: CCQ_CEQ_ID[7:0], CCQ_CEQ_ENABLE[8]: while enabled and that CEQ
+ *            exists, every CCQ completion also writes a CEQE with
+ *   qword 5: CCQ_CTX, the value that CEQE carries
+ *   qwords 6..7: reserved, 0
+ * (CEQs are created through the CQP itself, so the CCQ's events start once
+ * its CEQ exists: the driver polls until then.)
  */
 struct qrdma_cqp_ctx {
 	__le64 sizes;
 	__le64 sq_addr;
 	__le64 ccq_addr;
 	__le64 ccq_shadow_addr;
-	__le64 reserved[4];
+	__le64 ccq_ceq;
+	__le64 ccq_ctx;
+	__le64 reserved[2];
 };
+
+#define QRDMA_CQP_CTX_CCQ_CEQ_ID_MASK	0x0ffULL
+#define QRDMA_CQP_CTX_CCQ_CEQ_ENABLE	0x100ULL
 
 #define QRDMA_CQP_CTX_SQ_SIZE_MASK	0x00fULL
 #define QRDMA_CQP_CTX_CCQ_SIZE_MASK	0xf00ULL
@@ -353,6 +363,10 @@ struct qrdma_ccq_cqe {
 
 /* CQP opcodes (the E810's numbering where the E810 has the command). */
 enum qrdma_cqp_opcode {
+	QRDMA_CQP_OP_CREATE_CEQ = 0x16,
+	QRDMA_CQP_OP_DESTROY_CEQ = 0x18,
+	QRDMA_CQP_OP_CREATE_AEQ = 0x19,
+	QRDMA_CQP_OP_DESTROY_AEQ = 0x1b,
 	QRDMA_CQP_OP_UPDATE_PE_SDS = 0x1f,
 	QRDMA_CQP_OP_QUERY_FPM_VAL = 0x20,
 	QRDMA_CQP_OP_COMMIT_FPM_VAL = 0x21,
@@ -382,6 +396,7 @@ enum qrdma_cqp_major {
 	QRDMA_CQP_ERR_CCQ_FULL = 4,	/* completion dropped: CCQ overflow */
 	QRDMA_CQP_ERR_CONTEXT = 5,	/* CQP creation: minor says which field */
 	QRDMA_CQP_ERR_HMC = 6,		/* minor: enum qrdma_hmc_error */
+	QRDMA_CQP_ERR_STATE = 7,	/* the object exists / does not exist */
 };
 
 /* Why an FPM address could not be used (minor of QRDMA_CQP_ERR_HMC). */
@@ -405,6 +420,81 @@ enum qrdma_cqp_ctx_error {
 	QRDMA_CQP_CTX_ERR_SHADOW_ADDR = 6,
 	QRDMA_CQP_CTX_ERR_RESERVED = 7,
 };
+
+/* ---- Event queues and interrupts (block 0x3000) ------------------------- */
+
+/*
+ * Completion event queues (CEQs) and the asynchronous event queue (AEQ)
+ * are rings in guest memory the device writes and the driver reads by
+ * VALID polarity (1 on the first lap, flipping each lap). They are created
+ * and destroyed through the CQP. The driver returns consumed entries with
+ * CEQALLOC(i) / AEQALLOC so that the device never overwrites an unread one
+ * (a full queue drops the event and counts it in EQ_OVERFLOWS).
+ *
+ * Interrupts, as GLINT_CEQCTL / PFINT_AEQCTL / GLINT_DYN_CTL on the E810:
+ * CEQCTL(i) and AEQCTL route a queue to an MSI-X vector (CAUSE_ENA on);
+ * DYN_CTL(v).INTENA lets vector v fire once: the device clears INTENA when
+ * it fires, and fires at once when INTENA is set while an event is pending.
+ */
+#define QRDMA_REG_DYN_CTL(v)		(0x3000 + 4 * (v))	/* RW, v < CAP_MSIX_VECTORS */
+#define QRDMA_REG_CEQCTL(i)		(0x3100 + 4 * (i))	/* RW, i < CAP_MAX_CEQ */
+#define QRDMA_REG_CEQALLOC(i)		(0x3200 + 4 * (i))	/* W: entries consumed */
+#define QRDMA_REG_AEQCTL		0x3300			/* RW */
+#define QRDMA_REG_AEQALLOC		0x3304			/* W: entries consumed */
+#define QRDMA_REG_EQ_OVERFLOWS		0x3308			/* RO: events dropped */
+#define QRDMA_MAX_VECTORS		64
+#define QRDMA_MAX_CEQS			64
+
+#define QRDMA_DYN_CTL_INTENA		0x00000001u
+#define QRDMA_EQCTL_MSIX_MASK		QRDMA_MASK32(7, 0)
+#define QRDMA_EQCTL_CAUSE_ENA		0x40000000u
+#define QRDMA_EQCTL_VALID_MASK		(QRDMA_EQCTL_MSIX_MASK | QRDMA_EQCTL_CAUSE_ENA)
+#define QRDMA_EQALLOC_MASK		QRDMA_MASK32(15, 0)
+
+/* CEQE: 8 bytes, VALID[63], CQ_CTX[62:0] (the CQ's context value). */
+#define QRDMA_CEQE_CQ_CTX_MASK		0x7fffffffffffffffULL
+#define QRDMA_CEQE_VALID		(1ULL << 63)
+
+/*
+ * AEQE: 16 bytes. qword 0: the context value of the source (0 if none);
+ * qword 1: ID[31:0] (queue or page the event is about), CODE[47:32],
+ * SOURCE[51:48], VALID[63].
+ */
+struct qrdma_aeqe {
+	__le64 ctx;
+	__le64 info;
+};
+
+#define QRDMA_AEQE_ID_MASK		0x00000000ffffffffULL
+#define QRDMA_AEQE_CODE_MASK		0x0000ffff00000000ULL
+#define QRDMA_AEQE_CODE_SHIFT		32
+#define QRDMA_AEQE_SOURCE_MASK		0x000f000000000000ULL
+#define QRDMA_AEQE_SOURCE_SHIFT		48
+#define QRDMA_AEQE_VALID		(1ULL << 63)
+
+enum qrdma_ae_source {
+	QRDMA_AE_SRC_DOORBELL = 1,	/* ID: doorbell page */
+	QRDMA_AE_SRC_CQ = 2,
+	QRDMA_AE_SRC_QP = 3,
+};
+
+enum qrdma_ae_code {
+	QRDMA_AE_BAD_DOORBELL = 0x0001,	/* a doorbell named no queue of its page */
+};
+
+/*
+ * CREATE_CEQ (CQP 0x16): arg0 CEQ_ID[7:0], SIZE_LOG2[15:8] (6..15 entries
+ * of 8 bytes); arg1 ring address, 4 KB aligned. DESTROY_CEQ (0x18): arg0
+ * CEQ_ID. CREATE_AEQ (0x19): arg0 SIZE_LOG2[15:8] (6..15 entries of 16
+ * bytes); arg1 ring address. DESTROY_AEQ (0x1b).
+ */
+#define QRDMA_EQ_ID_MASK		0x00ffULL
+#define QRDMA_EQ_SIZE_MASK		0xff00ULL
+#define QRDMA_EQ_SIZE_SHIFT		8
+#define QRDMA_EQ_SIZE_LOG2_MIN		6
+#define QRDMA_EQ_SIZE_LOG2_MAX		15
+
+_Static_assert(sizeof(struct qrdma_aeqe) == 16, "qrdma_aeqe");
 
 /* ---- HMC: host memory cache (block 0x2000) ------------------------------ */
 

@@ -100,7 +100,7 @@ static const struct qrdma_reg_block {
     { 0, QRDMA_REG_FILE_END, "register file", qrdma_reg_table, storage_file },
     { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", qrdma_cqp_reg_table, NULL },
     { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", qrdma_hmc_reg_table, NULL },
-    { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", NULL, NULL },
+    { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", qrdma_intr_reg_table, NULL },
     { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table, storage_lan },
 };
 
@@ -276,12 +276,13 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
-    /* Interface 0.3 carries no data path yet: no feature bits. */
+    /* Interface 0.4 carries no data path yet: no feature bits. */
     *reg(core, QRDMA_REG_CAP_FEATURES) = 0;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);
     qrdma_cqp_reset(core);
+    qrdma_eq_reset(core);
     qrdma_hmc_reset(core);
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
@@ -452,7 +453,11 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
         qrdma_guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
         return;
     }
-    /* Interface 0.3 has no RDMA queues, so no doorbell can name a valid one. */
+    /*
+     * Interface 0.4 has no RDMA queues, so no doorbell can name a valid one:
+     * the driver hears of it through the AEQ.
+     */
+    qrdma_aeq_post(core, 0, (uint32_t)page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
     qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
                 ": no queue exists (interface %u.%u has no data path)", (uint32_t)value,
                 page, offset % QRDMA_DB_PAGE_SIZE, QRDMA_IF_VERSION_MAJOR,

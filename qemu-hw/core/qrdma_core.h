@@ -154,6 +154,8 @@ struct qrdma_cqp {
     bool sq_valid;                      /* VALID expected on this lap */
     uint32_t ccq_tail;                  /* next CQE to write */
     bool ccq_valid;                     /* VALID to write on this lap */
+    uint64_t ccq_ceq;                   /* context qword 4: CCQ_CEQ_ID, CCQ_CEQ_ENABLE */
+    uint64_t ccq_ctx;                   /* context qword 5 */
 };
 
 struct qrdma_gid_entry {
@@ -192,6 +194,25 @@ struct qrdma_hmc {
     struct qrdma_hmc_pd_cache_entry pd_cache[QRDMA_HMC_PD_CACHE_SIZE];
 };
 
+/* An event queue (a CEQ or the AEQ): the device's copy of its shape. */
+struct qrdma_eq {
+    bool created;
+    uint64_t addr;
+    uint32_t len;                       /* entries, a power of two */
+    uint32_t tail;                      /* next entry the device writes */
+    bool valid;                         /* VALID to write on this lap */
+    uint32_t avail;                     /* entries the driver has handed back */
+};
+
+/* Interrupt registers (block 0x3000). */
+struct qrdma_intr {
+    uint32_t dyn_ctl[QRDMA_MAX_VECTORS];
+    uint32_t ceqctl[QRDMA_MAX_CEQS];
+    uint32_t aeqctl;
+    uint64_t pending;                   /* vectors with an event not yet signalled */
+    uint32_t overflows;                 /* EQ_OVERFLOWS */
+};
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -202,6 +223,9 @@ struct qrdma_core {
     struct qrdma_lan lan;
     struct qrdma_cqp cqp;
     struct qrdma_gid_entry gids[QRDMA_GID_TABLE_MAX];
+    struct qrdma_eq ceq[QRDMA_MAX_CEQS];
+    struct qrdma_eq aeq;
+    struct qrdma_intr intr;
     struct qrdma_hmc hmc;
 };
 

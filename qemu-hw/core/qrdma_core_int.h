@@ -71,6 +71,18 @@ extern const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4]
 void qrdma_cqp_reset(struct qrdma_core *core);
 void qrdma_cqp_process(struct qrdma_core *core);
 
+/* qrdma_eq.c */
+extern const struct qrdma_reg_desc qrdma_intr_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_eq_reset(struct qrdma_core *core);
+/* Write an event; false (counted or logged) if the queue is absent or full. */
+bool qrdma_ceq_post(struct qrdma_core *core, unsigned ceq_id, uint64_t cq_ctx);
+bool qrdma_aeq_post(struct qrdma_core *core, uint64_t ctx, uint32_t id, uint16_t code,
+                    uint8_t source);
+struct cqp_result qrdma_cqp_create_ceq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_ceq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_aeq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_aeq(struct qrdma_core *core, const uint64_t *arg);
+
 /* qrdma_lan.c */
 extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);

@@ -34,7 +34,7 @@ static void cqp_create(struct qrdma_core *core)
     struct qrdma_cqp *cqp = &core->cqp;
     uint64_t addr = (uint64_t)cqp->ctx_high << 32 | cqp->ctx_low;
     uint8_t raw[sizeof(struct qrdma_cqp_ctx)];
-    uint64_t sizes, sq_addr, ccq_addr, shadow;
+    uint64_t sizes, sq_addr, ccq_addr, shadow, ccq_ceq, ccq_ctx;
     unsigned sq_log2, ccq_log2, i;
 
     if (addr & 63 || core->env.dma_read(core->env.opaque, addr, raw, sizeof(raw))) {
@@ -49,11 +49,20 @@ static void cqp_create(struct qrdma_core *core)
     sq_log2 = sizes & QRDMA_CQP_CTX_SQ_SIZE_MASK;
     ccq_log2 = (sizes & QRDMA_CQP_CTX_CCQ_SIZE_MASK) >> QRDMA_CQP_CTX_CCQ_SIZE_SHIFT;
 
-    for (i = 4; i < 8; i++) {
+    for (i = 6; i < 8; i++) {
         if (qrdma_ld_le64(raw + 8 * i)) {
             cqp_fail_create(core, QRDMA_CQP_CTX_ERR_RESERVED, "reserved qwords are not zero");
             return;
         }
+    }
+    ccq_ceq = qrdma_ld_le64(raw + 32);
+    ccq_ctx = qrdma_ld_le64(raw + 40);
+    if (ccq_ceq & ~(QRDMA_CQP_CTX_CCQ_CEQ_ID_MASK | QRDMA_CQP_CTX_CCQ_CEQ_ENABLE) ||
+        (ccq_ceq & QRDMA_CQP_CTX_CCQ_CEQ_ID_MASK) >= core->cfg.max_ceq ||
+        ccq_ctx & ~QRDMA_CEQE_CQ_CTX_MASK) {
+        cqp_fail_create(core, QRDMA_CQP_CTX_ERR_RESERVED,
+                        "CCQ event fields: bad CEQ id, reserved bits or a 64-bit context");
+        return;
     }
     if (sizes & ~(QRDMA_CQP_CTX_SQ_SIZE_MASK | QRDMA_CQP_CTX_CCQ_SIZE_MASK)) {
         cqp_fail_create(core, QRDMA_CQP_CTX_ERR_RESERVED, "reserved bits of qword 0 set");
@@ -92,6 +101,8 @@ static void cqp_create(struct qrdma_core *core)
     cqp->shadow_addr = shadow;
     cqp->sq_head = cqp->db = cqp->ccq_tail = 0;
     cqp->sq_valid = cqp->ccq_valid = true;
+    cqp->ccq_ceq = ccq_ceq;
+    cqp->ccq_ctx = ccq_ctx;
     cqp->created = true;
     cqp->status = QRDMA_CCQP_STATUS_DONE;
 }
@@ -149,6 +160,10 @@ static const struct {
     const char *name;
     struct cqp_result (*run)(struct qrdma_core *core, const uint64_t *arg);
 } qrdma_cqp_ops[256] = {
+    [QRDMA_CQP_OP_CREATE_CEQ] = { "CREATE_CEQ", qrdma_cqp_create_ceq },
+    [QRDMA_CQP_OP_DESTROY_CEQ] = { "DESTROY_CEQ", qrdma_cqp_destroy_ceq },
+    [QRDMA_CQP_OP_CREATE_AEQ] = { "CREATE_AEQ", qrdma_cqp_create_aeq },
+    [QRDMA_CQP_OP_DESTROY_AEQ] = { "DESTROY_AEQ", qrdma_cqp_destroy_aeq },
     [QRDMA_CQP_OP_UPDATE_PE_SDS] = { "UPDATE_PE_SDS", qrdma_hmc_update_pe_sds },
     [QRDMA_CQP_OP_QUERY_FPM_VAL] = { "QUERY_FPM_VAL", qrdma_hmc_query_fpm_val },
     [QRDMA_CQP_OP_COMMIT_FPM_VAL] = { "COMMIT_FPM_VAL", qrdma_hmc_commit_fpm_val },
@@ -212,6 +227,10 @@ static void ccq_post(struct qrdma_core *core, uint32_t wqe_index, uint8_t opcode
     cqp->ccq_tail = (cqp->ccq_tail + 1) & (cqp->ccq_len - 1);
     if (!cqp->ccq_tail) {
         cqp->ccq_valid = !cqp->ccq_valid;
+    }
+    /* Until its CEQ exists the driver polls, so no event is no error. */
+    if (cqp->ccq_ceq & QRDMA_CQP_CTX_CCQ_CEQ_ENABLE) {
+        qrdma_ceq_post(core, cqp->ccq_ceq & QRDMA_CQP_CTX_CCQ_CEQ_ID_MASK, cqp->ccq_ctx);
     }
 }
 

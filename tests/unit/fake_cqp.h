@@ -42,4 +42,12 @@ uint64_t cqp_run1(uint8_t opcode, const uint64_t *args, uint64_t *retval);
 unsigned cqp_major(uint64_t status);
 unsigned cqp_minor(uint64_t status);
 
+/* A command must complete with (major, minor). */
+#define CHECK_RESULT(status, maj, min)                                             \
+    do {                                                                           \
+        uint64_t st_ = (status);                                                   \
+        CHECK_EQ(cqp_major(st_), (maj));                                           \
+        CHECK_EQ(cqp_minor(st_), (min));                                           \
+    } while (0)
+
 #endif /* QRDMA_FAKE_CQP_H */

@@ -20,6 +20,33 @@ static void fake_guest_error(void *opaque, const char *msg)
 
     f->guest_errors++;
     snprintf(f->last_error, sizeof(f->last_error), "%s", msg);
+    if (f->log_n < FAKE_LOG_LEN) {
+        snprintf(f->log[f->log_n], sizeof(f->log[0]), "%s", msg);
+    }
+    f->log_n++;
+}
+
+void fake_log_mark(void)
+{
+    fake.log_n = 0;
+}
+
+const char *fake_logged_msg(int i)
+{
+    return i < fake.log_n && i < FAKE_LOG_LEN ? fake.log[i] : "";
+}
+
+bool fake_logged(const char *needle)
+{
+    int i;
+
+    for (i = 0; i < fake.log_n && i < FAKE_LOG_LEN; i++) {
+        if (strstr(fake.log[i], needle)) {
+            return true;
+        }
+    }
+    fprintf(stderr, "  no guest error containing \"%s\" among %d\n", needle, fake.log_n);
+    return false;
 }
 
 static void fake_schedule_pe_ready(void *opaque, uint64_t delay_ns)

@@ -23,9 +23,13 @@ struct fake_frame {
     uint8_t data[QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
 };
 
+#define FAKE_LOG_LEN 16
+
 struct fake_env {
     int guest_errors;
     char last_error[256];
+    char log[FAKE_LOG_LEN][256];        /* messages since fake_log_mark() */
+    int log_n;
     int pe_ready_scheduled;
     uint64_t pe_ready_delay_ns;
     bool link_up;
@@ -45,6 +49,13 @@ void fake_setup(const struct qrdma_core_config *cfg);
 /* The same, with the engine ready. */
 void fake_setup_ready(const struct qrdma_core_config *cfg);
 struct qrdma_core_env fake_core_env(void);
+
+/* Guest errors since the last mark (fake_setup marks too). */
+void fake_log_mark(void);
+/* Message i (from 0) since the mark, or "" if there was none. */
+const char *fake_logged_msg(int i);
+/* Did a guest error since the mark contain needle? Says on stderr if not. */
+bool fake_logged(const char *needle);
 
 uint32_t rd(uint32_t off);
 void wr(uint32_t off, uint32_t v);

@@ -74,9 +74,9 @@ static void test_create_errors(void)
     put64(CQP_CTX_ADDR, 4 | 4 << 8 | 1 << 20);
     expect_create_error(QRDMA_CQP_CTX_ERR_RESERVED, "reserved bits");
     put64(CQP_CTX_ADDR, 4 | 4 << 8);
-    put64(CQP_CTX_ADDR + 40, 1);
+    put64(CQP_CTX_ADDR + 48, 1);                /* qwords 4-5 are CCQ events: test_core_eq */
     expect_create_error(QRDMA_CQP_CTX_ERR_RESERVED, "reserved qwords");
-    put64(CQP_CTX_ADDR + 40, 0);
+    put64(CQP_CTX_ADDR + 48, 0);
     wr(QRDMA_REG_CCQP_CTX_HIGH, 0);
     wr(QRDMA_REG_CCQP_CTX_LOW, 0x20);                            /* unaligned, not RAM */
     CHECK_EQ(rd(QRDMA_REG_CQP_ERRCODES),

@@ -40,50 +40,6 @@ int unit_failures;
 
 /* ---- guest memory ---------------------------------------------------------- */
 
-/* ---- guest errors: every message, not just the last ----------------------- */
-
-#define LOG_LEN 16
-static struct {
-    void (*next)(void *opaque, const char *msg);
-    char msg[LOG_LEN][256];
-    int n;                              /* messages since log_mark() */
-} errlog;
-
-static void log_guest_error(void *opaque, const char *msg)
-{
-    if (errlog.n < LOG_LEN) {
-        snprintf(errlog.msg[errlog.n], sizeof(errlog.msg[0]), "%s", msg);
-    }
-    errlog.n++;
-    errlog.next(opaque, msg);
-}
-
-static void log_mark(void)
-{
-    errlog.n = 0;
-}
-
-/* Did a guest error since log_mark() contain needle? */
-static bool logged(const char *needle)
-{
-    int i;
-
-    for (i = 0; i < errlog.n && i < LOG_LEN; i++) {
-        if (strstr(errlog.msg[i], needle)) {
-            return true;
-        }
-    }
-    fprintf(stderr, "  no guest error containing \"%s\" among %d\n", needle, errlog.n);
-    return false;
-}
-
-static void hook_log(void)
-{
-    errlog.next = core.env.guest_error;
-    core.env.guest_error = log_guest_error;
-    log_mark();
-}
-
 /* ---- the CQP (driver side in fake_cqp.c) --------------------------------- */
 
 /* Create a CQP of 32 WQEs on the current core (engine ready). */
@@ -92,7 +48,7 @@ static void setup(const struct qrdma_core_config *cfg)
 {
     fake_setup_ready(cfg);
     cqp_setup(5, 5);
-    hook_log();
+    fake_log_mark();
 }
 
 static uint64_t last_retval;
@@ -102,14 +58,6 @@ static uint64_t run1(uint8_t opcode, const uint64_t *args)
 {
     return cqp_run1(opcode, args, &last_retval);
 }
-
-/* A command must complete with (major, minor). */
-#define CHECK_RESULT(status, maj, min)                                             \
-    do {                                                                           \
-        uint64_t st_ = (status);                                                   \
-        CHECK_EQ(cqp_major(st_), (maj));                                            \
-        CHECK_EQ(cqp_minor(st_), (min));                                            \
-    } while (0)
 
 /* ---- HMC helpers ------------------------------------------------------------ */
 
@@ -217,12 +165,12 @@ static void test_query_fpm(void)
     /* Misaligned, outside RAM, straddling the end of RAM. */
     args[0] = FPM_BUF + 32;
     CHECK_RESULT(run1(QRDMA_CQP_OP_QUERY_FPM_VAL, args), QRDMA_CQP_ERR_INVALID_ARG, 0);
-    CHECK(logged("not 64-byte aligned"));
-    log_mark();
+    CHECK(fake_logged("not 64-byte aligned"));
+    fake_log_mark();
     args[0] = NOT_RAM;
     CHECK_RESULT(run1(QRDMA_CQP_OP_QUERY_FPM_VAL, args), QRDMA_CQP_ERR_HMC,
                  QRDMA_HMC_ERR_NOT_RAM);
-    CHECK(logged("QUERY_FPM_VAL: buffer 0x10000000 is not guest RAM"));
+    CHECK(fake_logged("QUERY_FPM_VAL: buffer 0x10000000 is not guest RAM"));
     CHECK_EQ(rd(QRDMA_REG_CQP_ERRCODES),
              QRDMA_CQP_ERR_HMC << QRDMA_CQP_ERRCODES_MAJOR_SHIFT | QRDMA_HMC_ERR_NOT_RAM);
     args[0] = FAKE_RAM_BASE + FAKE_RAM_SIZE - 64;
@@ -304,9 +252,9 @@ static void test_commit_errors(void)
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
         memcpy(counts, full_counts, sizeof(counts));
         counts[t]++;
-        log_mark();
+        fake_log_mark();
         CHECK_RESULT(commit(counts), QRDMA_CQP_ERR_INVALID_ARG, 1 + t);
-        CHECK(logged("at most"));
+        CHECK(fake_logged("at most"));
         /* A count with bits 63:32 set is over the maximum too. */
         counts[t] = full_counts[t] | 1ull << 32;
         CHECK_RESULT(commit(counts), QRDMA_CQP_ERR_INVALID_ARG, 1 + t);
@@ -315,11 +263,11 @@ static void test_commit_errors(void)
     memset(gpa(FPM_BUF), 0, 64);
     put64(FPM_BUF + 56, 1);
     args[0] = FPM_BUF;
-    log_mark();
+    fake_log_mark();
     CHECK_RESULT(run1(QRDMA_CQP_OP_COMMIT_FPM_VAL, args), QRDMA_CQP_ERR_INVALID_ARG, 7);
     /* Two guest errors: the command's reason, then the CQP's failure line. */
-    CHECK_EQ(errlog.n, 2);
-    CHECK(logged("COMMIT_FPM_VAL: reserved qword 7 is not 0"));
+    CHECK_EQ(fake.log_n, 2);
+    CHECK(fake_logged("COMMIT_FPM_VAL: reserved qword 7 is not 0"));
     CHECK_STR_CONTAINS(fake.last_error, "CQP COMMIT_FPM_VAL (WQE");
     CHECK_STR_CONTAINS(fake.last_error, "failed: major 2 minor 7");
     /* Misaligned and unmapped buffers. */
@@ -339,9 +287,9 @@ static void test_commit_errors(void)
     /* The first good commit sticks; a second is refused and changes nothing. */
     CHECK_RESULT(commit(full_counts), QRDMA_CQP_OK, 0);
     counts[0] = 1, counts[1] = 1, counts[2] = 0, counts[3] = 1, counts[4] = 0, counts[5] = 0;
-    log_mark();
+    fake_log_mark();
     CHECK_RESULT(commit(counts), QRDMA_CQP_ERR_HMC, QRDMA_HMC_ERR_ALREADY_COMMITTED);
-    CHECK(logged("already committed"));
+    CHECK(fake_logged("already committed"));
     CHECK_EQ(get64(FPM_BUF + 8), 1);            /* the buffer was not written */
     CHECK_EQ(core.hmc.count[QRDMA_HMC_QP], QRDMA_DEFAULT_MAX_QP);
     CHECK_EQ(core.hmc.base[QRDMA_HMC_PBLE], PBLE_BASE);
@@ -358,7 +306,7 @@ static void test_sd_registers(void)
 
     /* The registers work before the engine is ready, as the E810's PFHMC ones. */
     fake_setup(NULL);
-    hook_log();
+    fake_log_mark();
     CHECK_EQ(rd(QRDMA_REG_HMC_SD_COUNT), 0);
     sd_write_reg(5, paged);
     CHECK_EQ(core.hmc.sd[5], paged);
@@ -495,7 +443,7 @@ static void test_update_pe_sds_errors(void)
     /* COUNT 0, 65, or bits above COUNT: minor 0. */
     args[0] = 0;
     CHECK_RESULT(run1(QRDMA_CQP_OP_UPDATE_PE_SDS, args), QRDMA_CQP_ERR_INVALID_ARG, 0);
-    CHECK(logged("is not a COUNT of 1..64"));
+    CHECK(fake_logged("is not a COUNT of 1..64"));
     args[0] = QRDMA_UPDATE_SDS_MAX + 1;
     args[5] = PAIRS_ADDR;
     CHECK_RESULT(run1(QRDMA_CQP_OP_UPDATE_PE_SDS, args), QRDMA_CQP_ERR_INVALID_ARG, 0);
@@ -519,15 +467,15 @@ static void test_update_pe_sds_errors(void)
     args[0] = 5;
     args[5] = PAIRS_ADDR;
     put_pair(3, WRITE | 13, direct_sd(DIRECT_PAGE + 0x1000));   /* pair 4: bad entry */
-    log_mark();
+    fake_log_mark();
     CHECK_RESULT(run1(QRDMA_CQP_OP_UPDATE_PE_SDS, args), QRDMA_CQP_ERR_HMC,
                  QRDMA_HMC_ERR_BAD_SD);
-    CHECK(logged("UPDATE_PE_SDS: pair 4: SD 13 entry"));
-    CHECK(logged("not 2 MB aligned"));
+    CHECK(fake_logged("UPDATE_PE_SDS: pair 4: SD 13 entry"));
+    CHECK(fake_logged("not 2 MB aligned"));
     put_pair(3, 13, paged_sd(PD_PAGE_A));                        /* pair 4: no WRITE */
-    log_mark();
+    fake_log_mark();
     CHECK_RESULT(run1(QRDMA_CQP_OP_UPDATE_PE_SDS, args), QRDMA_CQP_ERR_INVALID_ARG, 4);
-    CHECK(logged("pair 4: cmd 0xd"));
+    CHECK(fake_logged("pair 4: cmd 0xd"));
     put_pair(3, WRITE | 13, paged_sd(PD_PAGE_A));
     put_pair(4, WRITE | 0x1000 | 14, paged_sd(PD_PAGE_A));       /* pair 5: reserved bit */
     CHECK_RESULT(run1(QRDMA_CQP_OP_UPDATE_PE_SDS, args), QRDMA_CQP_ERR_INVALID_ARG, 5);
@@ -689,35 +637,35 @@ static void test_translate_errors(void)
     /* Before commit. */
     setup(NULL);
     sd_write_reg(0, direct_sd(DIRECT_PAGE));
-    log_mark();
+    fake_log_mark();
     xlate_fails(QRDMA_HMC_QP, 0, QRDMA_HMC_ERR_NOT_COMMITTED);
-    CHECK(logged("QP 0 used before COMMIT_FPM_VAL"));
+    CHECK(fake_logged("QP 0 used before COMMIT_FPM_VAL"));
 
     setup_translation();
     /* Beyond the committed count, and a type that does not exist. */
-    log_mark();
+    fake_log_mark();
     xlate_fails(QRDMA_HMC_QP, QRDMA_DEFAULT_MAX_QP, QRDMA_HMC_ERR_COUNT);
-    CHECK(logged("QP 1024 is beyond the 1024 committed"));
+    CHECK(fake_logged("QP 1024 is beyond the 1024 committed"));
     xlate_fails(QRDMA_HMC_PBLE, QRDMA_HMC_PBLE_MAX, QRDMA_HMC_ERR_COUNT);
     xlate_fails(QRDMA_HMC_PBLE, UINT32_MAX, QRDMA_HMC_ERR_COUNT);
     xlate_fails(QRDMA_HMC_NUM_TYPES, 0, QRDMA_HMC_ERR_COUNT);
     /* An SD never written (SD 2), and one invalidated. */
-    log_mark();
+    fake_log_mark();
     xlate_fails(QRDMA_HMC_PBLE, pble_at(2 * SD_SIZE), QRDMA_HMC_ERR_SD_INVALID);
-    CHECK(logged("SD 2 is not valid"));
+    CHECK(fake_logged("SD 2 is not valid"));
     sd_write_reg(0, 0);
     xlate_fails(QRDMA_HMC_QP, 0, QRDMA_HMC_ERR_SD_INVALID);
     /* PDs: not valid, reserved bits set. */
-    log_mark();
+    fake_log_mark();
     xlate_fails(QRDMA_HMC_PBLE, pble_at(SD_SIZE + 0x3000), QRDMA_HMC_ERR_PD_INVALID);
-    CHECK(logged("PD 3 of SD 1 is 0x0000000000000000, not a valid page descriptor"));
+    CHECK(fake_logged("PD 3 of SD 1 is 0x0000000000000000, not a valid page descriptor"));
     put64(PD_PAGE_A + 3 * 8, (OBJ_PAGES + 0x3000) | QRDMA_HMC_PD_VALID | 0x10);
     xlate_fails(QRDMA_HMC_PBLE, pble_at(SD_SIZE + 0x3000), QRDMA_HMC_ERR_PD_INVALID);
     /* A PD page outside guest RAM, and one whose last PDs run off its end. */
     sd_write_reg(1, paged_sd(NOT_RAM));
-    log_mark();
+    fake_log_mark();
     xlate_fails(QRDMA_HMC_PBLE, pble_at(SD_SIZE), QRDMA_HMC_ERR_NOT_RAM);
-    CHECK(logged("PD 0 of SD 1 at 0x10000000 is not guest RAM"));
+    CHECK(fake_logged("PD 0 of SD 1 at 0x10000000 is not guest RAM"));
     sd_write_reg(1, paged_sd(FAKE_RAM_BASE + FAKE_RAM_SIZE));
     xlate_fails(QRDMA_HMC_PBLE, pble_at(2 * SD_SIZE - 8), QRDMA_HMC_ERR_NOT_RAM);
     sd_write_reg(1, paged_sd(FAKE_RAM_BASE + FAKE_RAM_SIZE - 0x1000));
