@@ -4,6 +4,8 @@
 #                under ASan+UBSan), QEMU and guest builds, the VM tests
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
+#   make fuzz    libFuzzer on the device core (FUZZ_SECONDS, default 600)
+#   make check-asan  VM tests against an ASan+UBSan build of QEMU
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -19,7 +21,13 @@ TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
 CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) $(TEST_SRCS)
 UNIT_TESTS := test_core_regs test_core_cqp test_core_eq test_core_hmc test_core_lan
 
-.PHONY: all check unit unit-plain unit-asan setup qemu guest vm-check demo clean
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Itests/unit \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 30
+
+.PHONY: all check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -42,6 +50,21 @@ unit-asan: $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
 
 unit: unit-plain unit-asan
 
+# libFuzzer on the device core (tests/fuzz/). The corpus grows in build/fuzz;
+# crashes are written there as crash-* and must become unit tests.
+$(BUILD)/fuzz/fuzz_core: tests/fuzz/fuzz_core.c $(TEST_SRCS) $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)/corpus
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
+
+fuzz: $(BUILD)/fuzz/fuzz_core
+	cd $(BUILD)/fuzz && ./fuzz_core -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
+
+fuzz-smoke: $(BUILD)/fuzz/fuzz_core
+	@cd $(BUILD)/fuzz && { ./fuzz_core -max_total_time=$(FUZZ_SMOKE_SECONDS) \
+		-print_final_stats=1 corpus > smoke.log 2>&1; rc=$$?; \
+		grep -E '^(stat::|#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY)' smoke.log; \
+		[ $$rc -eq 0 ] || tail -40 smoke.log; exit $$rc; }
+
 qemu: setup
 	@bash scripts/build-qemu.sh >/dev/null
 
@@ -53,6 +76,10 @@ vm-check: qemu guest
 
 check:
 	@bash scripts/check.sh
+
+# VM tests against QEMU built with ASan and UBSan (slow first build).
+check-asan: setup guest
+	@bash scripts/vm-test-asan.sh
 
 demo: setup qemu guest
 	@bash scripts/demo.sh

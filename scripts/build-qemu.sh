@@ -11,14 +11,21 @@
 
 QEMU_DIR="$QRDMA_CACHE/qemu-$QEMU_VERSION"
 SRC="$QEMU_DIR/src"
-BUILD="$QEMU_DIR/build"
+# QRDMA_QEMU_VARIANT=asan builds a second binary with QEMU's
+# --enable-asan --enable-ubsan in its own build directory.
+VARIANT=${QRDMA_QEMU_VARIANT:-}
+BUILD="$QEMU_DIR/build${VARIANT:+-$VARIANT}"
 BIN="$BUILD/qemu-system-x86_64"
 CONFIGURE_ARGS=(
     --target-list=x86_64-softmmu --disable-docs --disable-werror
     --disable-install-blobs --disable-download --disable-user
     --disable-guest-agent --disable-tools --python=/usr/bin/python3
-    ${QRDMA_QEMU_CONFIGURE_EXTRA:-}
 )
+case "$VARIANT" in
+    "") ;;
+    asan) CONFIGURE_ARGS+=(--enable-asan --enable-ubsan) ;;
+    *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan)" ;;
+esac
 
 unpack_tree() {
     local tarball tmp
@@ -73,7 +80,7 @@ compile_tree() {
 }
 
 key="$QEMU_VERSION.$(hash_inputs qemu-hw include/qrdma host-backend scripts/build-qemu.sh)"
-if [ -x "$BIN" ] && [ "$(cat "$QEMU_DIR/built-key" 2>/dev/null)" = "$key" ]; then
+if [ -x "$BIN" ] && [ "$(cat "$BUILD/.qrdma-built-key" 2>/dev/null)" = "$key" ]; then
     log "QEMU up to date"
     echo "$BIN"
     exit 0
@@ -83,5 +90,5 @@ fi
 stage qemu-sync sync_device
 stage qemu-configure configure_tree
 stage qemu-compile compile_tree
-echo "$key" > "$QEMU_DIR/built-key"
+echo "$key" > "$BUILD/.qrdma-built-key"
 echo "$BIN"

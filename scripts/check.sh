@@ -1,6 +1,7 @@
 #!/bin/bash
 # make check: every stage a submission must pass, with its timing.
-#   setup (apt) -> unit tests (plain, ASan+UBSan) -> driver against Linux 6.1
+#   setup (apt) -> unit tests (plain, ASan+UBSan) -> fuzz smoke (libFuzzer,
+#   ASan+UBSan) -> driver against Linux 6.1
 #   -> QEMU -> guest -> VM tests
 # Ends with one "check: N passed, N failed" line summing the test counts.
 . "$(dirname "$0")/lib.sh"
@@ -19,12 +20,13 @@ run_stage() {
 rc=0
 run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory unit || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory fuzz-smoke || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
 
-grep -E '^stage .*: [0-9]+s|stage [a-z-]+: [0-9]+s' "$out" | sed 's/^\[[0-9:]*\] //' | sed 's/^/  /'
+grep -E 'stage [a-z0-9.-]+: [0-9]+s' "$out" | sed 's/^\[[0-9:]*\] //' | sed 's/^/  /'
 read -r passed failed < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
     awk '{ p += $2; f += $4 } END { print p + 0, f + 0 }')
 [ "$rc" -eq 0 ] || failed=$((failed + 1))
