@@ -121,6 +121,15 @@ void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
 }
 
 /* The register file's storage, for reset and hooks. */
+bool qrdma_ring_in_ram(struct qrdma_core *core, uint64_t addr, uint64_t len)
+{
+    uint8_t probe;
+
+    return !(addr & 4095) && len &&
+           !core->env.dma_read(core->env.opaque, addr, &probe, 1) &&
+           !core->env.dma_read(core->env.opaque, addr + len - 1, &probe, 1);
+}
+
 static uint32_t *reg(struct qrdma_core *core, uint32_t offset)
 {
     return &core->regs[offset / 4];

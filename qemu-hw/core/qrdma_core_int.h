@@ -34,6 +34,9 @@ struct qrdma_reg_desc {
 #define QRDMA_REG_RW_DESC(off, base, nm, mask, fn) \
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
                                .write_mask = (mask), .write = (fn) }
+#define QRDMA_REG_RW_LIVE_DESC(off, base, nm, mask, rd, wr) \
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
+                               .write_mask = (mask), .read = (rd), .write = (wr) }
 
 /* Little-endian qwords of guest descriptors, byte by byte (no alignment). */
 static inline uint64_t qrdma_ld_le64(const uint8_t *p)
@@ -58,6 +61,12 @@ static inline void qrdma_st_le64(uint8_t *p, uint64_t v)
 
 void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/*
+ * Is a ring of len bytes at addr 4 KB aligned with both ends in guest RAM?
+ * Checked when a ring is created; every later access is checked again.
+ */
+bool qrdma_ring_in_ram(struct qrdma_core *core, uint64_t addr, uint64_t len);
 
 /* What a CQP command returns: the completion's status and return value. */
 struct cqp_result {

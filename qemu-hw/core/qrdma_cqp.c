@@ -77,14 +77,11 @@ static void cqp_create(struct qrdma_core *core)
         cqp_fail_create(core, QRDMA_CQP_CTX_ERR_CCQ_SIZE, "CCQ smaller than the SQ");
         return;
     }
-    /* Both ends of each ring must be RAM; every access is checked again later. */
-    if ((sq_addr & 4095) || core->env.dma_read(core->env.opaque, sq_addr, raw, 1) ||
-        core->env.dma_read(core->env.opaque, sq_addr + (CQP_WQE_SIZE << sq_log2) - 1, raw, 1)) {
+    if (!qrdma_ring_in_ram(core, sq_addr, (uint64_t)CQP_WQE_SIZE << sq_log2)) {
         cqp_fail_create(core, QRDMA_CQP_CTX_ERR_SQ_ADDR, "SQ not 4 KB aligned guest RAM");
         return;
     }
-    if ((ccq_addr & 4095) || core->env.dma_read(core->env.opaque, ccq_addr, raw, 1) ||
-        core->env.dma_read(core->env.opaque, ccq_addr + (CCQ_CQE_SIZE << ccq_log2) - 1, raw, 1)) {
+    if (!qrdma_ring_in_ram(core, ccq_addr, (uint64_t)CCQ_CQE_SIZE << ccq_log2)) {
         cqp_fail_create(core, QRDMA_CQP_CTX_ERR_CCQ_ADDR, "CCQ not 4 KB aligned guest RAM");
         return;
     }
@@ -356,13 +353,13 @@ static void reg_write_db(struct qrdma_core *core, uint32_t offset, uint32_t valu
 
 #define B QRDMA_REG_CQP_BASE
 const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    [(QRDMA_REG_CCQP_CTX_LOW - B) / 4] = { "CCQP_CTX_LOW", QRDMA_REG_RW, 0xffffffffu,
-                                           reg_read_cqp, reg_write_ctx_low },
-    [(QRDMA_REG_CCQP_CTX_HIGH - B) / 4] = { "CCQP_CTX_HIGH", QRDMA_REG_RW, 0xffffffffu,
-                                            reg_read_cqp, reg_write_ctx_high },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_CCQP_CTX_LOW, B, "CCQP_CTX_LOW", 0xffffffffu,
+                           reg_read_cqp, reg_write_ctx_low),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_CCQP_CTX_HIGH, B, "CCQP_CTX_HIGH", 0xffffffffu,
+                           reg_read_cqp, reg_write_ctx_high),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_CCQP_STATUS, B, "CCQP_STATUS", reg_read_cqp),
-    [(QRDMA_REG_CQP_DB - B) / 4] = { "CQP_DB", QRDMA_REG_RW, 0xffffffffu, reg_read_cqp,
-                                     reg_write_db },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_CQP_DB, B, "CQP_DB", 0xffffffffu, reg_read_cqp,
+                           reg_write_db),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_CQP_TAIL, B, "CQP_TAIL", reg_read_cqp),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_CQP_ERRCODES, B, "CQP_ERRCODES", reg_read_cqp),
 };

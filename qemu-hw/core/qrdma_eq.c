@@ -117,7 +117,6 @@ static struct cqp_result eq_create(struct qrdma_core *core, struct qrdma_eq *eq,
                                    const uint64_t *arg, unsigned entry_size)
 {
     unsigned log2 = (arg[0] & QRDMA_EQ_SIZE_MASK) >> QRDMA_EQ_SIZE_SHIFT;
-    uint8_t probe;
 
     if (eq->created) {
         return (struct cqp_result){ .major = QRDMA_CQP_ERR_STATE };
@@ -125,10 +124,7 @@ static struct cqp_result eq_create(struct qrdma_core *core, struct qrdma_eq *eq,
     if (log2 < QRDMA_EQ_SIZE_LOG2_MIN || log2 > QRDMA_EQ_SIZE_LOG2_MAX) {
         return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG, .minor = 0 };
     }
-    /* Both ends of the ring must be RAM; every write is checked again. */
-    if ((arg[1] & 4095) || core->env.dma_read(core->env.opaque, arg[1], &probe, 1) ||
-        core->env.dma_read(core->env.opaque, arg[1] + ((uint64_t)entry_size << log2) - 1,
-                           &probe, 1)) {
+    if (!qrdma_ring_in_ram(core, arg[1], (uint64_t)entry_size << log2)) {
         return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG, .minor = 1 };
     }
     eq->created = true;
@@ -296,11 +292,11 @@ const struct qrdma_reg_desc qrdma_intr_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
         { "CEQCTL", QRDMA_REG_RW, QRDMA_EQCTL_VALID_MASK, reg_read_intr, reg_write_ceqctl },
     [IDX(QRDMA_REG_CEQALLOC(0)) ... IDX(QRDMA_REG_CEQALLOC(QRDMA_MAX_CEQS - 1))] =
         { "CEQALLOC", QRDMA_REG_RW, QRDMA_EQALLOC_MASK, reg_read_intr, reg_write_ceqalloc },
-    [IDX(QRDMA_REG_AEQCTL)] = { "AEQCTL", QRDMA_REG_RW, QRDMA_EQCTL_VALID_MASK, reg_read_intr,
-                                reg_write_aeqctl },
-    [IDX(QRDMA_REG_AEQALLOC)] = { "AEQALLOC", QRDMA_REG_RW, QRDMA_EQALLOC_MASK, reg_read_intr,
-                                  reg_write_aeqalloc },
-    [IDX(QRDMA_REG_EQ_OVERFLOWS)] = { "EQ_OVERFLOWS", QRDMA_REG_RO, 0, reg_read_intr, NULL },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_AEQCTL, B, "AEQCTL", QRDMA_EQCTL_VALID_MASK,
+                           reg_read_intr, reg_write_aeqctl),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_AEQALLOC, B, "AEQALLOC", QRDMA_EQALLOC_MASK,
+                           reg_read_intr, reg_write_aeqalloc),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_EQ_OVERFLOWS, B, "EQ_OVERFLOWS", reg_read_intr),
 };
 #undef IDX
 #undef B

@@ -422,15 +422,14 @@ static void reg_write_pdinv(struct qrdma_core *core, uint32_t offset, uint32_t v
 
 #define B QRDMA_REG_HMC_BASE
 const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    [(QRDMA_REG_HMC_SD_DATA_LOW - B) / 4] = { "HMC_SD_DATA_LOW", QRDMA_REG_RW, 0xffffffffu,
-                                              reg_read_hmc, reg_write_sd_data },
-    [(QRDMA_REG_HMC_SD_DATA_HIGH - B) / 4] = { "HMC_SD_DATA_HIGH", QRDMA_REG_RW, 0xffffffffu,
-                                               reg_read_hmc, reg_write_sd_data },
-    [(QRDMA_REG_HMC_SD_CMD - B) / 4] = { "HMC_SD_CMD", QRDMA_REG_RW,
-                                         QRDMA_HMC_SD_CMD_VALID_MASK, reg_read_hmc,
-                                         reg_write_sd_cmd },
-    [(QRDMA_REG_HMC_PDINV - B) / 4] = { "HMC_PDINV", QRDMA_REG_RW, QRDMA_HMC_PDINV_VALID_MASK,
-                                        reg_read_hmc, reg_write_pdinv },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_LOW, B, "HMC_SD_DATA_LOW", 0xffffffffu,
+                           reg_read_hmc, reg_write_sd_data),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_HIGH, B, "HMC_SD_DATA_HIGH", 0xffffffffu,
+                           reg_read_hmc, reg_write_sd_data),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_CMD, B, "HMC_SD_CMD", QRDMA_HMC_SD_CMD_VALID_MASK,
+                           reg_read_hmc, reg_write_sd_cmd),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_PDINV, B, "HMC_PDINV", QRDMA_HMC_PDINV_VALID_MASK,
+                           reg_read_hmc, reg_write_pdinv),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_HMC_SD_COUNT, B, "HMC_SD_COUNT", reg_read_hmc),
 };
 #undef B

@@ -231,12 +231,19 @@ out:
 
 /* ---- receive ----------------------------------------------------------- */
 
+/* Is dst the unicast address in LAN_MAC_LOW/HIGH? */
+static bool lan_is_own_mac(struct qrdma_core *core, const uint8_t *dst)
+{
+    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
+    const uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
+
+    return !memcmp(dst, mac, sizeof(mac));
+}
+
 static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
 {
     static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     uint32_t ctrl = lan_ctrl(core);
-    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
-    uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
     uint32_t crc = 0xffffffffu, bit, k;
     int i;
 
@@ -244,7 +251,7 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
         return true;
     }
     if (!(dst[0] & 1)) {
-        return !memcmp(dst, mac, 6);
+        return lan_is_own_mac(core, dst);
     }
     if (!memcmp(dst, broadcast, 6)) {
         return ctrl & QRDMA_LAN_CTRL_BROADCAST;
@@ -272,13 +279,11 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
  */
 static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
 {
-    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
-    uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
     uint16_t type = f[12] << 8 | f[13];
     uint8_t dst_gid[16] = { [10] = 0xff, [11] = 0xff };
     size_t l4;
 
-    if (memcmp(f, mac, 6)) {
+    if (!lan_is_own_mac(core, f)) {
         return false;
     }
     if (type == ETH_P_IPV4 && len >= ETH_HLEN + 20 && (f[ETH_HLEN] >> 4) == 4) {
@@ -542,24 +547,24 @@ const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
                       reg_write_int_ctrl),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_INT_CAUSE, B, "LAN_INT_CAUSE", reg_read_int_cause),
 
-    [(QRDMA_REG_LAN_TXQ_BASE_LOW - B) / 4] = { "LAN_TXQ_BASE_LOW", QRDMA_REG_RW, 0xffffffffu,
-                                               reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_TXQ_BASE_HIGH - B) / 4] = { "LAN_TXQ_BASE_HIGH", QRDMA_REG_RW, 0xffffffffu,
-                                                reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_TXQ_LEN - B) / 4] = { "LAN_TXQ_LEN", QRDMA_REG_RW, 0xffffffffu,
-                                          reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_TXQ_TAIL - B) / 4] = { "LAN_TXQ_TAIL", QRDMA_REG_RW, 0xffffffffu,
-                                           reg_read_tail, reg_write_tail },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_LOW, B, "LAN_TXQ_BASE_LOW", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_HIGH, B, "LAN_TXQ_BASE_HIGH", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_LEN, B, "LAN_TXQ_LEN", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_TAIL, B, "LAN_TXQ_TAIL", 0xffffffffu,
+                           reg_read_tail, reg_write_tail),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_TXQ_HEAD, B, "LAN_TXQ_HEAD", reg_read_head),
 
-    [(QRDMA_REG_LAN_RXQ_BASE_LOW - B) / 4] = { "LAN_RXQ_BASE_LOW", QRDMA_REG_RW, 0xffffffffu,
-                                               reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_RXQ_BASE_HIGH - B) / 4] = { "LAN_RXQ_BASE_HIGH", QRDMA_REG_RW, 0xffffffffu,
-                                                reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_RXQ_LEN - B) / 4] = { "LAN_RXQ_LEN", QRDMA_REG_RW, 0xffffffffu,
-                                          reg_read_ring_cfg, reg_write_ring_cfg },
-    [(QRDMA_REG_LAN_RXQ_TAIL - B) / 4] = { "LAN_RXQ_TAIL", QRDMA_REG_RW, 0xffffffffu,
-                                           reg_read_tail, reg_write_tail },
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_LOW, B, "LAN_RXQ_BASE_LOW", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_HIGH, B, "LAN_RXQ_BASE_HIGH", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_LEN, B, "LAN_RXQ_LEN", 0xffffffffu,
+                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_TAIL, B, "LAN_RXQ_TAIL", 0xffffffffu,
+                           reg_read_tail, reg_write_tail),
     QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_RXQ_HEAD, B, "LAN_RXQ_HEAD", reg_read_head),
 
     STAT(QRDMA_REG_LAN_STAT_TX_FRAMES, "LAN_STAT_TX_FRAMES"),
@@ -578,11 +583,9 @@ const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
 
 void qrdma_lan_reset(struct qrdma_core *core)
 {
-    const uint8_t *mac = core->cfg.mac;
-
     memset(&core->lan, 0, sizeof(core->lan));
     LAN_REG(core, QRDMA_REG_LAN_MTU) = 1500;
-    LAN_REG(core, QRDMA_REG_LAN_MAC_LOW) = mac[0] | mac[1] << 8 | mac[2] << 16 |
-                                           (uint32_t)mac[3] << 24;
-    LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH) = mac[4] | mac[5] << 8;
+    /* The filter starts at the permanent MAC (qrdma_core_reset set it first). */
+    LAN_REG(core, QRDMA_REG_LAN_MAC_LOW) = core->regs[QRDMA_REG_MAC_LOW / 4];
+    LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH) = core->regs[QRDMA_REG_MAC_HIGH / 4];
 }
