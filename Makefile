@@ -19,7 +19,16 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 CORE_SRCS  := $(wildcard qemu-hw/core/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
 CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) $(TEST_SRCS)
-UNIT_TESTS := test_core_regs test_core_cqp test_core_eq test_core_hmc test_core_lan
+UNIT_TESTS := $(sort $(basename $(notdir $(wildcard tests/unit/test_core_*.c))))
+
+# The software RoCEv2 transport (host-backend/sw/) is tested on its own,
+# without the device core: suites tests/unit/test_sw_*.c.
+SW_SRCS    := $(wildcard host-backend/sw/*.c)
+SW_TEST_SRCS := $(wildcard tests/unit/sw_*.c)
+SW_HDRS    := $(wildcard host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h)
+SW_TESTS   := $(sort $(basename $(notdir $(wildcard tests/unit/test_sw_*.c))))
+CFLAGS_SW  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
+	       -Iinclude -Ihost-backend/include -Ihost-backend/sw -Itests/unit
 
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Itests/unit \
@@ -42,10 +51,18 @@ $(BUILD)/unit-asan/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
 
-unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS))
+$(BUILD)/unit-sw/%: tests/unit/%.c $(SW_SRCS) $(SW_TEST_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_SW) -o $@ $< $(SW_TEST_SRCS) $(SW_SRCS) -lm
+
+$(BUILD)/unit-sw-asan/%: tests/unit/%.c $(SW_SRCS) $(SW_TEST_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_SW) $(SAN_FLAGS) -o $@ $< $(SW_TEST_SRCS) $(SW_SRCS) -lm
+
+unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
-unit-asan: $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS))
+unit-asan: $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw-asan/,$(SW_TESTS))
 	@set -e; for t in $^; do echo "== $$t (ASan+UBSan)"; $$t; done
 
 unit: unit-plain unit-asan
