@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		4
+#define QRDMA_IF_VERSION_MINOR		5
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -363,6 +363,20 @@ struct qrdma_ccq_cqe {
 
 /* CQP opcodes (the E810's numbering where the E810 has the command). */
 enum qrdma_cqp_opcode {
+	QRDMA_CQP_OP_CREATE_QP = 0x00,
+	QRDMA_CQP_OP_MODIFY_QP = 0x01,
+	QRDMA_CQP_OP_DESTROY_QP = 0x02,
+	QRDMA_CQP_OP_CREATE_CQ = 0x03,
+	QRDMA_CQP_OP_MODIFY_CQ = 0x04,		/* resize */
+	QRDMA_CQP_OP_DESTROY_CQ = 0x05,
+	QRDMA_CQP_OP_ALLOC_STAG = 0x09,
+	QRDMA_CQP_OP_REG_MR = 0x0a,
+	QRDMA_CQP_OP_QUERY_STAG = 0x0b,
+	QRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
+	QRDMA_CQP_OP_QUERY_QP = 0x13,		/* the E810's UPLOAD_CONTEXT */
+	QRDMA_CQP_OP_CREATE_AH = 0x1c,
+	QRDMA_CQP_OP_MODIFY_AH = 0x1d,
+	QRDMA_CQP_OP_DESTROY_AH = 0x1e,
 	QRDMA_CQP_OP_CREATE_CEQ = 0x16,
 	QRDMA_CQP_OP_DESTROY_CEQ = 0x18,
 	QRDMA_CQP_OP_CREATE_AEQ = 0x19,
@@ -373,6 +387,10 @@ enum qrdma_cqp_opcode {
 	QRDMA_CQP_OP_NOP = 0x24,
 	QRDMA_CQP_OP_ADD_GID = 0x30,
 	QRDMA_CQP_OP_DEL_GID = 0x31,
+	QRDMA_CQP_OP_CREATE_SRQ = 0x38,
+	QRDMA_CQP_OP_MODIFY_SRQ = 0x39,
+	QRDMA_CQP_OP_DESTROY_SRQ = 0x3a,
+	QRDMA_CQP_OP_QUERY_SRQ = 0x3b,
 };
 
 /*
@@ -396,7 +414,27 @@ enum qrdma_cqp_major {
 	QRDMA_CQP_ERR_CCQ_FULL = 4,	/* completion dropped: CCQ overflow */
 	QRDMA_CQP_ERR_CONTEXT = 5,	/* CQP creation: minor says which field */
 	QRDMA_CQP_ERR_HMC = 6,		/* minor: enum qrdma_hmc_error */
-	QRDMA_CQP_ERR_STATE = 7,	/* the object exists / does not exist */
+	QRDMA_CQP_ERR_STATE = 7,	/* minor: enum qrdma_state_error */
+	QRDMA_CQP_ERR_INFO = 8,		/* a bad field in an info buffer; minor: its byte offset */
+	QRDMA_CQP_ERR_PBLE = 9,		/* minor: enum qrdma_pble_error */
+};
+
+/* Minor codes of QRDMA_CQP_ERR_STATE. */
+enum qrdma_state_error {
+	QRDMA_STATE_ERR_EXISTS = 1,	/* create of an object that exists */
+	QRDMA_STATE_ERR_NOT_FOUND = 2,	/* the object (or one it names) does not exist */
+	QRDMA_STATE_ERR_BUSY = 3,	/* destroy of an object others still use */
+	QRDMA_STATE_ERR_TRANSITION = 4,	/* a QP state change the IB state machine forbids */
+	QRDMA_STATE_ERR_ATTR = 5,	/* an attribute missing or not allowed for the transition */
+	QRDMA_STATE_ERR_KEY = 6,	/* STAG key byte does not match the MR's */
+};
+
+/* Minor codes of QRDMA_CQP_ERR_PBLE. */
+enum qrdma_pble_error {
+	QRDMA_PBLE_ERR_RANGE = 1,	/* a PBLE index beyond the committed PBLE count */
+	QRDMA_PBLE_ERR_HMC = 2,		/* the PBLE's HMC page is not backed */
+	QRDMA_PBLE_ERR_ALIGN = 3,	/* a page address not aligned to the page size */
+	QRDMA_PBLE_ERR_NOT_RAM = 4,	/* a page outside guest RAM */
 };
 
 /* Why an FPM address could not be used (minor of QRDMA_CQP_ERR_HMC). */
@@ -476,10 +514,21 @@ enum qrdma_ae_source {
 	QRDMA_AE_SRC_DOORBELL = 1,	/* ID: doorbell page */
 	QRDMA_AE_SRC_CQ = 2,
 	QRDMA_AE_SRC_QP = 3,
+	QRDMA_AE_SRC_SRQ = 4,
 };
 
 enum qrdma_ae_code {
 	QRDMA_AE_BAD_DOORBELL = 0x0001,	/* a doorbell named no queue of its page */
+	QRDMA_AE_CQ_OVERFLOW = 0x0002,	/* ID: CQ; ctx: CQ_CTX; the CQ is in error */
+	QRDMA_AE_CQ_ERROR = 0x0003,	/* ID: CQ; its ring or shadow area became unusable */
+	QRDMA_AE_QP_FATAL = 0x0010,	/* ID: QP; a WQE or ring the device cannot use */
+	QRDMA_AE_QP_ACCESS_ERR = 0x0011,	/* ID: QP; a remote access violation */
+	QRDMA_AE_QP_REQ_ERR = 0x0012,	/* ID: QP; an invalid request from the peer */
+	QRDMA_AE_QP_LAST_WQE = 0x0013,	/* ID: QP; on an SRQ QP entering error */
+	QRDMA_AE_QP_COMM_EST = 0x0014,	/* ID: QP; first receive in RTR */
+	QRDMA_AE_SQ_DRAINED = 0x0015,	/* ID: QP; SQD reached with nothing in flight */
+	QRDMA_AE_SRQ_LIMIT = 0x0020,	/* ID: SRQ; ctx: SRQ_CTX; outstanding fell below LIMIT */
+	QRDMA_AE_SRQ_ERROR = 0x0021,	/* ID: SRQ */
 };
 
 /*
@@ -583,6 +632,396 @@ struct qrdma_fpm_buf {
  */
 #define QRDMA_UPDATE_SDS_COUNT_MASK	0xffULL
 #define QRDMA_UPDATE_SDS_MAX		64u
+
+/* ---- Objects: PD, queue memory, PBLEs ------------------------------------ */
+
+/*
+ * Object IDs are indexes into the committed HMC count of their type: QP n
+ * is HMC QP object n, and so on. The driver allocates IDs; the device
+ * refuses an ID beyond the committed count, a create of an ID that exists
+ * and every use of one that does not. QP 0 and 1 are reserved (IB's SMI
+ * and GSI QPs) and are not created through CREATE_QP on RoCE.
+ *
+ * PDs need no command: a PD is a number below CAP_MAX_PD that the driver
+ * hands out; objects carry it and the device checks that they agree
+ * (a QP and the MRs it touches, a QP and its AH and SRQ).
+ *
+ * Queue memory (SQ, RQ, SRQ and CQ rings) is either one physically
+ * contiguous, 4 KB aligned guest buffer (kernel queues, DMA-coherent
+ * memory) or, with VIRTMAP set, a list of 4 KB pages in consecutive PBLEs
+ * starting at a first PBLE index (user queues, pinned by the driver). A
+ * ring never exceeds QRDMA_QUEUE_MAX_BYTES.
+ *
+ * PBLEs (HMC type PBLE, 8 bytes each) hold page addresses, aligned to the
+ * page size of the MR or queue that uses them. An MR's page list is either
+ * one level (PBLE first..first+n-1 are the pages) or two levels: PBLE
+ * first..first+m-1 are roots, each holding the PBLE index of a leaf run of
+ * QRDMA_PBLE_LEAF_ENTRIES PBLEs (the last run may be shorter) that hold the
+ * pages. The device reads PBLEs through the HMC every time it translates,
+ * so the driver may not change a PBLE while an object uses it.
+ */
+#define QRDMA_QP_RESERVED		2	/* QP 0 and 1 */
+#define QRDMA_QUEUE_MAX_BYTES		(8u << 20)
+#define QRDMA_PBLE_LEAF_ENTRIES		512u
+#define QRDMA_OBJ_ID_MASK		0x0000000000ffffffULL	/* 24-bit object IDs */
+
+/* ---- CQs ------------------------------------------------------------------ */
+
+/*
+ * CREATE_CQ (0x03):
+ *   arg0: CQ_ID[23:0], CEQ_ID[31:24], SIZE_LOG2[36:32] (2^n CQEs, n in
+ *         QRDMA_CQ_SIZE_LOG2_MIN..MAX and 2^n <= CAP_MAX_CQE + 1),
+ *         CEQ_ENABLE[40] (events for this CQ go to CEQ_ID, which must exist),
+ *         VIRTMAP[41], DB_PAGE[63:48] (the doorbell page whose CQ_ARM may
+ *         name this CQ: 0 for kernel CQs, the context's page for user CQs)
+ *   arg1: CQ_CTX[62:0], the value CEQEs and AEQEs about this CQ carry
+ *   arg2: ring: guest-physical address (4 KB aligned) or, with VIRTMAP,
+ *         first PBLE index
+ *   arg3: shadow area, guest-physical, 64-byte aligned (struct
+ *         qrdma_cq_shadow)
+ * The device writes the CQ context to the CQ's HMC object and keeps a
+ * working copy. MODIFY_CQ (0x04) resizes: the same arg0 (CEQ fields and
+ * DB_PAGE must be unchanged), arg2 the new ring. The device writes later
+ * CQEs from index 0 of the new ring with VALID 1; every CQE written before
+ * the command completed is in the old ring, so the consumer drains the old
+ * ring, then moves. DESTROY_CQ (0x05): arg0 CQ_ID; refused with
+ * STATE/BUSY while a QP or SRQ uses the CQ.
+ */
+#define QRDMA_CQ_ARG0_ID_MASK		0x0000000000ffffffULL
+#define QRDMA_CQ_ARG0_CEQ_MASK		0x00000000ff000000ULL
+#define QRDMA_CQ_ARG0_CEQ_SHIFT		24
+#define QRDMA_CQ_ARG0_SIZE_MASK		0x0000001f00000000ULL
+#define QRDMA_CQ_ARG0_SIZE_SHIFT	32
+#define QRDMA_CQ_ARG0_CEQ_ENABLE	(1ULL << 40)
+#define QRDMA_CQ_ARG0_VIRTMAP		(1ULL << 41)
+#define QRDMA_CQ_ARG0_DB_PAGE_MASK	0xffff000000000000ULL
+#define QRDMA_CQ_ARG0_DB_PAGE_SHIFT	48
+#define QRDMA_CQ_SIZE_LOG2_MIN		2
+#define QRDMA_CQ_SIZE_LOG2_MAX		21
+
+/* CQE: 32 bytes, VALID in qword 3 bit 63, polarity 1 on the first lap. */
+#define QRDMA_CQE_SIZE			32u
+
+/*
+ * CQ shadow area, 64 bytes, written by the consumer:
+ *   qword 0: HEAD, the index (modulo 2^32) of the next CQE the consumer
+ *            will read; the device never overwrites an unread CQE (a full
+ *            CQ is an overflow: AEQE QRDMA_AE_CQ_OVERFLOW, CQ to error)
+ *   qword 1: ARM: ARM_SEQ[15:0] (incremented by the consumer on each
+ *            request), ARM_NEXT[16] (any completion), ARM_SOLICITED[17]
+ *            (solicited or error completions only); the CQ_ARM doorbell
+ *            makes the device read it
+ *   qwords 2..7: reserved
+ */
+struct qrdma_cq_shadow {
+	__le64 head;
+	__le64 arm;
+	__le64 reserved[6];
+};
+
+#define QRDMA_CQ_ARM_SEQ_MASK		0x000000000000ffffULL
+#define QRDMA_CQ_ARM_NEXT		(1ULL << 16)
+#define QRDMA_CQ_ARM_SOLICITED		(1ULL << 17)
+
+/*
+ * CQ context in HMC, 64 bytes, written by the device (the driver reads it
+ * only for debugging): qword 0 VALID[0] plus arg0 of the create/modify
+ * (bits 63:1 as there), qword 1 CQ_CTX, qword 2 ring, qword 3 shadow area,
+ * qword 4 the device's tail index, qword 5 its VALID polarity in bit 0.
+ */
+#define QRDMA_CQ_CTX_VALID		1ULL
+
+/* ---- Doorbells (BAR2, per page) ------------------------------------------- */
+
+/*
+ * A doorbell page holds two 32-bit doorbells. Writing an ID the page does
+ * not own (the queue's DB_PAGE differs, or no such queue) is reported as
+ * AEQE BAD_DOORBELL and otherwise ignored.
+ */
+#define QRDMA_DB_SQ			0x00	/* W: QP_ID, new SQ WQEs were posted */
+#define QRDMA_DB_CQ_ARM			0x40	/* W: CQ_ID, read the shadow ARM */
+
+/* ---- SRQs ------------------------------------------------------------------ */
+
+/*
+ * CREATE_SRQ (0x38):
+ *   arg0: SRQ_ID[23:0], SIZE_LOG2[36:32] (2^n WQEs, n in QRDMA_WQ_SIZE_LOG2_MIN..,
+ *         2^n <= CAP_MAX_SRQ_WR + 1), WQE_LOG2[43:40] (stride 2^n bytes,
+ *         QRDMA_WQE_LOG2_MIN..MAX), VIRTMAP[48]
+ *   arg1: PD[23:0], LIMIT[55:32] (0: no limit event)
+ *   arg2: ring (as for CQs)
+ *   arg3: shadow area, 64-byte aligned: qword 0 is the consumer's count of
+ *         WQEs posted (modulo 2^32), so the device knows how many are
+ *         outstanding and when the limit is crossed
+ *   arg4: SRQ_CTX[62:0] for AEQEs (SRQ limit reached)
+ * MODIFY_SRQ (0x39): arg0 SRQ_ID, arg1 LIMIT[55:32] (arms the limit event
+ * again). DESTROY_SRQ (0x3a): arg0 SRQ_ID; BUSY while a QP uses it.
+ * QUERY_SRQ (0x3b): arg0 SRQ_ID; the return value is LIMIT[23:0] and the
+ * WQEs the device holds as outstanding in [55:32].
+ */
+#define QRDMA_SRQ_ARG0_ID_MASK		0x0000000000ffffffULL
+#define QRDMA_SRQ_ARG0_SIZE_MASK	0x0000001f00000000ULL
+#define QRDMA_SRQ_ARG0_SIZE_SHIFT	32
+#define QRDMA_SRQ_ARG0_WQE_MASK		0x00000f0000000000ULL
+#define QRDMA_SRQ_ARG0_WQE_SHIFT	40
+#define QRDMA_SRQ_ARG0_VIRTMAP		(1ULL << 48)
+#define QRDMA_SRQ_ARG1_PD_MASK		0x0000000000ffffffULL
+#define QRDMA_SRQ_ARG1_LIMIT_MASK	0x00ffffff00000000ULL
+#define QRDMA_SRQ_ARG1_LIMIT_SHIFT	32
+
+#define QRDMA_WQ_SIZE_LOG2_MIN		1
+#define QRDMA_WQ_SIZE_LOG2_MAX		15
+#define QRDMA_WQE_LOG2_MIN		5	/* 32-byte WQEs */
+#define QRDMA_WQE_LOG2_MAX		10	/* 1 KB WQEs */
+
+/*
+ * WQE strides: an SQ WQE is a 32-byte header followed by 16 bytes per SGE
+ * (or by the inline data); an RQ or SRQ WQE is a 16-byte header followed
+ * by 16 bytes per SGE. A queue's stride is the power of two that holds its
+ * largest WQE. The layouts themselves are in "Work queues".
+ */
+#define QRDMA_SQ_WQE_HDR_BYTES		32u
+#define QRDMA_RQ_WQE_HDR_BYTES		16u
+#define QRDMA_SGE_BYTES			16u
+
+/* SRQ context in HMC, 64 bytes: qword 0 VALID[0] | arg0, qwords 1..4 args 1..4. */
+#define QRDMA_SRQ_CTX_VALID		1ULL
+
+/* ---- Address vectors and AHs ---------------------------------------------- */
+
+/*
+ * Address vector, 32 bytes, used by AHs and by QP modify (RC/UC paths).
+ * SGID_INDEX names an entry of the device's GID table; the GID types of
+ * the source and DGID (IPv4-mapped or not) must agree.
+ */
+struct qrdma_av {
+	__u8 dgid[16];
+	__u8 dmac[6];
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u8 reserved[3];
+	__le32 flow_label;	/* bits 19:0 */
+};
+
+/*
+ * CREATE_AH (0x1c): arg0 AH_ID[23:0], PD[55:32]; arg1 address of a
+ * struct qrdma_av (8-byte aligned, guest RAM). MODIFY_AH (0x1d): the same,
+ * for an existing AH. DESTROY_AH (0x1e): arg0 AH_ID. The device stores the
+ * AV as the AH's HMC context (64 bytes: qword 0 VALID[0] | arg0, then the
+ * 32-byte AV at byte 8).
+ */
+#define QRDMA_AH_ARG0_ID_MASK		0x0000000000ffffffULL
+#define QRDMA_AH_ARG0_PD_MASK		0x00ffffff00000000ULL
+#define QRDMA_AH_ARG0_PD_SHIFT		32
+#define QRDMA_AH_CTX_VALID		1ULL
+
+/* ---- QPs ------------------------------------------------------------------ */
+
+/* QP types, states and MTUs use the IB numbering (enum ib_qp_type etc.). */
+enum qrdma_qp_type {
+	QRDMA_QP_TYPE_RC = 2,
+	QRDMA_QP_TYPE_UC = 3,
+	QRDMA_QP_TYPE_UD = 4,
+};
+
+enum qrdma_qp_state {
+	QRDMA_QPS_RESET = 0,
+	QRDMA_QPS_INIT = 1,
+	QRDMA_QPS_RTR = 2,
+	QRDMA_QPS_RTS = 3,
+	QRDMA_QPS_SQD = 4,
+	QRDMA_QPS_SQE = 5,
+	QRDMA_QPS_ERR = 6,
+};
+
+/*
+ * CREATE_QP (0x00): arg0 QP_ID[23:0]; arg1 address of a struct
+ * qrdma_qp_create_info (64-byte aligned, guest RAM). The QP starts in
+ * RESET. The CQs (and SRQ) it names must exist and be in the same PD
+ * where they have one; a bad field fails with QRDMA_CQP_ERR_INFO and the
+ * field's byte offset as minor.
+ */
+struct qrdma_qp_create_info {
+	__le32 pd;
+	__u8 type;		/* enum qrdma_qp_type */
+	__u8 flags;		/* QRDMA_QP_CREATE_* */
+	__le16 db_page;		/* the doorbell page whose SQ doorbell may name this QP */
+	__le32 send_cq;
+	__le32 recv_cq;
+	__le32 srq;		/* with QRDMA_QP_CREATE_SRQ */
+	__u8 sq_size_log2;	/* 2^n SQ WQEs */
+	__u8 sq_wqe_log2;	/* SQ WQE stride 2^n bytes */
+	__u8 rq_size_log2;	/* 2^n RQ WQEs; 0 with an SRQ */
+	__u8 rq_wqe_log2;
+	__le64 sq_addr;		/* ring: address, or first PBLE index with SQ_VIRTMAP */
+	__le64 rq_addr;
+	__le64 qp_ctx;		/* bits 62:0: the value AEQEs about this QP carry */
+	__le64 reserved[2];
+};
+
+#define QRDMA_QP_CREATE_SRQ		0x01	/* receives come from srq, no RQ */
+#define QRDMA_QP_CREATE_SQ_VIRTMAP	0x02
+#define QRDMA_QP_CREATE_RQ_VIRTMAP	0x04
+#define QRDMA_QP_CREATE_SIG_ALL		0x08	/* every send WQE completes */
+#define QRDMA_QP_CREATE_FLAGS_MASK	0x0f
+
+/*
+ * MODIFY_QP (0x01): arg0 QP_ID; arg1 address of a struct
+ * qrdma_qp_modify_info (64-byte aligned). ATTR_MASK uses the IB attribute
+ * mask bits (QRDMA_QP_ATTR_*, the values of enum ib_qp_attr_mask); the
+ * device moves the QP only along transitions the IB state machine allows,
+ * with the attributes IB requires and allows for that transition and QP
+ * type (STATE/TRANSITION or STATE/ATTR otherwise), and applies every
+ * attribute or none. QUERY_QP (0x13): arg0 QP_ID, arg1 address of a
+ * struct qrdma_qp_modify_info the device fills with the QP's current
+ * state and every attribute, ATTR_MASK naming those that were ever set.
+ */
+struct qrdma_qp_modify_info {
+	__le32 attr_mask;
+	__u8 state;		/* new state (QUERY_QP: the current one) */
+	__u8 cur_state;		/* with QRDMA_QP_ATTR_CUR_STATE: the state the driver expects */
+	__u8 path_mtu;		/* IB enum: 1 = 256 ... 5 = 4096 */
+	__u8 timeout;		/* 4.096 us * 2^timeout; 0 = infinite */
+	__le32 sq_psn;
+	__le32 rq_psn;
+	__le32 dest_qpn;
+	__le32 qkey;
+	__le32 access_flags;	/* IB access bits: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC */
+	__le16 pkey_index;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 min_rnr_timer;
+	__u8 max_rd_atomic;
+	__u8 max_dest_rd_atomic;
+	__u8 port_num;
+	__u8 sq_draining;	/* QUERY_QP only */
+	__u8 reserved0[7];
+	struct qrdma_av av;	/* with QRDMA_QP_ATTR_AV */
+	__le32 reserved1;
+	__le64 reserved2[6];
+};
+
+#define QRDMA_QP_ATTR_STATE		(1u << 0)
+#define QRDMA_QP_ATTR_CUR_STATE		(1u << 1)
+#define QRDMA_QP_ATTR_EN_SQD_ASYNC	(1u << 2)
+#define QRDMA_QP_ATTR_ACCESS_FLAGS	(1u << 3)
+#define QRDMA_QP_ATTR_PKEY_INDEX	(1u << 4)
+#define QRDMA_QP_ATTR_PORT		(1u << 5)
+#define QRDMA_QP_ATTR_QKEY		(1u << 6)
+#define QRDMA_QP_ATTR_AV		(1u << 7)
+#define QRDMA_QP_ATTR_PATH_MTU		(1u << 8)
+#define QRDMA_QP_ATTR_TIMEOUT		(1u << 9)
+#define QRDMA_QP_ATTR_RETRY_CNT		(1u << 10)
+#define QRDMA_QP_ATTR_RNR_RETRY		(1u << 11)
+#define QRDMA_QP_ATTR_RQ_PSN		(1u << 12)
+#define QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC	(1u << 13)
+#define QRDMA_QP_ATTR_ALT_PATH		(1u << 14)
+#define QRDMA_QP_ATTR_MIN_RNR_TIMER	(1u << 15)
+#define QRDMA_QP_ATTR_SQ_PSN		(1u << 16)
+#define QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
+#define QRDMA_QP_ATTR_PATH_MIG_STATE	(1u << 18)
+#define QRDMA_QP_ATTR_CAP		(1u << 19)
+#define QRDMA_QP_ATTR_DEST_QPN		(1u << 20)
+
+/* IB access flags as MRs and QPs carry them (enum ib_access_flags). */
+#define QRDMA_ACCESS_LOCAL_WRITE	0x01u
+#define QRDMA_ACCESS_REMOTE_WRITE	0x02u
+#define QRDMA_ACCESS_REMOTE_READ	0x04u
+#define QRDMA_ACCESS_REMOTE_ATOMIC	0x08u
+#define QRDMA_ACCESS_MW_BIND		0x10u
+#define QRDMA_ACCESS_ZERO_BASED		0x20u
+#define QRDMA_ACCESS_VALID_MASK		0x3fu
+
+/*
+ * DESTROY_QP (0x02): arg0 QP_ID. Any state; outstanding work is dropped.
+ * QP context in HMC, 256 bytes, written by the device on every create,
+ * modify and destroy: bytes 0..63 the create info (qword 0 bit 63 set
+ * while the QP exists), bytes 64..191 the modify info as QUERY_QP reports
+ * it, bytes 192..255 reserved for the transport.
+ */
+#define QRDMA_QP_CTX_SIZE		256u
+#define QRDMA_QP_CTX_VALID		(1ULL << 63)
+
+/* ---- MRs (STags) ------------------------------------------------------------ */
+
+/*
+ * An STag (lkey / rkey) is MR_INDEX[31:8] | KEY[7:0]: the HMC MR object and
+ * a key byte the driver changes on each reuse of the index, so a stale key
+ * fails. Every use checks the whole STag.
+ *
+ * REG_MR (0x0a) registers a memory region in one command:
+ *   arg0: STAG
+ *   arg1: PD[23:0], ACCESS[39:32] (QRDMA_ACCESS_*), LEVELS[41:40] (0:
+ *         physically contiguous at arg4, 1: one-level PBLE list, 2: two
+ *         levels), PAGE_SIZE_LOG2[53:48] (a size in CAP_PAGE_SIZES),
+ *         DMA[56] (all of guest RAM, iova = guest-physical address; local
+ *         access only: the kernel's DMA MR)
+ *   arg2: IOVA, the address the MR starts at in WQEs
+ *   arg3: LENGTH in bytes (0 < LENGTH <= CAP_MAX_MR_SIZE; any with DMA)
+ *   arg4: first PBLE index (LEVELS 1, 2) or the guest-physical address of
+ *         the first byte (LEVELS 0)
+ *   arg5: FBO, the offset of the first byte inside the first page
+ * Byte IOVA + x lives in page (FBO + x) >> PAGE_SIZE_LOG2 of the list, at
+ * offset (FBO + x) & (page size - 1). The device checks the PBLE range (and
+ * reads the roots) at registration and every page address at use.
+ *
+ * ALLOC_STAG (0x09) creates a fast-register MR without a translation:
+ *   arg0 STAG, arg1 PD[23:0] | ACCESS[39:32], arg2 MAX_PAGES (the PBLEs
+ *   reserved for it), arg4 first PBLE index. It stays invalid until a
+ *   fast-register WQE fills it.
+ * DEALLOC_STAG (0x0d): arg0 STAG. QUERY_STAG (0x0b): arg0 STAG, arg1
+ * address of 64 bytes the device fills with the MR's HMC context.
+ *
+ * MR context in HMC, 64 bytes:
+ *   qword 0: STATE[1:0] (QRDMA_MR_STATE_*), KEY[15:8], TYPE[17:16],
+ *            PD[55:32]
+ *   qword 1: ACCESS[7:0], LEVELS[9:8], PAGE_SIZE_LOG2[21:16], DMA[24]
+ *   qword 2: IOVA   qword 3: LENGTH   qword 4: first PBLE or address
+ *   qword 5: FBO    qword 6: MAX_PAGES (fast-register MRs)  qword 7: 0
+ */
+#define QRDMA_STAG_INDEX_SHIFT		8
+#define QRDMA_STAG_KEY_MASK		0xffu
+
+#define QRDMA_MR_ARG1_PD_MASK		0x0000000000ffffffULL
+#define QRDMA_MR_ARG1_ACCESS_MASK	0x000000ff00000000ULL
+#define QRDMA_MR_ARG1_ACCESS_SHIFT	32
+#define QRDMA_MR_ARG1_LEVELS_MASK	0x0000030000000000ULL
+#define QRDMA_MR_ARG1_LEVELS_SHIFT	40
+#define QRDMA_MR_ARG1_PAGE_MASK		0x003f000000000000ULL
+#define QRDMA_MR_ARG1_PAGE_SHIFT	48
+#define QRDMA_MR_ARG1_DMA		(1ULL << 56)
+
+enum qrdma_mr_state {
+	QRDMA_MR_STATE_NONE = 0,	/* no MR at this index */
+	QRDMA_MR_STATE_FREE = 1,	/* allocated, no valid translation (fast-register) */
+	QRDMA_MR_STATE_VALID = 2,
+};
+
+enum qrdma_mr_type {
+	QRDMA_MR_TYPE_MEM = 0,		/* REG_MR */
+	QRDMA_MR_TYPE_FAST_REG = 1,	/* ALLOC_STAG */
+	QRDMA_MR_TYPE_DMA = 2,		/* REG_MR with DMA */
+};
+
+#define QRDMA_MR_CTX_STATE_MASK		0x3ULL
+#define QRDMA_MR_CTX_KEY_MASK		0xff00ULL
+#define QRDMA_MR_CTX_KEY_SHIFT		8
+#define QRDMA_MR_CTX_TYPE_MASK		0x30000ULL
+#define QRDMA_MR_CTX_TYPE_SHIFT		16
+#define QRDMA_MR_CTX_PD_MASK		0x00ffffff00000000ULL
+#define QRDMA_MR_CTX_PD_SHIFT		32
+#define QRDMA_MR_CTX1_ACCESS_MASK	0xffULL
+#define QRDMA_MR_CTX1_LEVELS_MASK	0x300ULL
+#define QRDMA_MR_CTX1_LEVELS_SHIFT	8
+#define QRDMA_MR_CTX1_PAGE_MASK		0x3f0000ULL
+#define QRDMA_MR_CTX1_PAGE_SHIFT	16
+#define QRDMA_MR_CTX1_DMA		(1ULL << 24)
+
+_Static_assert(sizeof(struct qrdma_cq_shadow) == 64, "qrdma_cq_shadow");
+_Static_assert(sizeof(struct qrdma_av) == 32, "qrdma_av");
+_Static_assert(sizeof(struct qrdma_qp_create_info) == 64, "qrdma_qp_create_info");
+_Static_assert(sizeof(struct qrdma_qp_modify_info) == 128, "qrdma_qp_modify_info");
 
 _Static_assert(sizeof(struct qrdma_fpm_buf) == 64, "qrdma_fpm_buf");
 _Static_assert(sizeof(struct qrdma_cqp_ctx) == 64, "qrdma_cqp_ctx");
