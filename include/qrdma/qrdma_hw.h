@@ -775,12 +775,12 @@ struct qrdma_cq_shadow {
 #define QRDMA_WQE_LOG2_MAX		10	/* 1 KB WQEs */
 
 /*
- * WQE strides: an SQ WQE is a 32-byte header followed by 16 bytes per SGE
+ * WQE strides: an SQ WQE is a 64-byte header followed by 16 bytes per SGE
  * (or by the inline data); an RQ or SRQ WQE is a 16-byte header followed
  * by 16 bytes per SGE. A queue's stride is the power of two that holds its
  * largest WQE. The layouts themselves are in "Work queues".
  */
-#define QRDMA_SQ_WQE_HDR_BYTES		32u
+#define QRDMA_SQ_WQE_HDR_BYTES		64u
 #define QRDMA_RQ_WQE_HDR_BYTES		16u
 #define QRDMA_SGE_BYTES			16u
 
@@ -942,6 +942,141 @@ struct qrdma_qp_modify_info {
  */
 #define QRDMA_QP_CTX_SIZE		256u
 #define QRDMA_QP_CTX_VALID		(1ULL << 63)
+
+/* ---- Work queues: SQ, RQ and SRQ WQEs, CQEs ------------------------------ */
+
+/*
+ * Rings are arrays of fixed-stride WQEs (the stride the queue was created
+ * with) that the producer fills and the device consumes in order. A WQE
+ * belongs to the current lap when its VALID bit equals the lap's polarity
+ * (1 on the first lap, flipping each time the index wraps to 0); the
+ * producer writes everything else first, then, after a write barrier, the
+ * qword holding VALID. wr_id stays with the producer: completions carry
+ * the WQE's index and the producer keeps wr_ids in an array beside the ring.
+ *
+ * SGE, 16 bytes: qword 0 address (in the MR's IOVA space), qword 1
+ * LENGTH[31:0], LKEY[63:32]. A zero-length SGE is allowed and moves nothing.
+ */
+struct qrdma_sge {
+	__le64 addr;
+	__le32 length;
+	__le32 lkey;
+};
+
+/*
+ * SQ WQE: a 64-byte header, then NUM_SGE SGEs or INLINE_LEN bytes of
+ * inline data. Header qwords:
+ *   0: remote address (RDMA, atomics); FAST_REG: the MR's new IOVA
+ *   1: REMOTE_STAG[31:0] (RDMA, atomics) ; IMM_DATA or INVALIDATE_STAG[63:32]
+ *      (network byte order as IB carries it; SEND_WITH_INV, LOCAL_INV use it)
+ *   2: atomic compare (CMP_AND_SWP) or add (FETCH_AND_ADD) operand;
+ *      FAST_REG: LENGTH
+ *   3: atomic swap operand; FAST_REG: first PBLE index
+ *   4: UD: DEST_QPN[23:0], AH_ID[55:32]; FAST_REG: NEW_STAG[31:0],
+ *      ACCESS[39:32], PAGE_SIZE_LOG2[45:40], LEVELS[47:46]
+ *   5: UD: Q_KEY[31:0]
+ *   6: FAST_REG: FBO
+ *   7: OPCODE[7:0], NUM_SGE[12:8], INLINE_LEN[25:16], INLINE[26],
+ *      SIGNALED[27], SOLICITED[28], READ_FENCE[29], LOCAL_FENCE[30], VALID[63]
+ */
+struct qrdma_sq_wqe_hdr {
+	__le64 remote_addr;
+	__le64 rkey_imm;
+	__le64 compare_add;
+	__le64 swap;
+	__le64 ud_dest;
+	__le64 ud_qkey;
+	__le64 fbo;
+	__le64 hdr;
+};
+
+#define QRDMA_SQ_RKEY_MASK		0x00000000ffffffffULL
+#define QRDMA_SQ_IMM_SHIFT		32
+#define QRDMA_SQ_UD_QPN_MASK		0x0000000000ffffffULL
+#define QRDMA_SQ_UD_AH_MASK		0x00ffffff00000000ULL
+#define QRDMA_SQ_UD_AH_SHIFT		32
+#define QRDMA_SQ_FR_STAG_MASK		0x00000000ffffffffULL
+#define QRDMA_SQ_FR_ACCESS_MASK		0x000000ff00000000ULL
+#define QRDMA_SQ_FR_ACCESS_SHIFT	32
+#define QRDMA_SQ_FR_PAGE_MASK		0x00003f0000000000ULL
+#define QRDMA_SQ_FR_PAGE_SHIFT		40
+#define QRDMA_SQ_FR_LEVELS_MASK		0x0000c00000000000ULL
+#define QRDMA_SQ_FR_LEVELS_SHIFT	46
+
+#define QRDMA_SQ_HDR_OPCODE_MASK	0x00000000000000ffULL
+#define QRDMA_SQ_HDR_NUM_SGE_MASK	0x0000000000001f00ULL
+#define QRDMA_SQ_HDR_NUM_SGE_SHIFT	8
+#define QRDMA_SQ_HDR_INLINE_LEN_MASK	0x0000000003ff0000ULL
+#define QRDMA_SQ_HDR_INLINE_LEN_SHIFT	16
+#define QRDMA_SQ_HDR_INLINE		(1ULL << 26)
+#define QRDMA_SQ_HDR_SIGNALED		(1ULL << 27)
+#define QRDMA_SQ_HDR_SOLICITED		(1ULL << 28)
+#define QRDMA_SQ_HDR_READ_FENCE		(1ULL << 29)
+#define QRDMA_SQ_HDR_LOCAL_FENCE	(1ULL << 30)
+#define QRDMA_SQ_HDR_VALID		(1ULL << 63)
+
+/* SQ opcodes (our numbering). */
+enum qrdma_sq_opcode {
+	QRDMA_SQ_OP_RDMA_WRITE = 0x00,
+	QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM = 0x01,
+	QRDMA_SQ_OP_SEND = 0x02,
+	QRDMA_SQ_OP_SEND_WITH_IMM = 0x03,
+	QRDMA_SQ_OP_SEND_WITH_INV = 0x04,
+	QRDMA_SQ_OP_RDMA_READ = 0x05,
+	QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP = 0x06,
+	QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD = 0x07,
+	QRDMA_SQ_OP_LOCAL_INV = 0x08,
+	QRDMA_SQ_OP_FAST_REG = 0x09,
+	QRDMA_SQ_OP_NOP = 0x0c,
+};
+
+/*
+ * RQ / SRQ WQE: a 16-byte header, then NUM_SGE SGEs. Header: qword 0
+ * reserved (0), qword 1 NUM_SGE[4:0], VALID[63].
+ */
+struct qrdma_rq_wqe_hdr {
+	__le64 reserved;
+	__le64 hdr;
+};
+
+#define QRDMA_RQ_HDR_NUM_SGE_MASK	0x1fULL
+#define QRDMA_RQ_HDR_VALID		(1ULL << 63)
+
+/*
+ * CQE, QRDMA_CQE_SIZE (32) bytes:
+ *   qword 0: BYTE_LEN[31:0], IMM_DATA or INVALIDATED_STAG[63:32]
+ *   qword 1: QP_ID[23:0], SRC_QP[55:32] (UD receives)
+ *   qword 2: WQE_INDEX[15:0] (in the SQ, RQ or SRQ the CQE is about),
+ *            OPCODE[23:16] (the ibv_wc_opcode value), STATUS[31:24] (the
+ *            ibv_wc_status value), VENDOR_ERR[47:32], FLAGS[55:48]
+ *   qword 3: VALID[63]
+ */
+#define QRDMA_CQE_BYTE_LEN_MASK		0x00000000ffffffffULL
+#define QRDMA_CQE_IMM_SHIFT		32
+#define QRDMA_CQE_QP_MASK		0x0000000000ffffffULL
+#define QRDMA_CQE_SRC_QP_MASK		0x00ffffff00000000ULL
+#define QRDMA_CQE_SRC_QP_SHIFT		32
+#define QRDMA_CQE_WQE_INDEX_MASK	0x000000000000ffffULL
+#define QRDMA_CQE_OPCODE_MASK		0x0000000000ff0000ULL
+#define QRDMA_CQE_OPCODE_SHIFT		16
+#define QRDMA_CQE_STATUS_MASK		0x00000000ff000000ULL
+#define QRDMA_CQE_STATUS_SHIFT		24
+#define QRDMA_CQE_VENDOR_ERR_MASK	0x0000ffff00000000ULL
+#define QRDMA_CQE_VENDOR_ERR_SHIFT	32
+#define QRDMA_CQE_FLAGS_MASK		0x00ff000000000000ULL
+#define QRDMA_CQE_FLAGS_SHIFT		48
+#define QRDMA_CQE_VALID			(1ULL << 63)
+
+#define QRDMA_CQE_FLAG_SQ		0x01	/* about an SQ WQE */
+#define QRDMA_CQE_FLAG_SRQ		0x02	/* WQE_INDEX is in the QP's SRQ */
+#define QRDMA_CQE_FLAG_WITH_IMM		0x04
+#define QRDMA_CQE_FLAG_WITH_INV		0x08
+#define QRDMA_CQE_FLAG_GRH		0x10	/* UD: a 40-byte GRH opens the buffer */
+#define QRDMA_CQE_FLAG_SOLICITED	0x20
+
+_Static_assert(sizeof(struct qrdma_sge) == 16, "qrdma_sge");
+_Static_assert(sizeof(struct qrdma_sq_wqe_hdr) == 64, "qrdma_sq_wqe_hdr");
+_Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
 
 /* ---- MRs (STags) ------------------------------------------------------------ */
 
