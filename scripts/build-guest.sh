@@ -15,6 +15,10 @@
 . "$(dirname "$0")/lib.sh"
 
 GUEST="$QRDMA_CACHE/guest"
+# One build at a time per cache: parallel test runs on this machine share it.
+mkdir -p "$QRDMA_CACHE"
+exec 9>"$QRDMA_CACHE/.lock-guest"
+flock 9
 ROOT="$GUEST/root"
 OUT="$GUEST/out"
 GUEST_PACKAGES=(

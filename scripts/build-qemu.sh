@@ -10,6 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 
 QEMU_DIR="$QRDMA_CACHE/qemu-$QEMU_VERSION"
+# One build at a time per cache: parallel test runs on this machine share it.
+mkdir -p "$QRDMA_CACHE"
+exec 9>"$QRDMA_CACHE/.lock-qemu"
+flock 9
 SRC="$QEMU_DIR/src"
 # QRDMA_QEMU_VARIANT=asan builds a second binary with QEMU's
 # --enable-asan --enable-ubsan in its own build directory.

@@ -5,7 +5,9 @@
 #   vmrun.guest=I    this guest's index (0-based)
 #   vmrun.guests=N   how many guests share the segment
 #   vmrun.share=1    a host directory is shared with tag "host"
-#   vmrun.mac=M      MAC of the qrdma function on the test segment
+#   vmrun.mac=M      MAC of the test segment's NIC
+#   vmrun.nic=K      qrdma (default), or virtio-rxe: the NIC is virtio-net
+#                    and soft-RoCE (rxe0) runs over it
 # The vm-run job directory is shared with tag "job" and mounted at /job:
 # it holds cmd-I.sh (this guest's command, if any); the guest writes rc-I
 # there when the command ends, and an idle guest waits for the file "stop".
@@ -23,13 +25,14 @@ exec </dev/console >/dev/console 2>&1
 
 log() { echo "qrdma-guest[$(cut -d' ' -f1 /proc/uptime)]: $*"; }
 
-QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0 mac=""
+QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0 mac="" nic=qrdma
 for w in $(cat /proc/cmdline); do
     case "$w" in
         vmrun.guest=*) QRDMA_GUEST=${w#*=} ;;
         vmrun.guests=*) QRDMA_GUESTS=${w#*=} ;;
         vmrun.share=*) share=${w#*=} ;;
         vmrun.mac=*) mac=${w#*=} ;;
+        vmrun.nic=*) nic=${w#*=} ;;
     esac
 done
 export QRDMA_GUEST QRDMA_GUESTS QRDMA_JOB=/job
@@ -51,14 +54,23 @@ for m in ib_core ib_uverbs rdma_ucm qrdma; do
     modprobe "$m" || log "ERROR: modprobe $m failed"
 done
 
-# Address the qrdma interface on the test segment (found by its MAC; a test
-# may add more qrdma functions, which stay unconfigured).
+# Address the segment's interface (found by its MAC; a test may add more
+# qrdma functions, which stay unconfigured).
+want_drv=qrdma
+if [ "$nic" = virtio-rxe ]; then
+    want_drv=virtio_net
+    modprobe virtio_net || log "ERROR: modprobe virtio_net failed"
+fi
 for n in /sys/class/net/*; do
     drv=$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")
-    if [ "$drv" = qrdma ] && [ "$(cat "$n/address")" = "$mac" ]; then
+    if [ "$drv" = "$want_drv" ] && [ "$(cat "$n/address")" = "$mac" ]; then
         ip link set "${n##*/}" up
         ip addr add "$QRDMA_IP/24" dev "${n##*/}"
         log "net ${n##*/} $QRDMA_IP"
+        if [ "$nic" = virtio-rxe ]; then
+            modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "${n##*/}" ||
+                log "ERROR: cannot start soft-RoCE on ${n##*/}"
+        fi
     fi
 done
 
