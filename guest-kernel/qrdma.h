@@ -9,7 +9,13 @@
 #include <linux/io.h>
 #include <linux/idr.h>
 #include <linux/pci.h>
+#include <linux/dmapool.h>
+#include <linux/refcount.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
 
 #include "qrdma/qrdma_hw.h"
 #include "qrdma/qrdma_abi.h"
@@ -81,7 +87,31 @@ struct qrdma_eqs {
 	atomic64_t ceq_events;
 };
 
-/* The committed HMC layout (qrdma_hmc.c). */
+/* One 4 KB guest page behind a page descriptor of a paged SD. */
+struct qrdma_hmc_page {
+	void *va;
+	dma_addr_t dma;
+	u32 refs;			/* objects (or PBLE runs) in this page */
+};
+
+enum qrdma_hmc_sd_kind {
+	QRDMA_HMC_SD_NONE = 0,
+	QRDMA_HMC_SD_PAGED,
+	QRDMA_HMC_SD_DIRECT,
+};
+
+/* One segment descriptor: 2 MB of FPM space. */
+struct qrdma_hmc_sd {
+	enum qrdma_hmc_sd_kind kind;
+	u32 refs;			/* paged: valid PDs; direct: page references */
+	__le64 *pd_table;		/* paged: the 512 page descriptors */
+	dma_addr_t pd_table_dma;
+	struct qrdma_hmc_page *pages;	/* paged: what each PD names */
+	void *direct_va;		/* direct: the 2 MB page */
+	dma_addr_t direct_dma;
+};
+
+/* The committed HMC layout and the guest memory behind it (qrdma_hmc.c). */
 struct qrdma_hmc {
 	u32 max_sds;
 	u32 sd_count;				/* SDs the layout needs */
@@ -89,6 +119,74 @@ struct qrdma_hmc {
 	u32 count[QRDMA_HMC_NUM_TYPES];		/* committed */
 	u8 obj_size_log2[QRDMA_HMC_NUM_TYPES];
 	u64 base[QRDMA_HMC_NUM_TYPES];		/* FPM byte address */
+
+	struct mutex lock;			/* SD and PD state below */
+	struct qrdma_hmc_sd *sds;		/* sd_count entries */
+	u32 backed_pages;			/* 4 KB pages lent to the device */
+	u32 direct_sds;
+};
+
+/* PBLE index allocator over the committed PBLE count (qrdma_pble.c). */
+struct qrdma_pble_pool {
+	struct mutex lock;
+	unsigned long *bitmap;
+	u32 count;
+	u32 used;
+};
+
+/*
+ * A page list in PBLEs. One level: PBLEs first..first+npages-1. Two
+ * levels: nroots roots at first, each naming a leaf run (leaf[i]) of up
+ * to QRDMA_PBLE_LEAF_ENTRIES PBLEs.
+ */
+struct qrdma_pble_list {
+	u32 first;
+	u32 npages;
+	u8 levels;			/* 0: none allocated, 1 or 2 */
+	u32 nroots;
+	u32 *leaf;			/* two levels: first PBLE of each leaf run */
+};
+
+/*
+ * Queue memory: a kernel DMA-coherent ring, or a pinned user ring whose
+ * 4 KB pages are listed in PBLEs (VIRTMAP).
+ */
+struct qrdma_qmem {
+	size_t size;
+	void *va;			/* kernel rings */
+	dma_addr_t dma;
+	struct ib_umem *umem;		/* user rings */
+	struct qrdma_pble_list pbles;
+};
+
+/* A 64-byte shadow area: from the driver's pool, or pinned in user memory. */
+struct qrdma_shadow {
+	void *va;
+	dma_addr_t dma;
+	struct ib_umem *umem;
+};
+
+/*
+ * Memory the device may still be using because a destroy command failed:
+ * kept until remove has reset the device, then freed.
+ */
+struct qrdma_zombie {
+	struct list_head list;
+	struct qrdma_qmem qmem;
+	struct qrdma_shadow shadow;
+};
+
+/* Per-type object IDs and the objects themselves, for event dispatch. */
+struct qrdma_obj_table {
+	struct xarray xa;		/* ID -> object, IRQ-safe lock */
+	u32 min, max;			/* ID range, inclusive */
+	atomic_t live;
+};
+
+/* Reference held while an event handler uses an object being destroyed. */
+struct qrdma_obj_ref {
+	refcount_t refs;
+	struct completion done;
 };
 
 struct qrdma_dev {
@@ -96,6 +194,7 @@ struct qrdma_dev {
 	struct pci_dev *pdev;
 	void __iomem *regs;
 	phys_addr_t db_bar_start;	/* bus address of doorbell page 0 */
+	void __iomem *db_kernel;	/* doorbell page 0, the kernel's */
 
 	struct qrdma_caps caps;
 	u32 if_version;
@@ -115,11 +214,87 @@ struct qrdma_dev {
 	struct ida db_page_ida;
 	atomic_t num_ucontexts;
 	atomic_t num_pds;
+
+	struct qrdma_pble_pool pble;
+	struct dma_pool *ctl_pool;	/* 128-byte blocks: shadow areas, AVs, QP info */
+	struct qrdma_obj_table qps, cqs, srqs;
+	struct ida mr_ida, ah_ida;
+	u32 mr_max, ah_max;		/* highest usable index */
+	u8 *mr_keys;			/* last key byte used per MR index */
+	atomic_t num_mrs, num_ahs;
+	struct workqueue_struct *wq;	/* deferred AH destroys */
+	spinlock_t zombie_lock;
+	struct list_head zombies;
+	atomic64_t hw_errors;		/* destroy commands the device failed */
+};
+
+#define QRDMA_CTL_BLOCK		128
+
+struct qrdma_cq {
+	struct ib_cq ibcq;
+	struct qrdma_obj_ref ref;
+	u32 id;
+	u32 size_log2;
+	u16 db_page;
+	bool user;
+	struct qrdma_qmem ring;
+	struct qrdma_qmem old_ring;	/* kernel resize: drained by the poller, freed later */
+	struct qrdma_shadow shadow;
+	spinlock_t lock;		/* kernel CQ consumer state */
+	u16 arm_seq;
+};
+
+struct qrdma_qp {
+	struct ib_qp ibqp;
+	struct qrdma_obj_ref ref;
+	u32 id;
+	bool user;
+	struct mutex lock;		/* modify / query */
+	enum ib_qp_state state;		/* as the driver last set or read it */
+	struct qrdma_qmem sq, rq;
+	u8 sq_size_log2, sq_wqe_log2, rq_size_log2, rq_wqe_log2;
+	struct ib_qp_cap cap;
+	enum ib_sig_type sq_sig_type;
+};
+
+struct qrdma_srq {
+	struct ib_srq ibsrq;
+	struct qrdma_obj_ref ref;
+	u32 id;
+	bool user;
+	u8 size_log2, wqe_log2;
+	u32 max_sge;
+	u32 limit;
+	struct qrdma_qmem ring;
+	struct qrdma_shadow shadow;
+};
+
+struct qrdma_ah_ctx;
+
+struct qrdma_ah {
+	struct ib_ah ibah;
+	struct qrdma_ah_ctx *ctx;	/* outlives the ib_ah for deferred destroys */
+};
+
+struct qrdma_mr {
+	struct ib_mr ibmr;
+	u32 index;
+	u32 stag;
+	bool registered;		/* the device holds a valid STag */
+	u32 access;
+	u32 pdn;
+	u8 page_shift;
+	struct ib_umem *umem;
+	struct qrdma_pble_list pbles;
+	u64 *pages;			/* fast-register: the page list map_mr_sg fills */
+	u32 max_pages;
+	u32 npages;
 };
 
 struct qrdma_ucontext {
 	struct ib_ucontext ibucontext;
 	struct rdma_user_mmap_entry *db_entry;
+	u32 db_page;
 };
 
 struct qrdma_pd {
@@ -149,6 +324,42 @@ static inline struct qrdma_pd *to_qpd(struct ib_pd *ibpd)
 	return container_of(ibpd, struct qrdma_pd, ibpd);
 }
 
+static inline struct qrdma_cq *to_qcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct qrdma_cq, ibcq);
+}
+
+static inline struct qrdma_qp *to_qqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct qrdma_qp, ibqp);
+}
+
+static inline struct qrdma_srq *to_qsrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct qrdma_srq, ibsrq);
+}
+
+static inline struct qrdma_ah *to_qah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct qrdma_ah, ibah);
+}
+
+static inline struct qrdma_mr *to_qmr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct qrdma_mr, ibmr);
+}
+
+/* The doorbell page a user object's doorbells use; 0 for kernel objects. */
+static inline u16 qrdma_udata_db_page(struct ib_udata *udata)
+{
+	struct qrdma_ucontext *uctx;
+
+	if (!udata)
+		return QRDMA_DB_PAGE_KERNEL;
+	uctx = rdma_udata_to_drv_context(udata, struct qrdma_ucontext, ibucontext);
+	return uctx ? uctx->db_page : QRDMA_DB_PAGE_KERNEL;
+}
+
 static inline u32 qrdma_rd32(struct qrdma_dev *dev, u32 reg)
 {
 	return readl(dev->regs + reg);
@@ -176,6 +387,86 @@ void qrdma_eq_free(struct qrdma_dev *dev);
 
 /* qrdma_hmc.c */
 int qrdma_hmc_init(struct qrdma_dev *dev);
+int qrdma_hmc_get(struct qrdma_dev *dev, enum qrdma_hmc_type type, u32 first, u32 count);
+void qrdma_hmc_put(struct qrdma_dev *dev, enum qrdma_hmc_type type, u32 first, u32 count);
+void *qrdma_hmc_va(struct qrdma_dev *dev, enum qrdma_hmc_type type, u32 index);
+void qrdma_hmc_free(struct qrdma_dev *dev);
+
+/* qrdma_pble.c */
+int qrdma_pble_init(struct qrdma_dev *dev);
+void qrdma_pble_fini(struct qrdma_dev *dev);
+int qrdma_pble_alloc(struct qrdma_dev *dev, struct qrdma_pble_list *pl, u32 npages,
+		     bool two_level_ok);
+void qrdma_pble_free(struct qrdma_dev *dev, struct qrdma_pble_list *pl);
+void qrdma_pble_set(struct qrdma_dev *dev, struct qrdma_pble_list *pl, u32 i, u64 addr);
+u32 qrdma_pble_first(const struct qrdma_pble_list *pl);
+void qrdma_pble_write_umem(struct qrdma_dev *dev, struct qrdma_pble_list *pl,
+			   struct ib_umem *umem, unsigned long pgsz);
+
+/* qrdma_qmem.c */
+int qrdma_qmem_kernel(struct qrdma_dev *dev, struct qrdma_qmem *qm, size_t size);
+int qrdma_qmem_user(struct qrdma_dev *dev, struct qrdma_qmem *qm, u64 va, size_t size);
+u64 qrdma_qmem_addr(const struct qrdma_qmem *qm);
+void qrdma_qmem_free(struct qrdma_dev *dev, struct qrdma_qmem *qm);
+int qrdma_shadow_kernel(struct qrdma_dev *dev, struct qrdma_shadow *sh);
+int qrdma_shadow_user(struct qrdma_dev *dev, struct qrdma_shadow *sh, u64 va);
+void qrdma_shadow_free(struct qrdma_dev *dev, struct qrdma_shadow *sh);
+void qrdma_retire(struct qrdma_dev *dev, struct qrdma_qmem *qm, struct qrdma_shadow *sh);
+void qrdma_zombies_free(struct qrdma_dev *dev);
+void qrdma_obj_table_init(struct qrdma_obj_table *t, u32 min, u32 max);
+int qrdma_obj_id_alloc(struct qrdma_obj_table *t, u32 *id);
+void qrdma_obj_publish(struct qrdma_obj_table *t, u32 id, void *obj, struct qrdma_obj_ref *ref);
+void qrdma_obj_unpublish(struct qrdma_obj_table *t, u32 id, struct qrdma_obj_ref *ref);
+void *qrdma_obj_get(struct qrdma_obj_table *t, u32 id, size_t ref_off);
+void qrdma_obj_put(struct qrdma_obj_ref *ref);
+int qrdma_res_init(struct qrdma_dev *dev);
+void qrdma_res_fini(struct qrdma_dev *dev);
+
+/* qrdma_cq.c */
+int qrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void qrdma_cq_event(struct qrdma_dev *dev, u32 ctx);
+
+/* qrdma_qp.c */
+int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata);
+int qrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+int qrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* qrdma_srq.c */
+int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int qrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int qrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+
+/* qrdma_ah.c */
+int qrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct ib_udata *udata);
+int qrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+int qrdma_av_from_ah_attr(struct qrdma_dev *dev, const struct rdma_ah_attr *ah_attr,
+			  struct qrdma_av *av);
+
+/* qrdma_mr.c */
+struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *qrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
+				int access, struct ib_udata *udata);
+struct ib_mr *qrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
+				  u64 virt, int access, struct ib_pd *ibpd,
+				  struct ib_udata *udata);
+int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_num_sg);
+int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+u32 qrdma_max_fast_reg_pages(struct qrdma_dev *dev);
+
+/* qrdma_eq.c: AEQ sources mapped to IB events */
+void qrdma_ae_dispatch(struct qrdma_dev *dev, u32 code, u32 src, u32 id);
 
 /* qrdma_netdev.c */
 int qrdma_netdev_create(struct qrdma_dev *dev);

@@ -28,12 +28,59 @@ static const char *qrdma_cqp_op_name(u8 opcode)
 		return "ADD_GID";
 	case QRDMA_CQP_OP_DEL_GID:
 		return "DEL_GID";
+	case QRDMA_CQP_OP_CREATE_QP:
+		return "CREATE_QP";
+	case QRDMA_CQP_OP_MODIFY_QP:
+		return "MODIFY_QP";
+	case QRDMA_CQP_OP_DESTROY_QP:
+		return "DESTROY_QP";
+	case QRDMA_CQP_OP_QUERY_QP:
+		return "QUERY_QP";
+	case QRDMA_CQP_OP_CREATE_CQ:
+		return "CREATE_CQ";
+	case QRDMA_CQP_OP_MODIFY_CQ:
+		return "MODIFY_CQ";
+	case QRDMA_CQP_OP_DESTROY_CQ:
+		return "DESTROY_CQ";
+	case QRDMA_CQP_OP_ALLOC_STAG:
+		return "ALLOC_STAG";
+	case QRDMA_CQP_OP_REG_MR:
+		return "REG_MR";
+	case QRDMA_CQP_OP_QUERY_STAG:
+		return "QUERY_STAG";
+	case QRDMA_CQP_OP_DEALLOC_STAG:
+		return "DEALLOC_STAG";
+	case QRDMA_CQP_OP_CREATE_AH:
+		return "CREATE_AH";
+	case QRDMA_CQP_OP_MODIFY_AH:
+		return "MODIFY_AH";
+	case QRDMA_CQP_OP_DESTROY_AH:
+		return "DESTROY_AH";
+	case QRDMA_CQP_OP_CREATE_SRQ:
+		return "CREATE_SRQ";
+	case QRDMA_CQP_OP_MODIFY_SRQ:
+		return "MODIFY_SRQ";
+	case QRDMA_CQP_OP_DESTROY_SRQ:
+		return "DESTROY_SRQ";
+	case QRDMA_CQP_OP_QUERY_SRQ:
+		return "QUERY_SRQ";
+	case QRDMA_CQP_OP_UPDATE_PE_SDS:
+		return "UPDATE_PE_SDS";
+	case QRDMA_CQP_OP_CREATE_CEQ:
+		return "CREATE_CEQ";
+	case QRDMA_CQP_OP_CREATE_AEQ:
+		return "CREATE_AEQ";
+	case QRDMA_CQP_OP_QUERY_FPM_VAL:
+		return "QUERY_FPM_VAL";
+	case QRDMA_CQP_OP_COMMIT_FPM_VAL:
+		return "COMMIT_FPM_VAL";
 	default:
 		return "?";
 	}
 }
 
-static int qrdma_cqp_errno(u32 major)
+/* What a failed command means to the verb that issued it. */
+static int qrdma_cqp_errno(u32 major, u32 minor)
 {
 	switch (major) {
 	case QRDMA_CQP_OK:
@@ -41,10 +88,23 @@ static int qrdma_cqp_errno(u32 major)
 	case QRDMA_CQP_ERR_BAD_OPCODE:
 		return -EOPNOTSUPP;
 	case QRDMA_CQP_ERR_INVALID_ARG:
+	case QRDMA_CQP_ERR_INFO:
+	case QRDMA_CQP_ERR_PBLE:
 		return -EINVAL;
 	case QRDMA_CQP_ERR_CCQ_FULL:
 		return -EBUSY;
-	default:
+	case QRDMA_CQP_ERR_STATE:
+		switch (minor) {
+		case QRDMA_STATE_ERR_EXISTS:
+			return -EEXIST;
+		case QRDMA_STATE_ERR_NOT_FOUND:
+			return -ENOENT;
+		case QRDMA_STATE_ERR_BUSY:
+			return -EBUSY;
+		default:	/* TRANSITION, ATTR, KEY: the caller's request */
+			return -EINVAL;
+		}
+	default:		/* HMC, CONTEXT, NOT_VALID: the driver's fault */
 		return -EIO;
 	}
 }
@@ -212,10 +272,11 @@ int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retva
 
 	major = (status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;
 	minor = status & QRDMA_CCQ_CQE_MINOR_MASK;
-	ret = qrdma_cqp_errno(major);
+	ret = qrdma_cqp_errno(major, minor);
+	/* Users can provoke failures (a bad QP transition): rate limit. */
 	if (ret)
-		dev_warn(&dev->pdev->dev, "CQP %s failed: major %u minor %u\n",
-			 qrdma_cqp_op_name(opcode), major, minor);
+		dev_warn_ratelimited(&dev->pdev->dev, "CQP %s failed: major %u minor %u\n",
+				     qrdma_cqp_op_name(opcode), major, minor);
 out:
 	mutex_unlock(&cqp->lock);
 	return ret;

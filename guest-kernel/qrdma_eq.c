@@ -21,8 +21,113 @@ static const char *qrdma_ae_name(u32 code)
 	switch (code) {
 	case QRDMA_AE_BAD_DOORBELL:
 		return "BAD_DOORBELL";
+	case QRDMA_AE_CQ_OVERFLOW:
+		return "CQ_OVERFLOW";
+	case QRDMA_AE_CQ_ERROR:
+		return "CQ_ERROR";
+	case QRDMA_AE_QP_FATAL:
+		return "QP_FATAL";
+	case QRDMA_AE_QP_ACCESS_ERR:
+		return "QP_ACCESS_ERR";
+	case QRDMA_AE_QP_REQ_ERR:
+		return "QP_REQ_ERR";
+	case QRDMA_AE_QP_LAST_WQE:
+		return "QP_LAST_WQE";
+	case QRDMA_AE_QP_COMM_EST:
+		return "QP_COMM_EST";
+	case QRDMA_AE_SQ_DRAINED:
+		return "SQ_DRAINED";
+	case QRDMA_AE_SRQ_LIMIT:
+		return "SRQ_LIMIT";
+	case QRDMA_AE_SRQ_ERROR:
+		return "SRQ_ERROR";
 	default:
 		return "unknown";
+	}
+}
+
+/* The IB async event an AEQE code stands for; -1 if none. */
+static int qrdma_ae_to_ib(u32 code)
+{
+	switch (code) {
+	case QRDMA_AE_CQ_OVERFLOW:
+	case QRDMA_AE_CQ_ERROR:
+		return IB_EVENT_CQ_ERR;
+	case QRDMA_AE_QP_FATAL:
+		return IB_EVENT_QP_FATAL;
+	case QRDMA_AE_QP_ACCESS_ERR:
+		return IB_EVENT_QP_ACCESS_ERR;
+	case QRDMA_AE_QP_REQ_ERR:
+		return IB_EVENT_QP_REQ_ERR;
+	case QRDMA_AE_QP_LAST_WQE:
+		return IB_EVENT_QP_LAST_WQE_REACHED;
+	case QRDMA_AE_QP_COMM_EST:
+		return IB_EVENT_COMM_EST;
+	case QRDMA_AE_SQ_DRAINED:
+		return IB_EVENT_SQ_DRAINED;
+	case QRDMA_AE_SRQ_LIMIT:
+		return IB_EVENT_SRQ_LIMIT_REACHED;
+	case QRDMA_AE_SRQ_ERROR:
+		return IB_EVENT_SRQ_ERR;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Hand an async event to the owner of the object it is about. The object
+ * is looked up by ID with a reference held across the handler, so a
+ * concurrent destroy waits for the handler instead of freeing under it.
+ * Interrupt context.
+ */
+void qrdma_ae_dispatch(struct qrdma_dev *dev, u32 code, u32 src, u32 id)
+{
+	struct ib_event ev = { .device = &dev->ibdev };
+	int type = qrdma_ae_to_ib(code);
+	struct qrdma_srq *srq;
+	struct qrdma_qp *qp;
+	struct qrdma_cq *cq;
+
+	if (type < 0)
+		return;
+	ev.event = type;
+	switch (src) {
+	case QRDMA_AE_SRC_QP:
+		if (type == IB_EVENT_CQ_ERR || type == IB_EVENT_SRQ_LIMIT_REACHED ||
+		    type == IB_EVENT_SRQ_ERR)
+			return;
+		qp = qrdma_obj_get(&dev->qps, id, offsetof(struct qrdma_qp, ref));
+		if (!qp)
+			return;
+		ev.element.qp = &qp->ibqp;
+		if (qp->ibqp.event_handler)
+			qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+		qrdma_obj_put(&qp->ref);
+		return;
+	case QRDMA_AE_SRC_CQ:
+		if (type != IB_EVENT_CQ_ERR)
+			return;
+		cq = qrdma_obj_get(&dev->cqs, id, offsetof(struct qrdma_cq, ref));
+		if (!cq)
+			return;
+		ev.element.cq = &cq->ibcq;
+		if (cq->ibcq.event_handler)
+			cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+		qrdma_obj_put(&cq->ref);
+		return;
+	case QRDMA_AE_SRC_SRQ:
+		if (type != IB_EVENT_SRQ_LIMIT_REACHED && type != IB_EVENT_SRQ_ERR)
+			return;
+		srq = qrdma_obj_get(&dev->srqs, id, offsetof(struct qrdma_srq, ref));
+		if (!srq)
+			return;
+		ev.element.srq = &srq->ibsrq;
+		if (srq->ibsrq.event_handler)
+			srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+		qrdma_obj_put(&srq->ref);
+		return;
+	default:
+		return;
 	}
 }
 
@@ -43,9 +148,17 @@ static void qrdma_aeq_process(struct qrdma_dev *dev)
 		code = (info & QRDMA_AEQE_CODE_MASK) >> QRDMA_AEQE_CODE_SHIFT;
 		src = (info & QRDMA_AEQE_SOURCE_MASK) >> QRDMA_AEQE_SOURCE_SHIFT;
 		id = info & QRDMA_AEQE_ID_MASK;
-		dev_warn_ratelimited(&dev->pdev->dev,
-				     "async event %s (0x%x) from source %u id %u ctx 0x%llx\n",
-				     qrdma_ae_name(code), code, src, id, le64_to_cpu(e->ctx));
+		/* Limit and establishment events are routine; the others are not. */
+		if (code == QRDMA_AE_SRQ_LIMIT || code == QRDMA_AE_QP_COMM_EST ||
+		    code == QRDMA_AE_SQ_DRAINED || code == QRDMA_AE_QP_LAST_WQE)
+			dev_dbg(&dev->pdev->dev, "async event %s from source %u id %u\n",
+				qrdma_ae_name(code), src, id);
+		else
+			dev_warn_ratelimited(&dev->pdev->dev,
+					     "async event %s (0x%x) from source %u id %u ctx 0x%llx\n",
+					     qrdma_ae_name(code), code, src, id,
+					     le64_to_cpu(e->ctx));
+		qrdma_ae_dispatch(dev, code, src, id);
 		atomic64_inc(&eqs->async_events);
 		eqs->aeq_head = (eqs->aeq_head + 1) & (eqs->aeq_len - 1);
 		if (!eqs->aeq_head)
@@ -68,6 +181,9 @@ static void qrdma_ceq_process(struct qrdma_dev *dev)
 			break;
 		if ((e & QRDMA_CEQE_CQ_CTX_MASK) == QRDMA_CCQ_CTX)
 			wake_up(&dev->cqp.wq);
+		else if ((e & QRDMA_CEQE_CQ_CTX_MASK) <= QRDMA_OBJ_ID_MASK)
+			/* Every other CQ's CQ_CTX is its ID (qrdma_cq.c). */
+			qrdma_cq_event(dev, e & QRDMA_CEQE_CQ_CTX_MASK);
 		else
 			dev_warn_ratelimited(&dev->pdev->dev, "CEQ 0 event for unknown CQ 0x%llx\n",
 					     e & QRDMA_CEQE_CQ_CTX_MASK);

@@ -117,6 +117,7 @@ static int qrdma_check_caps(struct qrdma_dev *dev)
 static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct qrdma_dev *dev;
+	bool res_ready = false;
 	u32 sig, major;
 	int ret;
 
@@ -145,6 +146,13 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_release;
 	}
 	dev->db_bar_start = pci_resource_start(pdev, QRDMA_BAR_DOORBELL);
+	/* The kernel's doorbell page (kernel CQ arming, later kernel SQs). */
+	dev->db_kernel = pci_iomap_range(pdev, QRDMA_BAR_DOORBELL,
+					 QRDMA_DB_PAGE_KERNEL * QRDMA_DB_PAGE_SIZE, QRDMA_DB_PAGE_SIZE);
+	if (!dev->db_kernel) {
+		ret = -ENOMEM;
+		goto err_unmap;
+	}
 
 	sig = qrdma_rd32(dev, QRDMA_REG_SIGNATURE);
 	if (sig != QRDMA_SIGNATURE) {
@@ -185,9 +193,12 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = qrdma_hmc_init(dev);
 	if (ret)
 		goto err_stop_eq;
-	ret = qrdma_netdev_create(dev);
+	ret = qrdma_res_init(dev);
 	if (ret)
 		goto err_stop_eq;
+	ret = qrdma_netdev_create(dev);
+	if (ret)
+		goto err_res;
 	ret = qrdma_register_ibdev(dev);
 	if (ret)
 		goto err_destroy_netdev;
@@ -202,6 +213,8 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 
 err_destroy_netdev:
 	qrdma_netdev_destroy(dev);
+err_res:
+	res_ready = true;
 err_stop_eq:
 	qrdma_eq_stop(dev);
 	/* After the reset the device uses none of our memory: free it. */
@@ -209,12 +222,17 @@ err_stop_eq:
 	qrdma_rd32(dev, QRDMA_REG_DEV_CTRL);
 	qrdma_eq_free(dev);
 	qrdma_cqp_free(dev);
+	qrdma_hmc_free(dev);
+	if (res_ready)
+		qrdma_res_fini(dev);
 err_free_vectors:
 	pci_free_irq_vectors(pdev);
 err_reset:
 	/* Leave the engine in reset so nothing of this attempt survives. */
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
 err_unmap:
+	if (dev->db_kernel)
+		pci_iounmap(pdev, dev->db_kernel);
 	pci_iounmap(pdev, dev->regs);
 err_release:
 	pci_release_regions(pdev);
@@ -231,16 +249,25 @@ static void qrdma_remove(struct pci_dev *pdev)
 {
 	struct qrdma_dev *dev = pci_get_drvdata(pdev);
 
+	/* ib_core destroys every object, user processes' included, in here. */
 	qrdma_unregister_ibdev(dev);
+	/* Deferred AH destroys still need the CQP. */
+	flush_workqueue(dev->wq);
 	qrdma_netdev_destroy(dev);
 	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
+	WARN_ON(atomic_read(&dev->qps.live) || atomic_read(&dev->cqs.live) ||
+		atomic_read(&dev->srqs.live) || atomic_read(&dev->num_mrs) ||
+		atomic_read(&dev->num_ahs));
 	qrdma_eq_stop(dev);
 	/* After the reset the device uses none of our memory: free it. */
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
 	qrdma_rd32(dev, QRDMA_REG_DEV_CTRL);
 	qrdma_eq_free(dev);
 	qrdma_cqp_free(dev);
+	qrdma_hmc_free(dev);
+	qrdma_res_fini(dev);
 	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, dev->db_kernel);
 	pci_iounmap(pdev, dev->regs);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);

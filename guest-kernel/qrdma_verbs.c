@@ -54,29 +54,34 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 	attr->vendor_id = QRDMA_PCI_VENDOR_ID;
 	attr->vendor_part_id = QRDMA_PCI_DEVICE_ID;
 	attr->hw_ver = dev->hw_rev;
-	attr->max_qp = c->max_qp;
+	/* The IDs the driver can hand out: capabilities and committed HMC counts. */
+	attr->max_qp = dev->qps.max >= dev->qps.min ? dev->qps.max - dev->qps.min + 1 : 0;
 	attr->max_qp_wr = c->max_qp_wr;
 	attr->max_send_sge = c->max_send_sge;
 	attr->max_recv_sge = c->max_recv_sge;
 	attr->max_sge_rd = c->max_send_sge;
-	attr->max_cq = c->max_cq;
+	attr->max_cq = dev->cqs.max >= dev->cqs.min ? dev->cqs.max - dev->cqs.min + 1 : 0;
 	attr->max_cqe = c->max_cqe;
-	attr->max_mr = c->max_mr;
+	attr->max_mr = dev->mr_max;
 	attr->max_pd = c->max_pd;
 	attr->max_qp_rd_atom = c->max_rd_atom;
 	attr->max_qp_init_rd_atom = c->max_rd_atom;
 	attr->max_res_rd_atom = c->max_resp_res * c->max_qp;
-	attr->max_srq = c->max_srq;
+	attr->max_srq = dev->srqs.max >= dev->srqs.min ? dev->srqs.max - dev->srqs.min + 1 : 0;
 	attr->max_srq_wr = c->max_srq_wr;
 	attr->max_srq_sge = c->max_recv_sge;
-	attr->max_ah = c->max_ah;
+	attr->max_ah = dev->ah_max + 1;
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
-	attr->max_fast_reg_page_list_len = 0;
 	/*
-	 * Atomics and the other feature flags are advertised from
-	 * CAP_FEATURES as the engine gains them; interface 0.3 has none.
+	 * Atomics, fast registration and the other feature flags follow
+	 * CAP_FEATURES: a bit is set once the engine carries the feature end
+	 * to end (the fast-register WQE is the data path's).
 	 */
+	if (c->features & QRDMA_FEATURE_FAST_REG) {
+		attr->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
+		attr->max_fast_reg_page_list_len = qrdma_max_fast_reg_pages(dev);
+	}
 	attr->atomic_cap = (c->features & QRDMA_FEATURE_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	return 0;
 }
@@ -217,6 +222,7 @@ static int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *uda
 	}
 	/* From here the page is returned by qrdma_mmap_free. */
 	uctx->db_entry = &entry->rdma_entry;
+	uctx->db_page = page;
 
 	resp.db_mmap_offset = rdma_user_mmap_get_offset(uctx->db_entry);
 	resp.db_page_index = page;
@@ -335,16 +341,98 @@ static ssize_t hw_rev_show(struct device *device, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(hw_rev);
 
+/*
+ * Live objects per type as the driver counts them, and the HMC and PBLE
+ * memory lent to the device for them.
+ */
+#define QRDMA_RES_ATTR(name, expr)						\
+static ssize_t name##_show(struct device *device, struct device_attribute *attr, char *buf) \
+{										\
+	struct qrdma_dev *dev = rdma_device_to_drv_device(device, struct qrdma_dev, ibdev); \
+										\
+	return sysfs_emit(buf, "%llu\n", (unsigned long long)(expr));		\
+}										\
+static DEVICE_ATTR_RO(name)
+
+QRDMA_RES_ATTR(res_ucontexts, atomic_read(&dev->num_ucontexts));
+QRDMA_RES_ATTR(res_pds, atomic_read(&dev->num_pds));
+QRDMA_RES_ATTR(res_qps, atomic_read(&dev->qps.live));
+QRDMA_RES_ATTR(res_cqs, atomic_read(&dev->cqs.live));
+QRDMA_RES_ATTR(res_srqs, atomic_read(&dev->srqs.live));
+QRDMA_RES_ATTR(res_mrs, atomic_read(&dev->num_mrs));
+QRDMA_RES_ATTR(res_ahs, atomic_read(&dev->num_ahs));
+QRDMA_RES_ATTR(res_pbles, READ_ONCE(dev->pble.used));
+QRDMA_RES_ATTR(hmc_backed_pages, READ_ONCE(dev->hmc.backed_pages));
+QRDMA_RES_ATTR(hmc_direct_sds, READ_ONCE(dev->hmc.direct_sds));
+QRDMA_RES_ATTR(hw_destroy_errors, atomic64_read(&dev->hw_errors));
+QRDMA_RES_ATTR(async_events, atomic64_read(&dev->eqs.async_events));
+
+#ifdef QRDMA_REG_OBJ_COUNT_QP
+/* The device's own live counts, to compare with the driver's res_* files. */
+QRDMA_RES_ATTR(hw_qps, qrdma_rd32(dev, QRDMA_REG_OBJ_COUNT_QP));
+QRDMA_RES_ATTR(hw_cqs, qrdma_rd32(dev, QRDMA_REG_OBJ_COUNT_CQ));
+QRDMA_RES_ATTR(hw_srqs, qrdma_rd32(dev, QRDMA_REG_OBJ_COUNT_SRQ));
+QRDMA_RES_ATTR(hw_mrs, qrdma_rd32(dev, QRDMA_REG_OBJ_COUNT_MR));
+QRDMA_RES_ATTR(hw_ahs, qrdma_rd32(dev, QRDMA_REG_OBJ_COUNT_AH));
+#endif
+
 static struct attribute *qrdma_dev_attrs[] = {
 	&dev_attr_board_id.attr,
 	&dev_attr_hca_type.attr,
 	&dev_attr_hw_rev.attr,
+	&dev_attr_res_ucontexts.attr,
+	&dev_attr_res_pds.attr,
+	&dev_attr_res_qps.attr,
+	&dev_attr_res_cqs.attr,
+	&dev_attr_res_srqs.attr,
+	&dev_attr_res_mrs.attr,
+	&dev_attr_res_ahs.attr,
+	&dev_attr_res_pbles.attr,
+	&dev_attr_hmc_backed_pages.attr,
+	&dev_attr_hmc_direct_sds.attr,
+	&dev_attr_hw_destroy_errors.attr,
+	&dev_attr_async_events.attr,
+#ifdef QRDMA_REG_OBJ_COUNT_QP
+	&dev_attr_hw_qps.attr,
+	&dev_attr_hw_cqs.attr,
+	&dev_attr_hw_srqs.attr,
+	&dev_attr_hw_mrs.attr,
+	&dev_attr_hw_ahs.attr,
+#endif
 	NULL
 };
 
 static const struct attribute_group qrdma_attr_group = {
 	.attrs = qrdma_dev_attrs,
 };
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+static int qrdma_create_cq_op(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			      struct uverbs_attr_bundle *attrs)
+{
+	return qrdma_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
+}
+#else
+static int qrdma_create_cq_op(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			      struct ib_udata *udata)
+{
+	return qrdma_create_cq(ibcq, attr, udata);
+}
+#endif
+
+/* dma-buf MRs need the device to fault pages in on move: not supported. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+static struct ib_mr *qrdma_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset, u64 length,
+					      u64 virt, int fd, int access,
+					      struct uverbs_attr_bundle *attrs)
+#else
+static struct ib_mr *qrdma_reg_user_mr_dmabuf(struct ib_pd *pd, u64 offset, u64 length,
+					      u64 virt, int fd, int access,
+					      struct ib_udata *udata)
+#endif
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
 
 static const struct ib_device_ops qrdma_dev_ops = {
 	.owner = THIS_MODULE,
@@ -353,21 +441,47 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.device_group = &qrdma_attr_group,
 
 	.add_gid = qrdma_add_gid,
+	.alloc_mr = qrdma_alloc_mr,
 	.alloc_pd = qrdma_alloc_pd,
 	.alloc_ucontext = qrdma_alloc_ucontext,
+	.create_ah = qrdma_create_ah,
+	.create_cq = qrdma_create_cq_op,
+	.create_qp = qrdma_create_qp,
+	.create_srq = qrdma_create_srq,
+	.create_user_ah = qrdma_create_ah,
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dealloc_ucontext = qrdma_dealloc_ucontext,
 	.del_gid = qrdma_del_gid,
+	.dereg_mr = qrdma_dereg_mr,
+	.destroy_ah = qrdma_destroy_ah,
+	.destroy_cq = qrdma_destroy_cq,
+	.destroy_qp = qrdma_destroy_qp,
+	.destroy_srq = qrdma_destroy_srq,
 	.get_dev_fw_str = qrdma_get_dev_fw_str,
+	.get_dma_mr = qrdma_get_dma_mr,
 	.get_link_layer = qrdma_get_link_layer,
 	.get_port_immutable = qrdma_get_port_immutable,
+	.map_mr_sg = qrdma_map_mr_sg,
 	.mmap = qrdma_mmap,
 	.mmap_free = qrdma_mmap_free,
+	.modify_qp = qrdma_modify_qp,
+	.modify_srq = qrdma_modify_srq,
 	.query_device = qrdma_query_device,
 	.query_pkey = qrdma_query_pkey,
 	.query_port = qrdma_query_port,
+	.query_qp = qrdma_query_qp,
+	.query_srq = qrdma_query_srq,
+	.reg_user_mr = qrdma_reg_user_mr,
+	.reg_user_mr_dmabuf = qrdma_reg_user_mr_dmabuf,
+	.req_notify_cq = qrdma_req_notify_cq,
+	.rereg_user_mr = qrdma_rereg_user_mr,
+	.resize_cq = qrdma_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, qrdma_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, qrdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qrdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, qrdma_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, qrdma_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qrdma_ucontext, ibucontext),
 };
 
