@@ -6,6 +6,7 @@
 #   make unit    device-core unit tests only (seconds, no VM)
 #   make fuzz    libFuzzer on the device core (FUZZ_SECONDS, default 600)
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
+#   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -36,7 +37,7 @@ FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-h
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
 
-.PHONY: all check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
+.PHONY: all bench check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -97,6 +98,9 @@ check:
 # VM tests against QEMU built with ASan and UBSan (slow first build).
 check-asan: setup guest
 	@bash scripts/vm-test-asan.sh
+
+bench:
+	@bash bench/run-bench.sh
 
 demo: setup qemu guest
 	@bash scripts/demo.sh
