@@ -1,0 +1,398 @@
+/*
+ * qsw: the software RoCEv2 transport engine of qrdma.
+ *
+ * A single-threaded library that carries the RDMA traffic of one port as
+ * standard RoCEv2 frames (IBTA vol. 1 and Annex A17): Ethernet II, IPv4 or
+ * IPv6, UDP port 4791, the IB transport headers and the ICRC. The embedder
+ * (the device core, or a test) hands it send work requests and received
+ * frames; the engine calls back to move data through local and remote
+ * keys, to pop receive work requests, to report completions and events,
+ * and to emit frames. Plain C: no QEMU types, no dependency on the device.
+ *
+ * Threading: every entry point of one engine (and of its QPs) must be
+ * called from one thread at a time; the embedder serialises. Callbacks run
+ * synchronously inside those calls. From inside a callback the embedder may
+ * call qsw_post_send() and qsw_qp_query(), nothing else of this API.
+ *
+ * Numbering: statuses, opcodes, flags, states and attribute masks use the
+ * numeric values of the libibverbs enums they mirror (ibv_wc_status,
+ * ibv_wc_opcode, ibv_wr_opcode, ibv_send_flags, ibv_access_flags,
+ * ibv_qp_state, ibv_qp_attr_mask, ibv_mtu, ibv_event_type), so an embedder
+ * speaking verbs can pass them through unchanged. docs/transport.md is the
+ * prose of this header.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_SW_H
+#define QRDMA_SW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QSW_MAX_SGE         16      /* SGEs per send or receive WR */
+#define QSW_DEFAULT_INLINE  256     /* inline bytes per send WR unless qsw_qp_cap says */
+#define QSW_MAX_INLINE      4096
+#define QSW_MAX_SQ_DEPTH    32768
+#define QSW_UDP_PORT        4791
+#define QSW_GRH_BYTES       40      /* UD: header room at the start of a receive buffer */
+
+/* Return codes of the API: 0 or a negative errno-like value. */
+enum qsw_err {
+    QSW_OK      = 0,
+    QSW_EINVAL  = 22,   /* bad argument or state transition */
+    QSW_ENOMEM  = 12,   /* allocation failed or the send queue is full */
+    QSW_EEXIST  = 17,   /* QPN already in use */
+    QSW_ENOENT  = 2,    /* get_recv: no receive WR (the responder sends RNR NAK) */
+    QSW_EACCES  = 13,   /* a key callback refused the access */
+};
+
+/* Completion status: the values of enum ibv_wc_status. */
+enum qsw_wc_status {
+    QSW_WC_SUCCESS            = 0,
+    QSW_WC_LOC_LEN_ERR        = 1,
+    QSW_WC_LOC_QP_OP_ERR      = 2,
+    QSW_WC_LOC_EEC_OP_ERR     = 3,
+    QSW_WC_LOC_PROT_ERR       = 4,
+    QSW_WC_WR_FLUSH_ERR       = 5,
+    QSW_WC_MW_BIND_ERR        = 6,
+    QSW_WC_BAD_RESP_ERR       = 7,
+    QSW_WC_LOC_ACCESS_ERR     = 8,
+    QSW_WC_REM_INV_REQ_ERR    = 9,
+    QSW_WC_REM_ACCESS_ERR     = 10,
+    QSW_WC_REM_OP_ERR         = 11,
+    QSW_WC_RETRY_EXC_ERR      = 12,
+    QSW_WC_RNR_RETRY_EXC_ERR  = 13,
+    QSW_WC_LOC_RDD_VIOL_ERR   = 14,
+    QSW_WC_REM_INV_RD_REQ_ERR = 15,
+    QSW_WC_REM_ABORT_ERR      = 16,
+    QSW_WC_INV_EECN_ERR       = 17,
+    QSW_WC_INV_EEC_STATE_ERR  = 18,
+    QSW_WC_FATAL_ERR          = 19,
+    QSW_WC_RESP_TIMEOUT_ERR   = 20,
+    QSW_WC_GENERAL_ERR        = 21,
+};
+
+/* Completion opcode: the values of enum ibv_wc_opcode. */
+enum qsw_wc_opcode {
+    QSW_WC_SEND               = 0,
+    QSW_WC_RDMA_WRITE         = 1,
+    QSW_WC_RDMA_READ          = 2,
+    QSW_WC_COMP_SWAP          = 3,
+    QSW_WC_FETCH_ADD          = 4,
+    QSW_WC_BIND_MW            = 5,
+    QSW_WC_LOCAL_INV          = 6,
+    QSW_WC_RECV               = 128,
+    QSW_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+/* wc_flags: the values of enum ibv_wc_flags. */
+#define QSW_WC_GRH       (1u << 0)
+#define QSW_WC_WITH_IMM  (1u << 1)
+#define QSW_WC_WITH_INV  (1u << 3)
+
+/* Send opcode: the values of enum ibv_wr_opcode. */
+enum qsw_wr_opcode {
+    QSW_WR_RDMA_WRITE           = 0,
+    QSW_WR_RDMA_WRITE_WITH_IMM  = 1,
+    QSW_WR_SEND                 = 2,
+    QSW_WR_SEND_WITH_IMM        = 3,
+    QSW_WR_RDMA_READ            = 4,
+    QSW_WR_ATOMIC_CMP_AND_SWP   = 5,
+    QSW_WR_ATOMIC_FETCH_AND_ADD = 6,
+    QSW_WR_LOCAL_INV            = 7,
+    QSW_WR_SEND_WITH_INV        = 9,
+};
+
+/* send_flags: the values of enum ibv_send_flags. */
+#define QSW_SEND_FENCE      (1u << 0)
+#define QSW_SEND_SIGNALED   (1u << 1)
+#define QSW_SEND_SOLICITED  (1u << 2)
+#define QSW_SEND_INLINE     (1u << 3)
+
+/* Access flags: the values of enum ibv_access_flags. */
+#define QSW_ACCESS_LOCAL_WRITE    (1u << 0)
+#define QSW_ACCESS_REMOTE_WRITE   (1u << 1)
+#define QSW_ACCESS_REMOTE_READ    (1u << 2)
+#define QSW_ACCESS_REMOTE_ATOMIC  (1u << 3)
+
+enum qsw_qp_type { QSW_QPT_RC = 2, QSW_QPT_UC = 3, QSW_QPT_UD = 4 };   /* ibv_qp_type */
+
+/* QP state: the values of enum ibv_qp_state. */
+enum qsw_qp_state {
+    QSW_QPS_RESET = 0,
+    QSW_QPS_INIT  = 1,
+    QSW_QPS_RTR   = 2,
+    QSW_QPS_RTS   = 3,
+    QSW_QPS_SQD   = 4,
+    QSW_QPS_SQE   = 5,
+    QSW_QPS_ERR   = 6,
+};
+
+/* Path MTU: the values of enum ibv_mtu. */
+enum qsw_mtu { QSW_MTU_256 = 1, QSW_MTU_512, QSW_MTU_1024, QSW_MTU_2048, QSW_MTU_4096 };
+
+/* Asynchronous events: the values of enum ibv_event_type. */
+enum qsw_event {
+    QSW_EV_QP_FATAL          = 1,   /* transport error not tied to a WR; QP is in ERR */
+    QSW_EV_QP_REQ_ERR        = 2,   /* responder saw an invalid request; QP is in ERR */
+    QSW_EV_QP_ACCESS_ERR     = 3,   /* responder saw a remote access violation; QP is in ERR */
+    QSW_EV_COMM_EST          = 4,   /* first packet received in RTR */
+    QSW_EV_SQ_DRAINED        = 5,   /* SQD reached with nothing outstanding */
+    QSW_EV_QP_LAST_WQE_REACHED = 16,
+};
+
+/* qsw_qp_modify() mask: the values of enum ibv_qp_attr_mask. */
+#define QSW_QP_STATE               (1u << 0)
+#define QSW_QP_CUR_STATE           (1u << 1)
+#define QSW_QP_ACCESS_FLAGS        (1u << 3)
+#define QSW_QP_PKEY_INDEX          (1u << 4)
+#define QSW_QP_PORT                (1u << 5)
+#define QSW_QP_QKEY                (1u << 6)
+#define QSW_QP_AV                  (1u << 7)
+#define QSW_QP_PATH_MTU            (1u << 8)
+#define QSW_QP_TIMEOUT             (1u << 9)
+#define QSW_QP_RETRY_CNT           (1u << 10)
+#define QSW_QP_RNR_RETRY           (1u << 11)
+#define QSW_QP_RQ_PSN              (1u << 12)
+#define QSW_QP_MAX_QP_RD_ATOMIC    (1u << 13)
+#define QSW_QP_MIN_RNR_TIMER       (1u << 15)
+#define QSW_QP_SQ_PSN              (1u << 16)
+#define QSW_QP_MAX_DEST_RD_ATOMIC  (1u << 17)
+#define QSW_QP_DEST_QPN            (1u << 20)
+
+struct qsw_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/*
+ * An address vector: where frames of an RC/UC QP (qsw_qp_attr.av) or of one
+ * UD send (qsw_send_wr.ud.av) go. GIDs are 16-byte IPv6 addresses; an
+ * IPv4-mapped GID (::ffff:a.b.c.d) selects an IPv4 frame. The source MAC
+ * defaults to the engine's when all zero.
+ */
+struct qsw_av {
+    uint8_t dmac[6];
+    uint8_t smac[6];
+    uint8_t dgid[16];
+    uint8_t sgid[16];
+    uint8_t traffic_class;  /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN) */
+    uint8_t hop_limit;      /* IPv4 TTL / IPv6 hop limit; 0 means 64 */
+    uint32_t flow_label;    /* 20 bits; also chooses the UDP source port */
+};
+
+struct qsw_send_wr {
+    uint64_t wr_id;
+    uint32_t opcode;        /* enum qsw_wr_opcode */
+    uint32_t send_flags;    /* QSW_SEND_* */
+    uint32_t num_sge;
+    struct qsw_sge sg_list[QSW_MAX_SGE];
+    const void *inline_data;    /* QSW_SEND_INLINE: the payload, copied at post */
+    uint32_t inline_len;
+    uint32_t imm_data;          /* network byte order, as ibv_send_wr */
+    uint32_t invalidate_rkey;   /* SEND_WITH_INV, LOCAL_INV */
+    struct {
+        uint64_t remote_addr;
+        uint32_t rkey;
+    } rdma;
+    struct {
+        uint64_t remote_addr;
+        uint32_t rkey;
+        uint64_t compare_add;   /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+        uint64_t swap;
+    } atomic;
+    struct {
+        struct qsw_av av;
+        uint32_t remote_qpn;
+        uint32_t remote_qkey;   /* high bit set: use the QP's own Q_Key (IBTA 10.2) */
+    } ud;
+};
+
+struct qsw_recv_wr {
+    uint64_t wr_id;
+    uint32_t num_sge;
+    struct qsw_sge sg_list[QSW_MAX_SGE];
+};
+
+struct qsw_wc {
+    uint64_t wr_id;
+    uint32_t status;            /* enum qsw_wc_status */
+    uint32_t opcode;            /* enum qsw_wc_opcode; >= QSW_WC_RECV: receive side */
+    uint32_t byte_len;          /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
+    uint32_t imm_data;          /* network byte order */
+    uint32_t invalidated_rkey;
+    uint32_t qp_num;
+    uint32_t src_qp;
+    uint32_t wc_flags;          /* QSW_WC_GRH / WITH_IMM / WITH_INV */
+    /* UD receive: where the message came from */
+    uint8_t network_hdr_type;   /* QSW_NET_IPV4 or QSW_NET_IPV6 */
+    uint8_t smac[6];
+    uint8_t sgid[16];           /* IPv4-mapped for IPv4 */
+    uint8_t dgid[16];
+    uint32_t vendor_err;        /* engine detail, 0 normally */
+};
+
+#define QSW_NET_IPV4 1
+#define QSW_NET_IPV6 2
+
+/* Atomic operations for the rkey_atomic callback. */
+enum qsw_atomic_op { QSW_ATOMIC_CMP_SWP = 0, QSW_ATOMIC_FETCH_ADD = 1 };
+
+struct qsw_qp;
+
+/*
+ * Callbacks supplied by the embedder; `opaque` is passed back.
+ *
+ * Local memory (sge_read/sge_write): the engine does not look at keys; the
+ * callback validates each SGE's lkey (in the QP's PD, LOCAL_WRITE for
+ * sge_write), gathers or scatters `len` bytes at byte offset `off` of the
+ * SGE list, and returns 0 or minus a qsw_wc_status (for example
+ * -QSW_WC_LOC_PROT_ERR), which becomes the WR's completion status.
+ *
+ * Remote memory (rkey_*): the responder's access through an rkey in the
+ * QP's PD; the callback checks key, PD, bounds and the MR's remote access
+ * rights, returning 0 or a negative value (remote access error). rkey_check
+ * is optional: when given, the responder validates a whole RDMA WRITE or
+ * READ range once at its first packet before moving any data.
+ */
+struct qsw_ops {
+    int (*sge_read)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
+                    uint64_t off, void *dst, uint32_t len);
+    int (*sge_write)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
+                     uint64_t off, const void *src, uint32_t len);
+    int (*rkey_check)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
+                      uint32_t access);
+    int (*rkey_read)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, void *dst, uint32_t len);
+    int (*rkey_write)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
+                      uint32_t len);
+    /* 8 bytes at va (8-byte aligned, checked by the engine); *orig gets the old value. */
+    int (*rkey_atomic)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+                       uint64_t compare_add, uint64_t swap, uint64_t *orig);
+    /* Pop the next receive WR of the QP (its RQ or SRQ): 0, or -QSW_ENOENT. */
+    int (*get_recv)(void *opaque, struct qsw_qp *qp, struct qsw_recv_wr *out);
+    void (*complete)(void *opaque, struct qsw_qp *qp, const struct qsw_wc *wc);
+    void (*qp_event)(void *opaque, struct qsw_qp *qp, enum qsw_event ev);
+    /* One Ethernet frame, without FCS; the buffer is only valid during the call. */
+    void (*send_frame)(void *opaque, const void *frame, size_t len);
+    uint64_t (*now_ns)(void *opaque);
+    /* Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV): 0 or error. */
+    int (*invalidate)(void *opaque, uint32_t pd, uint32_t key);
+};
+
+/* Capacities chosen at QP creation (NULL: defaults). */
+struct qsw_qp_cap {
+    uint32_t max_send_wr;       /* send queue slots, rounded up to a power of two; default 256 */
+    uint32_t max_inline;        /* inline bytes per WR; default QSW_DEFAULT_INLINE */
+};
+
+struct qsw_qp_attr {
+    uint32_t qp_state;          /* enum qsw_qp_state */
+    uint32_t cur_qp_state;
+    uint32_t path_mtu;          /* enum qsw_mtu */
+    uint32_t qkey;
+    uint32_t rq_psn;
+    uint32_t sq_psn;
+    uint32_t dest_qp_num;
+    uint32_t qp_access_flags;   /* QSW_ACCESS_REMOTE_* accepted by the responder */
+    struct qsw_av av;
+    uint8_t max_rd_atomic;      /* outstanding READ/ATOMIC as requester (0 counts as 1) */
+    uint8_t max_dest_rd_atomic; /* responder resources (0 counts as 1) */
+    uint8_t min_rnr_timer;      /* 5-bit RNR NAK timer code (IBTA table 45) */
+    uint8_t timeout;            /* 4.096 us * 2^timeout, 0: infinite */
+    uint8_t retry_cnt;          /* 0..7 */
+    uint8_t rnr_retry;          /* 0..7, 7: infinite */
+};
+
+/* Fault injection on the engine's transmit side (tests, and a debug knob of the device). */
+struct qsw_fault {
+    uint32_t loss_ppm;          /* drop a frame */
+    uint32_t dup_ppm;           /* send it twice */
+    uint32_t reorder_ppm;       /* hold it back by up to reorder_window_ns */
+    uint32_t corrupt_ppm;       /* flip one byte after the Ethernet header */
+    uint64_t delay_ns;          /* fixed delay for every frame */
+    uint64_t reorder_window_ns; /* default 50 us */
+    uint64_t seed;              /* PRNG seed: the same seed gives the same faults */
+};
+
+struct qsw_stats {
+    uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
+    uint64_t tx_acks, tx_naks_seq, tx_naks_err, tx_rnr_naks, tx_read_resp, tx_atomic_acks;
+    uint64_t rx_acks, rx_naks_seq, rx_naks_err, rx_rnr_naks;
+    uint64_t retransmits;       /* packets sent again by go-back-N */
+    uint64_t timeouts;          /* retransmit timer expiries */
+    uint64_t duplicates;        /* duplicate requests seen by the responder */
+    uint64_t dup_responses;     /* duplicate or stale responses seen by the requester */
+    uint64_t completions;
+    /* receive drops by reason */
+    uint64_t drop_not_roce;     /* not Ethernet II / IP / UDP 4791, or not our MAC */
+    uint64_t drop_malformed;    /* truncated, bad lengths, bad IP checksum, TVer, pad, opcode */
+    uint64_t drop_icrc;
+    uint64_t drop_unknown_qp;
+    uint64_t drop_bad_state;    /* QP not in a state to receive, type/opcode mismatch */
+    uint64_t drop_addr;         /* RC/UC: source or destination address not the QP's */
+    uint64_t drop_out_of_seq;   /* requests past the expected PSN (after the one NAK) */
+    uint64_t drop_qkey;         /* UD: Q_Key mismatch */
+    uint64_t drop_no_recv;      /* UD: no receive WR */
+    uint64_t drop_uc;           /* UC: packet of a message broken by a PSN gap */
+    /* fault injection */
+    uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted;
+};
+
+struct qsw_engine;
+
+struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque, const uint8_t mac[6]);
+/* Frees all QPs too, without completions. */
+void qsw_engine_free(struct qsw_engine *eng);
+void qsw_engine_set_mac(struct qsw_engine *eng, const uint8_t mac[6]);
+/* NULL or all rates zero turns fault injection off; frames held back are then sent. */
+void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *fault);
+
+/* A QP in RESET; NULL for a bad argument, a QPN in use (24-bit, unique per engine) or no memory. */
+struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_type type,
+                             uint32_t pd, const struct qsw_qp_cap *cap, void *user);
+/* Destroys without completions (the embedder flushes its own queues). */
+void qsw_qp_destroy(struct qsw_qp *qp);
+int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *attr, uint32_t mask);
+int qsw_qp_query(struct qsw_qp *qp, struct qsw_qp_attr *attr);
+void *qsw_qp_user(const struct qsw_qp *qp);
+uint32_t qsw_qp_num(const struct qsw_qp *qp);
+enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp);
+struct qsw_qp *qsw_qp_lookup(struct qsw_engine *eng, uint32_t qpn);
+
+/*
+ * Queue one send WR (copied, inline data included). 0, -QSW_ENOMEM when
+ * the send queue is full, -QSW_EINVAL for a bad WR or a QP in RESET. In
+ * ERR the WR is accepted and completed with WR_FLUSH_ERR at once.
+ */
+int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr);
+
+/* Hand one received Ethernet frame (without FCS) to the engine. */
+void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len);
+
+/*
+ * Do pending work: expired timers, ACKs, read responses, request packets,
+ * held-back fault frames; at most `budget` frames are sent. Returns the
+ * absolute time (now_ns) of the next deadline, the current time when work
+ * is left, or UINT64_MAX when idle. Call it after a batch of qsw_rx_frame()
+ * and qsw_post_send() and when the returned time is reached.
+ */
+uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget);
+
+void qsw_engine_stats(struct qsw_engine *eng, struct qsw_stats *stats);
+
+/* Helpers of general use. */
+uint32_t qsw_mtu_bytes(enum qsw_mtu mtu);               /* 0 for an invalid value */
+uint64_t qsw_rnr_timer_ns(unsigned code);              /* IBTA table 45 */
+const char *qsw_wc_status_str(enum qsw_wc_status st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QRDMA_SW_H */

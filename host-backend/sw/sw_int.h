@@ -1,0 +1,313 @@
+/*
+ * Internals of the software RoCEv2 engine: wire layouts (offsets of the
+ * IB transport headers, IBTA vol. 1 ch. 9.2-9.4 and Annex A17), the opcode
+ * table, the engine and QP structures shared by sw_engine.c (engine, QPs,
+ * receive dispatch, poll), sw_proto.c (frames, CRC), sw_req.c (requester
+ * and completer), sw_resp.c (responder) and sw_fault.c.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_SW_INT_H
+#define QRDMA_SW_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qrdma_sw.h"
+
+/* ---- byte order ---------------------------------------------------------- */
+
+static inline uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t ld24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+static inline uint32_t ld32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) << 32 | ld32(p + 4); }
+static inline void st16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
+static inline void st24(uint8_t *p, uint32_t v) { p[0] = v >> 16; p[1] = v >> 8; p[2] = (uint8_t)v; }
+static inline void st32(uint8_t *p, uint32_t v)
+{
+    p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = (uint8_t)v;
+}
+static inline void st64(uint8_t *p, uint64_t v) { st32(p, v >> 32); st32(p + 4, (uint32_t)v); }
+
+/* ---- PSN arithmetic: 24 bits, compared in a half window (IBTA 9.7.1) ----- */
+
+#define PSN_MASK 0xffffffu
+static inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & PSN_MASK; }
+static inline uint32_t psn_sub(uint32_t a, uint32_t b) { return (a - b) & PSN_MASK; }
+/* <0, 0, >0 as a is before, equal to, after b */
+static inline int32_t psn_cmp(uint32_t a, uint32_t b) { return (int32_t)((a - b) << 8); }
+
+/* ---- wire layouts --------------------------------------------------------- */
+
+#define ETH_HLEN        14
+#define ETHERTYPE_IPV4  0x0800
+#define ETHERTYPE_IPV6  0x86dd
+#define IPV4_HLEN       20
+#define IPV6_HLEN       40
+#define UDP_HLEN        8
+#define ICRC_LEN        4
+
+#define BTH_LEN         12
+#define RETH_LEN        16
+#define AETH_LEN        4
+#define DETH_LEN        8
+#define IMM_LEN         4
+#define IETH_LEN        4
+#define ATMETH_LEN      28
+#define ATMACK_LEN      8
+
+/* BTH byte 1 */
+#define BTH_SE          0x80
+#define BTH_MIG         0x40
+#define BTH_PAD_SHIFT   4
+#define BTH_TVER_MASK   0x0f
+/* BTH byte 8 */
+#define BTH_ACKREQ      0x80
+
+/* AETH syndrome (IBTA 9.3) */
+#define AETH_TYPE_MASK  0xe0
+#define AETH_ACK        0x00
+#define AETH_RNR_NAK    0x20
+#define AETH_NAK        0x60
+#define AETH_CREDIT_INVALID 0x1f    /* ACK without end-to-end credit information */
+#define NAK_PSN_SEQ     0
+#define NAK_INV_REQ     1
+#define NAK_REM_ACCESS  2
+#define NAK_REM_OP      3
+
+/* Opcodes (IBTA 9.2): RC 0x00-0x17, UC 0x20-0x2b, UD 0x64-0x65. */
+enum {
+    OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_LAST_IMM,
+    OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST,
+    OP_WRITE_LAST_IMM, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM, OP_READ_REQ,
+    OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST, OP_READ_RESP_ONLY,
+    OP_ACK, OP_ATOMIC_ACK, OP_CMP_SWAP, OP_FETCH_ADD,
+    OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
+};
+#define OP_UC   0x20
+#define OP_UD   0x60
+
+/* What an opcode carries: headers in wire order, then role bits. */
+#define M_DETH     (1u << 0)
+#define M_RETH     (1u << 1)
+#define M_ATMETH   (1u << 2)
+#define M_AETH     (1u << 3)
+#define M_ATMACK   (1u << 4)
+#define M_IMM      (1u << 5)
+#define M_IETH     (1u << 6)
+#define M_PAYLOAD  (1u << 7)
+#define M_FIRST    (1u << 8)
+#define M_MIDDLE   (1u << 9)
+#define M_LAST     (1u << 10)
+#define M_REQ      (1u << 11)
+#define M_RESP     (1u << 12)
+#define M_SEND     (1u << 13)
+#define M_WRITE    (1u << 14)
+#define M_READ     (1u << 15)
+#define M_ATOMIC   (1u << 16)
+#define M_ACK      (1u << 17)
+
+extern const uint32_t qsw_opmask[256];      /* 0: invalid opcode */
+
+/* Transport header bytes after the BTH for a mask. */
+static inline unsigned hdr_len(uint32_t m)
+{
+    return BTH_LEN + (m & M_DETH ? DETH_LEN : 0) + (m & M_RETH ? RETH_LEN : 0) +
+           (m & M_ATMETH ? ATMETH_LEN : 0) + (m & M_AETH ? AETH_LEN : 0) +
+           (m & M_ATMACK ? ATMACK_LEN : 0) + (m & M_IMM ? IMM_LEN : 0) +
+           (m & M_IETH ? IETH_LEN : 0);
+}
+
+/* Offset (from the BTH) of header bit `h`: the sum of the headers before it. */
+static inline unsigned hdr_off(uint32_t m, uint32_t h)
+{
+    return hdr_len(m & (h - 1) & 0x7f);
+}
+
+/* ---- CRC32 (the IEEE 802.3 polynomial, reflected), ICRC, checksums ------- */
+
+void qsw_crc32_init(uint32_t tab[8][256]);
+uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len);
+/*
+ * ICRC of a RoCEv2 packet starting at its IP header (l3) and ending before
+ * the ICRC (l3_len bytes), per Annex A17: 64 one-bits for the absent
+ * LRH, then the IP/UDP/BTH headers with the variant fields set to ones,
+ * then the rest unchanged; the result goes on the wire little-endian.
+ */
+uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6);
+uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
+
+/* ---- engine and QP -------------------------------------------------------- */
+
+#define QSW_MAX_FRAME   (ETH_HLEN + IPV6_HLEN + UDP_HLEN + BTH_LEN + ATMETH_LEN + 4096 + 4 + ICRC_LEN)
+#define QSW_MAX_UNACKED 256     /* request PSNs in flight before the requester waits */
+#define QSW_ACKREQ_EVERY 32     /* AckReq at least this often within long messages */
+#define QSW_ACK_EVERY   16      /* responder ACKs unprompted after this many packets */
+#define QSW_QP_QUANTUM  16      /* frames a QP sends before the next QP's turn */
+
+enum wqe_state { WQE_PENDING, WQE_INFLIGHT, WQE_SENT, WQE_DONE };
+
+struct qsw_wqe {
+    struct qsw_send_wr wr;
+    uint8_t *inl;               /* inline payload (QSW_SEND_INLINE) */
+    uint32_t len;               /* message bytes */
+    uint32_t first_psn, last_psn, npkts;
+    uint32_t mask;              /* M_SEND / M_WRITE / M_READ / M_ATOMIC, 0: local */
+    uint8_t state;
+    uint8_t status;
+};
+
+/* A responder resource: one READ or ATOMIC kept for replay (IBTA 9.7). */
+struct qsw_res {
+    uint8_t type;               /* RES_* */
+    bool active;                /* responses still to send */
+    uint32_t first_psn, last_psn;
+    uint32_t start_psn, cur_psn;    /* this run of responses: from start_psn, next cur_psn */
+    uint64_t va;
+    uint32_t rkey, len;
+    uint64_t orig;              /* ATOMIC: the value returned */
+};
+#define RES_NONE   0
+#define RES_READ   1
+#define RES_ATOMIC 2
+
+struct qsw_list { struct qsw_qp *head, *tail; };
+
+struct qsw_qp {
+    struct qsw_engine *eng;
+    struct qsw_qp *hnext;
+    struct qsw_qp *anext;       /* active list (work to transmit) */
+    struct qsw_qp *tnext, *tprev; /* timer list */
+    bool on_active, on_timer;
+    uint32_t qpn, pd;
+    uint8_t type, state;
+    void *user;
+    struct qsw_qp_attr attr;
+    uint32_t mtu;
+    uint16_t sport;
+    bool ipv6;
+    bool comm_est;
+
+    struct qsw_wqe *sq;
+    uint8_t *inl_pool;
+    uint32_t max_inline;
+    uint32_t sq_mask, sq_head, sq_cur, sq_tail;     /* free-running */
+
+    struct {
+        uint32_t psn;           /* next PSN to send */
+        uint32_t noack;         /* packets since the last AckReq */
+        uint32_t hi_psn;        /* first PSN never sent: below it, a send is a retransmit */
+        bool stopped;           /* a local error: send nothing more, let the completer finish */
+        unsigned rd_atomic;     /* outstanding READ/ATOMIC */
+        bool drained_sent;
+    } req;
+    struct {
+        uint32_t psn;           /* oldest PSN not yet acknowledged */
+        unsigned retry_left, rnr_left;
+        uint64_t rto_deadline;  /* 0: not armed */
+        uint64_t rnr_deadline;  /* 0: not waiting */
+        uint32_t rnr_psn;
+        bool rewound;           /* resent from comp.psn, no progress since: missing
+                                   responses, stale ACKs and NAKs for it do not rewind again */
+    } comp;
+    struct {
+        uint32_t psn;           /* expected PSN */
+        uint32_t msn;
+        bool nak_sent;          /* NAK (seq or RNR) sent for psn */
+        uint32_t in_msg;        /* 0, M_SEND or M_WRITE: a multi-packet message in progress */
+        bool have_wr;
+        bool uc_drop;           /* UC: drop until the next FIRST/ONLY */
+        struct qsw_recv_wr wr;
+        uint32_t wr_len, offset;
+        uint64_t va;
+        uint32_t rkey, resid, wlen;
+        uint8_t ack_type;       /* 0 none, else AETH type to send */
+        uint8_t ack_syn;
+        uint32_t ack_psn;
+        uint32_t since_ack;
+        bool fatal;             /* a fatal NAK waits for earlier responses to leave */
+        uint8_t fatal_syn, fatal_ev;
+        uint32_t fatal_psn;
+        struct qsw_res *res;
+        unsigned nres, res_next;
+    } resp;
+};
+
+struct qsw_held;
+
+struct qsw_engine {
+    struct qsw_ops ops;
+    void *opaque;
+    uint8_t mac[6];
+    uint16_t ip_id;
+    struct qsw_qp **htab;
+    uint32_t hmask;
+    struct qsw_list active;
+    struct qsw_qp *timers;
+    struct qsw_stats st;
+    /* fault injection */
+    bool fault_on;
+    struct qsw_fault fault;
+    uint64_t rng;
+    struct qsw_held *held;      /* sorted by release time */
+    uint64_t now;               /* cached for the current call */
+    uint32_t crc_tab[8][256];
+    uint8_t tx[QSW_MAX_FRAME] __attribute__((aligned(8)));
+};
+
+/* Packet parsed from the wire. */
+struct qsw_pkt {
+    const uint8_t *l3;
+    const uint8_t *bth;
+    const uint8_t *payload;
+    uint32_t paylen;
+    uint32_t mask;
+    uint8_t opcode;
+    bool ipv6, ackreq, se;
+    uint32_t psn, dqpn;
+    const uint8_t *smac;
+    uint8_t sgid[16], dgid[16];
+};
+
+/* sw_engine.c */
+uint64_t qsw_now(struct qsw_engine *eng);
+void qsw_qp_activate(struct qsw_qp *qp);
+void qsw_qp_timer_update(struct qsw_qp *qp);
+void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev);
+void qsw_qp_to_sqe(struct qsw_qp *qp);
+void qsw_complete(struct qsw_qp *qp, const struct qsw_wc *wc);
+
+/* sw_proto.c: build a frame in eng->tx. */
+uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6);
+void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dqpn, bool ackreq,
+                uint32_t psn);
+void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
+                   unsigned tp_len);
+int qsw_parse(struct qsw_engine *eng, const uint8_t *frame, size_t len, struct qsw_pkt *pkt);
+bool qsw_gid_is_v4(const uint8_t gid[16]);
+uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
+
+/* sw_fault.c */
+void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len);
+uint64_t qsw_fault_poll(struct qsw_engine *eng, uint64_t now);
+void qsw_fault_flush(struct qsw_engine *eng, bool send);
+
+/* sw_req.c: requester and completer */
+unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget);
+void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt);
+void qsw_req_timeout(struct qsw_qp *qp, uint64_t now);
+void qsw_req_flush(struct qsw_qp *qp);
+void qsw_req_reset(struct qsw_qp *qp);
+
+/* sw_resp.c: responder */
+void qsw_resp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt);
+unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget);
+void qsw_resp_flush(struct qsw_qp *qp);
+void qsw_resp_reset(struct qsw_qp *qp);
+void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt);
+
+#endif /* QRDMA_SW_INT_H */

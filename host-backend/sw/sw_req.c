@@ -1,0 +1,662 @@
+/*
+ * The requester (send queue to request packets) and the completer
+ * (acknowledgements and responses to completions) of the software engine.
+ *
+ * Send queue indices are free running: [sq_head, sq_cur) are WQEs started
+ * and not yet completed, [sq_cur, sq_tail) WQEs not started (or to resend
+ * after a rewind). PSNs: req.psn is the next PSN to send, comp.psn the
+ * oldest not yet acknowledged. Reliability (IBTA vol. 1, 9.7) is
+ * go-back-N: a NAK sequence error, a timeout, a missing read response or
+ * the end of an RNR wait rewinds req.psn to comp.psn and sends again; the
+ * PSNs of a WQE depend only on where it starts, so resent packets carry
+ * the same PSNs as the first time.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "sw_int.h"
+
+static inline struct qsw_wqe *wqe_at(struct qsw_qp *qp, uint32_t i)
+{
+    return &qp->sq[i & qp->sq_mask];
+}
+
+static uint64_t rto_ns(const struct qsw_qp *qp)
+{
+    /* IBTA 9.7: Local ACK Timeout is 4.096 us * 2^timeout; 0 disables it. */
+    return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
+}
+
+static void arm_rto(struct qsw_qp *qp, bool restart)
+{
+    if (qp->type != QSW_QPT_RC || qp->comp.psn == qp->req.psn || !rto_ns(qp)) {
+        qp->comp.rto_deadline = 0;
+    } else if (restart || !qp->comp.rto_deadline) {
+        qp->comp.rto_deadline = qp->eng->now + rto_ns(qp);
+    }
+    qsw_qp_timer_update(qp);
+}
+
+static uint32_t wc_opcode(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case QSW_WR_RDMA_WRITE:
+    case QSW_WR_RDMA_WRITE_WITH_IMM:
+        return QSW_WC_RDMA_WRITE;
+    case QSW_WR_RDMA_READ:
+        return QSW_WC_RDMA_READ;
+    case QSW_WR_ATOMIC_CMP_AND_SWP:
+        return QSW_WC_COMP_SWAP;
+    case QSW_WR_ATOMIC_FETCH_AND_ADD:
+        return QSW_WC_FETCH_ADD;
+    case QSW_WR_LOCAL_INV:
+        return QSW_WC_LOCAL_INV;
+    default:
+        return QSW_WC_SEND;
+    }
+}
+
+static void wqe_complete(struct qsw_qp *qp, struct qsw_wqe *w, uint32_t status)
+{
+    struct qsw_wc wc;
+
+    if (status == QSW_WC_SUCCESS && !(w->wr.send_flags & QSW_SEND_SIGNALED)) {
+        return;
+    }
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = w->wr.wr_id;
+    wc.status = status;
+    wc.opcode = wc_opcode(w->wr.opcode);
+    wc.byte_len = w->len;
+    wc.qp_num = qp->qpn;
+    qsw_complete(qp, &wc);
+}
+
+/* Completes finished WQEs in order from the head; an error stops the QP. */
+static void comp_run(struct qsw_qp *qp)
+{
+    while (qp->sq_head != qp->sq_cur) {
+        struct qsw_wqe *w = wqe_at(qp, qp->sq_head);
+        uint8_t status = w->status;
+
+        if (w->state != WQE_DONE) {
+            break;
+        }
+        if (qp->type == QSW_QPT_RC && (w->mask & (M_READ | M_ATOMIC)) && qp->req.rd_atomic) {
+            qp->req.rd_atomic--;
+        }
+        qp->sq_head++;
+        wqe_complete(qp, w, status);
+        if (status != QSW_WC_SUCCESS) {
+            if (qp->type == QSW_QPT_RC) {
+                qsw_qp_to_error(qp, 0);
+            } else {
+                qsw_qp_to_sqe(qp);
+            }
+            return;
+        }
+    }
+    if (qp->state == QSW_QPS_SQD && qp->sq_head == qp->sq_cur) {
+        qsw_qp_activate(qp);        /* poll reports SQ_DRAINED */
+    }
+}
+
+/* The WQE at the head fails with status; the QP goes to ERR (RC). */
+static void req_fail(struct qsw_qp *qp, uint32_t status)
+{
+    if (qp->sq_head != qp->sq_cur) {
+        struct qsw_wqe *w = wqe_at(qp, qp->sq_head);
+
+        w->state = WQE_DONE;
+        w->status = (uint8_t)status;
+        comp_run(qp);                   /* reports the error and moves the QP to ERR */
+        qsw_qp_to_error(qp, 0);
+    } else {
+        qsw_qp_to_error(qp, QSW_EV_QP_FATAL);   /* no WR to report it on */
+    }
+}
+
+/* Go back to psn: everything from the WQE holding it is sent again. */
+static void rewind_to(struct qsw_qp *qp, uint32_t psn)
+{
+    uint32_t i;
+
+    qp->req.rd_atomic = 0;
+    for (i = qp->sq_head; i != qp->sq_cur; i++) {
+        struct qsw_wqe *w = wqe_at(qp, i);
+
+        if (w->state == WQE_DONE) {
+            continue;
+        }
+        if (psn_cmp(w->first_psn, psn) <= 0 && psn_cmp(psn, w->last_psn) <= 0) {
+            w->state = WQE_INFLIGHT;
+            if (w->mask & (M_READ | M_ATOMIC)) {
+                qp->req.rd_atomic++;
+            }
+        } else {
+            w->state = WQE_PENDING;
+        }
+    }
+    /* the new cursor: the first WQE that is not done */
+    for (i = qp->sq_head; i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE; i++) {
+    }
+    qp->sq_cur = i;
+    qp->req.psn = psn;
+    qp->req.noack = 0;
+    qp->comp.rnr_deadline = 0;
+    qp->comp.rewound = true;
+    arm_rto(qp, true);
+    qsw_qp_activate(qp);
+}
+
+/* Forward progress: counters refill (IBTA 9.7). */
+static void progress(struct qsw_qp *qp, uint32_t psn)
+{
+    if (psn_cmp(psn, qp->comp.psn) > 0) {
+        qp->comp.psn = psn;
+        qp->comp.retry_left = qp->attr.retry_cnt;
+        qp->comp.rnr_left = qp->attr.rnr_retry;
+        qp->comp.rewound = false;
+        arm_rto(qp, true);
+        qsw_qp_activate(qp);
+    }
+}
+
+/*
+ * Marks done the started SEND/WRITE WQEs whose packets all lie before
+ * `limit`. Returns true when a READ/ATOMIC before limit still misses its
+ * responses (the responder went past it: they were lost).
+ */
+static bool ack_before(struct qsw_qp *qp, uint32_t limit)
+{
+    for (uint32_t i = qp->sq_head; i != qp->sq_cur; i++) {
+        struct qsw_wqe *w = wqe_at(qp, i);
+
+        if (w->state == WQE_DONE) {
+            continue;
+        }
+        if (psn_cmp(w->last_psn, limit) >= 0 || w->state == WQE_PENDING) {
+            break;
+        }
+        if (w->mask & (M_READ | M_ATOMIC)) {
+            return true;
+        }
+        w->state = WQE_DONE;
+    }
+    return false;
+}
+
+static void retry(struct qsw_qp *qp)
+{
+    if (!qp->comp.retry_left) {
+        req_fail(qp, QSW_WC_RETRY_EXC_ERR);
+        return;
+    }
+    qp->comp.retry_left--;
+    rewind_to(qp, qp->comp.psn);
+}
+
+/* ---- requester ------------------------------------------------------------------ */
+
+static uint32_t npkts_of(const struct qsw_qp *qp, const struct qsw_wqe *w)
+{
+    if (w->mask == M_ATOMIC || qp->type == QSW_QPT_UD || !w->len) {
+        return 1;
+    }
+    return (w->len + qp->mtu - 1) / qp->mtu;
+}
+
+static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
+{
+    uint32_t op = w->wr.opcode;
+
+    if (w->mask == M_WRITE) {
+        if (first && last) {
+            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY;
+        }
+        if (last) {
+            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_LAST_IMM : OP_WRITE_LAST;
+        }
+        return first ? OP_WRITE_FIRST : OP_WRITE_MIDDLE;
+    }
+    if (first && last) {
+        return op == QSW_WR_SEND_WITH_IMM ? OP_SEND_ONLY_IMM :
+               op == QSW_WR_SEND_WITH_INV ? OP_SEND_ONLY_INV : OP_SEND_ONLY;
+    }
+    if (last) {
+        return op == QSW_WR_SEND_WITH_IMM ? OP_SEND_LAST_IMM :
+               op == QSW_WR_SEND_WITH_INV ? OP_SEND_LAST_INV : OP_SEND_LAST;
+    }
+    return first ? OP_SEND_FIRST : OP_SEND_MIDDLE;
+}
+
+/* Builds and sends the packet of w at req.psn; 0 or minus a wc status. */
+static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
+{
+    struct qsw_engine *eng = qp->eng;
+    const struct qsw_av *av = qp->type == QSW_QPT_UD ? &w->wr.ud.av : &qp->attr.av;
+    bool ipv6 = qp->type == QSW_QPT_UD ? !qsw_gid_is_v4(av->dgid) : qp->ipv6;
+    uint32_t dqpn = qp->type == QSW_QPT_UD ? w->wr.ud.remote_qpn & PSN_MASK : qp->attr.dest_qp_num;
+    uint16_t sport = qp->type == QSW_QPT_UD ?
+                     qsw_udp_sport(av->flow_label, qp->qpn, dqpn) : qp->sport;
+    uint32_t psn = qp->req.psn, idx = psn_sub(psn, w->first_psn);
+    uint64_t off = (uint64_t)idx * qp->mtu;
+    uint8_t *bth = qsw_tx_begin(eng, av, ipv6), *h = bth + BTH_LEN;
+    uint32_t paylen = 0, m;
+    unsigned pad = 0;
+    uint8_t opcode;
+    bool ackreq, se = false, last = true;
+
+    if (w->mask == M_READ) {
+        opcode = OP_READ_REQ;
+        st64(h, w->wr.rdma.remote_addr + off);
+        st32(h + 8, w->wr.rdma.rkey);
+        st32(h + 12, (uint32_t)(w->len - off));
+        h += RETH_LEN;
+        qp->req.psn = psn_add(w->last_psn, 1);
+    } else if (w->mask == M_ATOMIC) {
+        bool cas = w->wr.opcode == QSW_WR_ATOMIC_CMP_AND_SWP;
+
+        opcode = cas ? OP_CMP_SWAP : OP_FETCH_ADD;
+        st64(h, w->wr.atomic.remote_addr);
+        st32(h + 8, w->wr.atomic.rkey);
+        st64(h + 12, cas ? w->wr.atomic.swap : w->wr.atomic.compare_add);
+        st64(h + 20, cas ? w->wr.atomic.compare_add : 0);
+        h += ATMETH_LEN;
+        qp->req.psn = psn_add(psn, 1);
+    } else {
+        bool first = idx == 0;
+
+        last = idx + 1 == w->npkts;
+        opcode = send_opcode(w, first, last);
+        if (qp->type == QSW_QPT_UC) {
+            opcode += OP_UC;
+        } else if (qp->type == QSW_QPT_UD) {
+            opcode += OP_UD;
+        }
+        m = qsw_opmask[opcode];
+        if (m & M_DETH) {
+            uint32_t qkey = w->wr.ud.remote_qkey & 0x80000000u ? qp->attr.qkey : w->wr.ud.remote_qkey;
+
+            st32(h, qkey);
+            st32(h + 4, qp->qpn & PSN_MASK);    /* reserved byte, then SrcQP */
+            h += DETH_LEN;
+        }
+        if (m & M_RETH) {
+            st64(h, w->wr.rdma.remote_addr);
+            st32(h + 8, w->wr.rdma.rkey);
+            st32(h + 12, w->len);
+            h += RETH_LEN;
+        }
+        if (m & M_IMM) {
+            memcpy(h, &w->wr.imm_data, 4);      /* already in network order */
+            h += IMM_LEN;
+        }
+        if (m & M_IETH) {
+            st32(h, w->wr.invalidate_rkey);
+            h += IETH_LEN;
+        }
+        paylen = w->len - (uint32_t)off;
+        if (paylen > qp->mtu) {
+            paylen = qp->mtu;
+        }
+        if (paylen) {
+            if (w->wr.send_flags & QSW_SEND_INLINE) {
+                memcpy(h, w->inl + off, paylen);
+            } else {
+                int ret = eng->ops.sge_read(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off, h,
+                                            paylen);
+                if (ret) {
+                    return ret < 0 ? ret : -QSW_WC_LOC_PROT_ERR;
+                }
+            }
+        }
+        pad = -paylen & 3;
+        memset(h + paylen, 0, pad);
+        se = last && (w->wr.send_flags & QSW_SEND_SOLICITED) &&
+             (w->mask == M_SEND || w->wr.opcode == QSW_WR_RDMA_WRITE_WITH_IMM);
+        qp->req.psn = psn_add(psn, 1);
+    }
+    /* IBTA 9.7.2: AckReq on the last packet, and now and then in long messages */
+    ackreq = qp->type == QSW_QPT_RC && (last || ++qp->req.noack >= QSW_ACKREQ_EVERY);
+    if (ackreq) {
+        qp->req.noack = 0;
+    }
+    qsw_tx_bth(bth, opcode, se, pad, dqpn, ackreq, psn);
+    if (psn_cmp(psn, qp->req.hi_psn) < 0) {
+        eng->st.retransmits++;
+    } else {
+        qp->req.hi_psn = qp->req.psn;
+    }
+    qsw_tx_finish(eng, av, ipv6, sport, (unsigned)(h - bth) + paylen + pad);
+    return 0;
+}
+
+static void local_op(struct qsw_qp *qp, struct qsw_wqe *w)
+{
+    struct qsw_engine *eng = qp->eng;
+
+    /* LOCAL_INV: the only local operation (IBTA 10.6) */
+    if (!eng->ops.invalidate || eng->ops.invalidate(eng->opaque, qp->pd, w->wr.invalidate_rkey)) {
+        w->status = QSW_WC_LOC_QP_OP_ERR;
+        qp->req.stopped = true;
+    }
+    w->state = WQE_DONE;
+}
+
+unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
+{
+    unsigned n = 0;
+    unsigned max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+    if ((qp->state != QSW_QPS_RTS && qp->state != QSW_QPS_SQD) || qp->comp.rnr_deadline ||
+        qp->req.stopped) {
+        return 0;
+    }
+    qsw_now(qp->eng);
+    while (n < budget && qp->sq_cur != qp->sq_tail && !qp->req.stopped) {
+        struct qsw_wqe *w = wqe_at(qp, qp->sq_cur);
+        int ret;
+
+        if (w->state == WQE_DONE) {         /* a local operation done before a rewind */
+            qp->sq_cur++;
+            continue;
+        }
+        if (w->state == WQE_PENDING) {
+            if (qp->state == QSW_QPS_SQD) {
+                break;                      /* SQD: finish what started, start nothing */
+            }
+            if (!w->mask) {
+                local_op(qp, w);
+                qp->sq_cur++;
+                comp_run(qp);
+                continue;
+            }
+            if (qp->type == QSW_QPT_RC) {
+                /* IBTA 10.8: FENCE waits for earlier READ/ATOMIC */
+                if ((w->wr.send_flags & QSW_SEND_FENCE) && qp->req.rd_atomic) {
+                    break;
+                }
+                if ((w->mask & (M_READ | M_ATOMIC)) && qp->req.rd_atomic >= max_rd) {
+                    break;
+                }
+            } else if (qp->type == QSW_QPT_UD && w->len > qp->mtu) {
+                w->status = QSW_WC_LOC_LEN_ERR;     /* UD: one packet per message */
+                w->state = WQE_DONE;
+                qp->sq_cur++;
+                comp_run(qp);
+                break;
+            }
+            w->first_psn = qp->req.psn;
+            w->npkts = npkts_of(qp, w);
+            w->last_psn = psn_add(w->first_psn, w->npkts - 1);
+            w->state = WQE_INFLIGHT;
+            if (w->mask & (M_READ | M_ATOMIC)) {
+                qp->req.rd_atomic++;
+            }
+        }
+        if (qp->type == QSW_QPT_RC && psn_sub(qp->req.psn, qp->comp.psn) >= QSW_MAX_UNACKED) {
+            break;                          /* window full: wait for ACKs */
+        }
+        ret = send_pkt(qp, w);
+        if (ret) {
+            w->status = (uint8_t)-ret;
+            w->state = WQE_DONE;
+            qp->req.stopped = true;
+            qp->sq_cur++;
+            comp_run(qp);
+            break;
+        }
+        n++;
+        if (psn_cmp(qp->req.psn, w->last_psn) > 0) {
+            qp->sq_cur++;
+            if (qp->type == QSW_QPT_RC) {
+                w->state = WQE_SENT;
+            } else {
+                w->state = WQE_DONE;        /* UC/UD: complete once sent */
+                comp_run(qp);
+            }
+        }
+        arm_rto(qp, false);
+    }
+    return n;
+}
+
+void qsw_req_timeout(struct qsw_qp *qp, uint64_t now)
+{
+    qp->eng->now = now;
+    if (qp->comp.rnr_deadline && qp->comp.rnr_deadline <= now) {
+        qp->comp.rnr_deadline = 0;
+        rewind_to(qp, qp->comp.psn);
+    } else if (qp->comp.rto_deadline && qp->comp.rto_deadline <= now) {
+        qp->comp.rto_deadline = 0;
+        qp->eng->st.timeouts++;
+        if (qp->comp.psn != qp->req.psn) {
+            retry(qp);
+        }
+    }
+    qsw_qp_timer_update(qp);
+}
+
+void qsw_req_flush(struct qsw_qp *qp)
+{
+    while (qp->sq_head != qp->sq_tail) {
+        struct qsw_wqe *w = wqe_at(qp, qp->sq_head++);
+
+        wqe_complete(qp, w, w->state == WQE_DONE && w->status ? w->status : QSW_WC_WR_FLUSH_ERR);
+    }
+    qp->sq_cur = qp->sq_head;
+    qp->req.rd_atomic = 0;
+    qp->comp.psn = qp->req.psn;
+    qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
+    qsw_qp_timer_update(qp);
+}
+
+void qsw_req_reset(struct qsw_qp *qp)
+{
+    qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
+    memset(&qp->req, 0, sizeof(qp->req));
+    memset(&qp->comp, 0, sizeof(qp->comp));
+    qp->req.psn = qp->comp.psn = qp->req.hi_psn = qp->attr.sq_psn;
+    qp->comp.retry_left = qp->attr.retry_cnt;
+    qp->comp.rnr_left = qp->attr.rnr_retry;
+}
+
+/* ---- completer ------------------------------------------------------------------------ */
+
+static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
+{
+    struct qsw_engine *eng = qp->eng;
+    struct qsw_wqe *w;
+    uint32_t idx;
+    uint64_t off;
+
+    if (qp->sq_head == qp->sq_cur) {
+        eng->st.dup_responses++;
+        return;
+    }
+    w = wqe_at(qp, qp->sq_head);
+    while (w->state == WQE_DONE) {          /* local ops ahead of it */
+        comp_run(qp);
+        if (qp->state == QSW_QPS_ERR || qp->sq_head == qp->sq_cur) {
+            return;
+        }
+        w = wqe_at(qp, qp->sq_head);
+    }
+    if (!(pkt->mask & w->mask) || psn_cmp(pkt->psn, w->first_psn) < 0 ||
+        psn_cmp(pkt->psn, w->last_psn) > 0) {
+        req_fail(qp, QSW_WC_BAD_RESP_ERR);  /* a response of the wrong kind */
+        return;
+    }
+    idx = psn_sub(pkt->psn, w->first_psn);
+    off = (uint64_t)idx * qp->mtu;
+    if (w->mask == M_ATOMIC) {
+        uint8_t orig[8];
+
+        memcpy(orig, pkt->bth + hdr_off(pkt->mask, M_ATMACK), 8);
+        {
+            uint64_t v = ld64(orig);
+            /* the local buffer receives the value in host order, as verbs returns it */
+            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, 0, &v, 8);
+
+            if (ret) {
+                req_fail(qp, ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR);
+                return;
+            }
+        }
+    } else {
+        bool last = pkt->mask & M_LAST;
+
+        /* IBTA 9.7: only the last response may be short */
+        if (off + pkt->paylen > w->len || (!last && pkt->paylen != qp->mtu) ||
+            (last && (pkt->psn != w->last_psn || off + pkt->paylen != w->len))) {
+            req_fail(qp, QSW_WC_BAD_RESP_ERR);
+            return;
+        }
+        if (pkt->paylen) {
+            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off,
+                                         pkt->payload, pkt->paylen);
+            if (ret) {
+                req_fail(qp, ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR);
+                return;
+            }
+        }
+    }
+    if (pkt->psn == w->last_psn) {
+        w->state = WQE_DONE;
+    }
+    progress(qp, psn_add(pkt->psn, 1));
+    comp_run(qp);
+}
+
+/*
+ * Acknowledges everything before limit: done WQEs complete, comp.psn moves
+ * up, but never past the start of a READ/ATOMIC still missing responses.
+ * Returns true when such a READ/ATOMIC lies wholly before limit.
+ */
+static bool ack_upto(struct qsw_qp *qp, uint32_t limit)
+{
+    bool missing = ack_before(qp, limit);
+
+    for (uint32_t i = qp->sq_head; i != qp->sq_cur; i++) {
+        struct qsw_wqe *w = wqe_at(qp, i);
+
+        if (w->state == WQE_DONE) {
+            continue;
+        }
+        if ((w->mask & (M_READ | M_ATOMIC)) && psn_cmp(limit, w->first_psn) > 0) {
+            limit = w->first_psn;
+        }
+        break;
+    }
+    progress(qp, limit);
+    comp_run(qp);
+    return missing;
+}
+
+void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
+{
+    struct qsw_engine *eng = qp->eng;
+    uint32_t psn = pkt->psn;
+    uint8_t syn = 0;
+
+    /* responses to PSNs not in flight are stale duplicates or bogus */
+    if (psn_cmp(psn, qp->comp.psn) < 0 || psn_cmp(psn, qp->req.psn) >= 0) {
+        eng->st.dup_responses++;
+        return;
+    }
+    if (pkt->mask & M_AETH) {
+        syn = pkt->bth[hdr_off(pkt->mask, M_AETH)];
+    }
+    if (!(pkt->mask & M_ACK)) {
+        /* READ response or ATOMIC ACK: implicitly acknowledges the requests before it */
+        if ((pkt->mask & M_AETH) && (syn & AETH_TYPE_MASK) != AETH_ACK) {
+            eng->st.drop_malformed++;
+            return;
+        }
+        if (ack_upto(qp, psn) || (qp->state != QSW_QPS_ERR && psn != qp->comp.psn)) {
+            /* responses missing before this one: resend from comp.psn, once per gap */
+            eng->st.dup_responses++;
+            if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
+                retry(qp);
+            }
+            return;
+        }
+        if (qp->state != QSW_QPS_ERR) {
+            read_resp(qp, pkt);
+        }
+        return;
+    }
+    switch (syn & AETH_TYPE_MASK) {
+    case AETH_ACK:
+        eng->st.rx_acks++;
+        if (ack_upto(qp, psn_add(psn, 1)) && qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
+            retry(qp);                  /* the responder is past a READ we lack */
+        }
+        return;
+    case AETH_RNR_NAK:
+        eng->st.rx_rnr_naks++;
+        if (ack_upto(qp, psn)) {
+            if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
+                retry(qp);
+            }
+            return;
+        }
+        if (qp->state == QSW_QPS_ERR) {
+            return;
+        }
+        /* IBTA 9.7: wait the time the responder asks, then resend */
+        if (qp->attr.rnr_retry != 7) {
+            if (!qp->comp.rnr_left) {
+                req_fail(qp, QSW_WC_RNR_RETRY_EXC_ERR);
+                return;
+            }
+            qp->comp.rnr_left--;
+        }
+        qp->comp.rnr_deadline = eng->now + qsw_rnr_timer_ns(syn & 0x1f);
+        if (!qp->comp.rnr_deadline) {
+            qp->comp.rnr_deadline = 1;
+        }
+        qp->comp.rto_deadline = 0;
+        qsw_qp_timer_update(qp);
+        return;
+    case AETH_NAK:
+        if ((syn & 0x1f) == NAK_PSN_SEQ) {
+            eng->st.rx_naks_seq++;
+        } else {
+            eng->st.rx_naks_err++;
+        }
+        if (ack_upto(qp, psn)) {
+            if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
+                retry(qp);
+            }
+            return;
+        }
+        if (qp->state == QSW_QPS_ERR) {
+            return;
+        }
+        switch (syn & 0x1f) {
+        case NAK_PSN_SEQ:
+            /* IBTA 9.7: resend from psn, unless a resend from there is under way */
+            if (!qp->comp.rewound) {
+                retry(qp);
+            }
+            break;
+        case NAK_INV_REQ:
+            req_fail(qp, QSW_WC_REM_INV_REQ_ERR);
+            break;
+        case NAK_REM_ACCESS:
+            req_fail(qp, QSW_WC_REM_ACCESS_ERR);
+            break;
+        case NAK_REM_OP:
+            req_fail(qp, QSW_WC_REM_OP_ERR);
+            break;
+        default:
+            req_fail(qp, QSW_WC_BAD_RESP_ERR);
+            break;
+        }
+        return;
+    default:
+        eng->st.drop_malformed++;       /* reserved syndrome */
+        return;
+    }
+}
