@@ -2,7 +2,8 @@
 /*
  * libqrdma: the rdma-core provider for qrdma. Matched by PCI ID (the
  * kernel driver keeps RDMA_DRIVER_UNKNOWN), it opens contexts, maps the
- * context's doorbell page and implements the device, port and PD verbs.
+ * context's doorbell page and implements the device, port and PD verbs;
+ * qrdma_verbs.c has the other objects.
  */
 #include <config.h>
 
@@ -96,13 +97,53 @@ static void qrdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
+/*
+ * The data path (post_send, post_recv, post_srq_recv, poll_cq,
+ * req_notify_cq) is left unset: libibverbs answers EOPNOTSUPP.
+ */
 static const struct verbs_context_ops qrdma_context_ops = {
 	.alloc_pd = qrdma_alloc_pd,
+	.create_ah = qrdma_create_ah,
+	.create_cq = qrdma_create_cq,
+	.create_cq_ex = qrdma_create_cq_ex,
+	.create_qp = qrdma_create_qp,
+	.create_qp_ex = qrdma_create_qp_ex,
+	.create_srq = qrdma_create_srq,
 	.dealloc_pd = qrdma_dealloc_pd,
+	.dereg_mr = qrdma_dereg_mr,
+	.destroy_ah = qrdma_destroy_ah,
+	.destroy_cq = qrdma_destroy_cq,
+	.destroy_qp = qrdma_destroy_qp,
+	.destroy_srq = qrdma_destroy_srq,
 	.free_context = qrdma_free_context,
+	.modify_qp = qrdma_modify_qp,
+	.modify_srq = qrdma_modify_srq,
 	.query_device_ex = qrdma_query_device_ex,
 	.query_port = qrdma_query_port,
+	.query_qp = qrdma_query_qp,
+	.query_srq = qrdma_query_srq,
+	.reg_dmabuf_mr = qrdma_reg_dmabuf_mr,
+	.reg_mr = qrdma_reg_mr,
+	.rereg_mr = qrdma_rereg_mr,
+	.resize_cq = qrdma_resize_cq,
 };
+
+/* Limits the object verbs check requests against, read once per context. */
+static int qrdma_read_limits(struct qrdma_context *ctx)
+{
+	struct ibv_device_attr_ex attr;
+	int ret;
+
+	ret = ibv_cmd_query_device_any(&ctx->ibv_ctx.context, NULL, &attr, sizeof(attr.orig_attr),
+				       NULL, NULL);
+	if (ret)
+		return ret;
+	ctx->max_cqe = attr.orig_attr.max_cqe;
+	ctx->max_qp_wr = attr.orig_attr.max_qp_wr;
+	ctx->max_srq_wr = attr.orig_attr.max_srq_wr;
+	ctx->max_srq_sge = attr.orig_attr.max_srq_sge;
+	return 0;
+}
 
 static struct verbs_context *qrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd,
 						 void *private_data)
@@ -132,6 +173,11 @@ static struct verbs_context *qrdma_alloc_context(struct ibv_device *ibdev, int c
 	ctx->max_inline_data = resp.drv.max_inline_data;
 	ctx->max_send_sge = resp.drv.max_send_sge;
 	ctx->max_recv_sge = resp.drv.max_recv_sge;
+	errno = qrdma_read_limits(ctx);
+	if (errno) {
+		verbs_err(&ctx->ibv_ctx, "qrdma: cannot query the device: %s\n", strerror(errno));
+		goto err_free;
+	}
 
 	/* Doorbells are only ever written: map the page write-only. */
 	ctx->db_page = mmap(NULL, QRDMA_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED, cmd_fd,
