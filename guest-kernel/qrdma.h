@@ -48,9 +48,17 @@ struct qrdma_caps {
 	u32 features;
 };
 
-/* The control QP and its completion queue (qrdma_cqp.c). */
+/*
+ * The control QP and its completion queue (qrdma_cqp.c). Up to sq_len
+ * commands are in flight; each has a waiter, matched to its CCQ CQE by
+ * the scratch value the device echoes. Whoever holds the lock may reap
+ * the CCQ (a waiter polling, or CEQ 0's interrupt), so that sleeping and
+ * spinning waiters never take each other's completions.
+ */
 struct qrdma_cqp {
-	struct mutex lock;		/* one command at a time */
+	spinlock_t lock;		/* ring state, pending waiters, dead */
+	struct list_head pending;	/* struct qrdma_cqp_waiter, oldest first */
+	u32 in_flight;			/* WQEs posted whose CQE is not reaped */
 	struct qrdma_cqp_ctx *ctx;	/* page: context, then the CCQ shadow area */
 	dma_addr_t ctx_dma;
 	__le64 *shadow;
@@ -65,7 +73,7 @@ struct qrdma_cqp {
 	u64 scratch;
 	bool dead;			/* a command timed out: fail all others */
 	bool event_mode;		/* CEQ 0 exists: sleep on wq, do not spin */
-	wait_queue_head_t wq;		/* woken by CEQ 0 events for the CCQ */
+	wait_queue_head_t wq;		/* woken after CEQ 0 events reaped the CCQ */
 };
 
 /* The CEQE context value of the CCQ (given in the CQP context). */
@@ -220,6 +228,7 @@ struct qrdma_dev {
 	struct qrdma_obj_table qps, cqs, srqs;
 	struct ida mr_ida, ah_ida;
 	u32 mr_max, ah_max;		/* highest usable index */
+	u32 ah_atomic_ids;		/* AH IDs 0..n-1: HMC backed from probe to remove */
 	u8 *mr_keys;			/* last key byte used per MR index */
 	atomic_t num_mrs, num_ahs;
 	struct workqueue_struct *wq;	/* deferred AH destroys */
@@ -229,6 +238,11 @@ struct qrdma_dev {
 };
 
 #define QRDMA_CTL_BLOCK		128
+
+/* NUM_SGE is 5 bits in SQ and RQ WQE headers, whatever CAP_MAX_*_SGE says. */
+#define QRDMA_MAX_WQE_SGES	31u
+static_assert(QRDMA_MAX_WQE_SGES << QRDMA_SQ_HDR_NUM_SGE_SHIFT == QRDMA_SQ_HDR_NUM_SGE_MASK);
+static_assert(QRDMA_MAX_WQE_SGES == QRDMA_RQ_HDR_NUM_SGE_MASK);
 
 struct qrdma_cq {
 	struct ib_cq ibcq;
@@ -242,6 +256,23 @@ struct qrdma_cq {
 	struct qrdma_shadow shadow;
 	spinlock_t lock;		/* kernel CQ consumer state */
 	u16 arm_seq;
+	u32 head;			/* kernel CQs: CQEs consumed in ring, free running */
+	u32 old_head;			/* ... in old_ring, while old_active */
+	u8 old_size_log2;
+	bool old_active;		/* old_ring may still hold unread CQEs */
+};
+
+/*
+ * A kernel work queue's producer and retire state. The ring is the QP's
+ * sq or rq (struct qrdma_qmem); wr_ids live beside it, one per slot.
+ */
+struct qrdma_kwq {
+	spinlock_t lock;
+	u32 head;			/* WQEs posted, free running */
+	u32 tail;			/* WQEs retired by CQEs, free running */
+	u8 size_log2, wqe_log2;
+	u64 *wr_id;
+	u8 *wc_opcode;			/* SQ: the enum ib_wc_opcode each slot completes as */
 };
 
 struct qrdma_qp {
@@ -255,6 +286,9 @@ struct qrdma_qp {
 	u8 sq_size_log2, sq_wqe_log2, rq_size_log2, rq_wqe_log2;
 	struct ib_qp_cap cap;
 	enum ib_sig_type sq_sig_type;
+	u32 qkey;			/* as last set: UD sends with a Q_Key of bit 31 set use it */
+	bool gsi;
+	struct qrdma_kwq ksq, krq;	/* kernel QPs */
 };
 
 struct qrdma_srq {
@@ -267,6 +301,11 @@ struct qrdma_srq {
 	u32 limit;
 	struct qrdma_qmem ring;
 	struct qrdma_shadow shadow;
+	/* Kernel SRQs: slots are freed by CQEs, which may come in any order. */
+	spinlock_t lock;
+	u32 head;			/* WQEs posted, free running (shadow qword 0) */
+	u64 *wr_id;
+	unsigned long *busy;		/* slot posted and not yet completed */
 };
 
 struct qrdma_ah_ctx;
@@ -274,6 +313,7 @@ struct qrdma_ah_ctx;
 struct qrdma_ah {
 	struct ib_ah ibah;
 	struct qrdma_ah_ctx *ctx;	/* outlives the ib_ah for deferred destroys */
+	u32 id;				/* the AH_ID UD send WQEs name */
 };
 
 struct qrdma_mr {
@@ -289,6 +329,7 @@ struct qrdma_mr {
 	u64 *pages;			/* fast-register: the page list map_mr_sg fills */
 	u32 max_pages;
 	u32 npages;
+	u32 fbo;			/* fast-register: offset of byte 0 in pages[0] */
 };
 
 struct qrdma_ucontext {
@@ -379,6 +420,8 @@ void qrdma_port_event(struct qrdma_dev *dev);
 int qrdma_cqp_create(struct qrdma_dev *dev);
 void qrdma_cqp_free(struct qrdma_dev *dev);
 int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval);
+int qrdma_cqp_exec_atomic(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval);
+void qrdma_cqp_ccq_event(struct qrdma_dev *dev);
 
 /* qrdma_eq.c */
 int qrdma_eq_create(struct qrdma_dev *dev);
@@ -415,6 +458,7 @@ void qrdma_retire(struct qrdma_dev *dev, struct qrdma_qmem *qm, struct qrdma_sha
 void qrdma_zombies_free(struct qrdma_dev *dev);
 void qrdma_obj_table_init(struct qrdma_obj_table *t, u32 min, u32 max);
 int qrdma_obj_id_alloc(struct qrdma_obj_table *t, u32 *id);
+int qrdma_obj_id_claim(struct qrdma_obj_table *t, u32 id);
 void qrdma_obj_publish(struct qrdma_obj_table *t, u32 id, void *obj, struct qrdma_obj_ref *ref);
 void qrdma_obj_unpublish(struct qrdma_obj_table *t, u32 id, struct qrdma_obj_ref *ref);
 void *qrdma_obj_get(struct qrdma_obj_table *t, u32 id, size_t ref_off);
@@ -429,6 +473,8 @@ int qrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 void qrdma_cq_event(struct qrdma_dev *dev, u32 ctx);
+int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+void qrdma_cq_clean(struct qrdma_cq *cq, u32 qp_id);
 
 /* qrdma_qp.c */
 int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_udata *udata);
@@ -437,6 +483,17 @@ int qrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int qrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+
+/* qrdma_post.c */
+int qrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int qrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+int qrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+int qrdma_kwq_init(struct qrdma_kwq *wq, u8 size_log2, u8 wqe_log2, bool sq);
+void qrdma_kwq_free(struct qrdma_kwq *wq);
+void qrdma_kwq_reset(struct qrdma_kwq *wq, struct qrdma_qmem *ring);
 
 /* qrdma_srq.c */
 int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -451,6 +508,8 @@ int qrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct i
 int qrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
 int qrdma_av_from_ah_attr(struct qrdma_dev *dev, const struct rdma_ah_attr *ah_attr,
 			  struct qrdma_av *av);
+int qrdma_ah_window_init(struct qrdma_dev *dev);
+void qrdma_ah_window_fini(struct qrdma_dev *dev);
 
 /* qrdma_mr.c */
 struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access);

@@ -4,7 +4,9 @@
  * kernel CQs live in DMA-coherent memory, user CQs in pinned memory listed
  * in PBLEs (VIRTMAP). Every CQ reports to CEQ 0 with its ID as CQ_CTX, so
  * the CEQ handler finds the ib_cq in the CQ table (the CCQ's context value
- * lies above every 24-bit ID). Polling is the data path's.
+ * lies above every 24-bit ID). Kernel CQs are polled here: CQEs by VALID
+ * polarity, each matched to its QP's work queue for the wr_id, and HEAD
+ * (CQEs consumed, free running) written back to the shadow area.
  */
 #include "qrdma.h"
 
@@ -196,6 +198,9 @@ int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	ret = qrdma_cq_size_ok(dev, size_log2, cqe);
 	if (ret)
 		return ret;
+	/* One old ring at a time: the poller has not drained the last one yet. */
+	if (!cq->user && READ_ONCE(cq->old_active))
+		return -EBUSY;
 
 	if (cq->user)
 		ret = qrdma_qmem_user(dev, &ring, req.ring_va, (size_t)QRDMA_CQE_SIZE << size_log2);
@@ -215,14 +220,52 @@ int qrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	}
 	if (cq->user) {
 		qrdma_qmem_free(dev, &cq->ring);
+		cq->ring = ring;
+		cq->size_log2 = size_log2;
 	} else {
-		qrdma_qmem_free(dev, &cq->old_ring);
+		struct qrdma_cq_shadow *sh = cq->shadow.va;
+		struct qrdma_qmem drained = cq->old_ring;
+		unsigned long flags;
+
+		/*
+		 * The device writes the new ring from index 0 now: the
+		 * poller finishes the old ring first (old_head), then counts
+		 * the new one from 0, which is what HEAD says from here on.
+		 */
+		spin_lock_irqsave(&cq->lock, flags);
 		cq->old_ring = cq->ring;
+		cq->old_head = cq->head;
+		cq->old_size_log2 = cq->size_log2;
+		cq->old_active = true;
+		cq->ring = ring;
+		cq->size_log2 = size_log2;
+		cq->head = 0;
+		WRITE_ONCE(sh->head, 0);
+		spin_unlock_irqrestore(&cq->lock, flags);
+		qrdma_qmem_free(dev, &drained);
 	}
-	cq->ring = ring;
-	cq->size_log2 = size_log2;
 	ibcq->cqe = 1 << size_log2;
 	return 0;
+}
+
+/*
+ * The CQE at consumer index head of a ring of 2^log2 CQEs if the device
+ * has written it on head's lap (VALID is 1 on even laps), else NULL.
+ */
+static __le64 *qrdma_cqe_ready(void *ring, u32 head, u8 log2)
+{
+	__le64 *cqe = ring + (size_t)(head & ((1u << log2) - 1)) * QRDMA_CQE_SIZE;
+	u64 q3 = le64_to_cpu(READ_ONCE(cqe[3]));
+
+	return !!(q3 & QRDMA_CQE_VALID) == !((head >> log2) & 1) ? cqe : NULL;
+}
+
+/* CQEs the poller has not read yet? Lock held. */
+static bool qrdma_cq_pending(struct qrdma_cq *cq)
+{
+	if (cq->old_active && qrdma_cqe_ready(cq->old_ring.va, cq->old_head, cq->old_size_log2))
+		return true;
+	return qrdma_cqe_ready(cq->ring.va, cq->head, cq->size_log2);
 }
 
 /*
@@ -234,11 +277,9 @@ int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	struct qrdma_dev *dev = to_qdev(ibcq->device);
 	struct qrdma_cq *cq = to_qcq(ibcq);
 	struct qrdma_cq_shadow *sh = cq->shadow.va;
-	__le64 *ring = cq->ring.va;
 	unsigned long irqflags;
-	u64 arm, hdr;
-	u32 head;
 	int ret = 0;
+	u64 arm;
 
 	if (cq->user || !sh)
 		return -EINVAL;
@@ -251,17 +292,12 @@ int qrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	/* The device reads the shadow area when the doorbell arrives. */
 	writel(cq->id, dev->db_kernel + QRDMA_DB_CQ_ARM);
 
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		/*
-		 * A CQE at the consumer's head is one the poller has not seen:
-		 * its VALID matches the lap the head index is on (1 on even laps).
-		 */
-		head = le64_to_cpu(READ_ONCE(sh->head));
-		hdr = le64_to_cpu(READ_ONCE(ring[(head & ((1u << cq->size_log2) - 1)) *
-						 (QRDMA_CQE_SIZE / 8) + 3]));
-		if (!!(hdr & QRDMA_CQE_VALID) == !((head >> cq->size_log2) & 1))
-			ret = 1;
-	}
+	/*
+	 * A CQE written before the doorbell raises no event: the caller must
+	 * poll again if one is waiting (checked after arming, so none is lost).
+	 */
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && qrdma_cq_pending(cq))
+		ret = 1;
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
 }
@@ -278,4 +314,215 @@ void qrdma_cq_event(struct qrdma_dev *dev, u32 ctx)
 	if (cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	qrdma_obj_put(&cq->ref);
+}
+
+/* Retire SQ WQEs up to the one at index idx (and every unsignaled one before it). */
+static bool qrdma_cq_retire_sq(struct qrdma_qp *qp, u32 idx, struct ib_wc *wc)
+{
+	struct qrdma_kwq *sq = &qp->ksq;
+	u32 mask = (1u << sq->size_log2) - 1;
+	bool ok = false;
+	u32 pos;
+
+	spin_lock(&sq->lock);
+	pos = sq->tail + ((idx - sq->tail) & mask);
+	/* Only a WQE that is outstanding can complete. */
+	if (pos - sq->tail < sq->head - sq->tail) {
+		wc->wr_id = sq->wr_id[pos & mask];
+		wc->opcode = sq->wc_opcode[pos & mask];
+		sq->tail = pos + 1;
+		ok = true;
+	}
+	spin_unlock(&sq->lock);
+	return ok;
+}
+
+static bool qrdma_cq_retire_rq(struct qrdma_qp *qp, u32 idx, struct ib_wc *wc)
+{
+	struct qrdma_kwq *rq = &qp->krq;
+	u32 mask = (1u << rq->size_log2) - 1;
+	bool ok = false;
+	u32 pos;
+
+	spin_lock(&rq->lock);
+	pos = rq->tail + ((idx - rq->tail) & mask);
+	if (pos - rq->tail < rq->head - rq->tail) {
+		wc->wr_id = rq->wr_id[pos & mask];
+		rq->tail = pos + 1;
+		ok = true;
+	}
+	spin_unlock(&rq->lock);
+	return ok;
+}
+
+static bool qrdma_cq_retire_srq(struct qrdma_srq *srq, u32 idx, struct ib_wc *wc)
+{
+	bool ok = false;
+
+	if (srq->user || !srq->wr_id || idx >= 1u << srq->size_log2)
+		return false;
+	spin_lock(&srq->lock);
+	if (test_bit(idx, srq->busy)) {
+		wc->wr_id = srq->wr_id[idx];
+		__clear_bit(idx, srq->busy);
+		ok = true;
+	}
+	spin_unlock(&srq->lock);
+	return ok;
+}
+
+/*
+ * Turn one CQE into a work completion. False if it produces none: its QP
+ * is gone (or never was: destroy zeroes the QP field of CQEs left behind),
+ * it belongs to another CQ, or it names no outstanding WQE.
+ */
+static bool qrdma_cqe_to_wc(struct qrdma_dev *dev, struct qrdma_cq *cq, const __le64 *cqe,
+			    struct ib_wc *wc)
+{
+	u64 q0 = le64_to_cpu(cqe[0]), q1 = le64_to_cpu(cqe[1]), q2 = le64_to_cpu(cqe[2]);
+	u32 qp_id = q1 & QRDMA_CQE_QP_MASK;
+	u32 idx = q2 & QRDMA_CQE_WQE_INDEX_MASK;
+	u32 flags = (q2 & QRDMA_CQE_FLAGS_MASK) >> QRDMA_CQE_FLAGS_SHIFT;
+	u32 status = (q2 & QRDMA_CQE_STATUS_MASK) >> QRDMA_CQE_STATUS_SHIFT;
+	u32 opcode = (q2 & QRDMA_CQE_OPCODE_MASK) >> QRDMA_CQE_OPCODE_SHIFT;
+	struct ib_qp *ibqp;
+	struct qrdma_qp *qp;
+	bool ok;
+
+	qp = qrdma_obj_get(&dev->qps, qp_id, offsetof(struct qrdma_qp, ref));
+	if (!qp) {
+		dev_dbg_ratelimited(&dev->pdev->dev, "CQ %u: CQE for QP %u, which does not exist\n",
+				    cq->id, qp_id);
+		return false;
+	}
+	ibqp = &qp->ibqp;
+	memset(wc, 0, sizeof(*wc));
+	if (qp->user)
+		ok = false;
+	else if (flags & QRDMA_CQE_FLAG_SQ)
+		ok = ibqp->send_cq == &cq->ibcq && qrdma_cq_retire_sq(qp, idx, wc);
+	else if (flags & QRDMA_CQE_FLAG_SRQ)
+		ok = ibqp->recv_cq == &cq->ibcq && ibqp->srq &&
+		     qrdma_cq_retire_srq(to_qsrq(ibqp->srq), idx, wc);
+	else
+		ok = ibqp->recv_cq == &cq->ibcq && !ibqp->srq && qrdma_cq_retire_rq(qp, idx, wc);
+	if (!ok) {
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "CQ %u: CQE for QP %u index %u flags 0x%x names no outstanding WQE; skipped\n",
+				     cq->id, qp_id, idx, flags);
+		qrdma_obj_put(&qp->ref);
+		return false;
+	}
+
+	wc->qp = ibqp;
+	/* The device reports ibv_wc_status values, which ib_wc_status shares. */
+	wc->status = status <= IB_WC_GENERAL_ERR ? status : IB_WC_GENERAL_ERR;
+	wc->vendor_err = (q2 & QRDMA_CQE_VENDOR_ERR_MASK) >> QRDMA_CQE_VENDOR_ERR_SHIFT;
+	wc->byte_len = q0 & QRDMA_CQE_BYTE_LEN_MASK;
+	wc->port_num = 1;
+	wc->pkey_index = 0;
+	if (!(flags & QRDMA_CQE_FLAG_SQ)) {
+		/* Send completions took their opcode from the WR that was posted. */
+		wc->opcode = opcode == IB_WC_RECV_RDMA_WITH_IMM ? IB_WC_RECV_RDMA_WITH_IMM
+							       : IB_WC_RECV;
+		wc->src_qp = (q1 & QRDMA_CQE_SRC_QP_MASK) >> QRDMA_CQE_SRC_QP_SHIFT;
+		if (ibqp->qp_type != IB_QPT_UD && ibqp->qp_type != IB_QPT_GSI)
+			wc->src_qp = 0;
+	}
+	if (flags & QRDMA_CQE_FLAG_WITH_IMM) {
+		/* Network byte order, unchanged (qrdma_hw.h "Completion rules"). */
+		wc->ex.imm_data = (__force __be32)(u32)(q0 >> QRDMA_CQE_IMM_SHIFT);
+		wc->wc_flags |= IB_WC_WITH_IMM;
+	} else if (flags & QRDMA_CQE_FLAG_WITH_INV) {
+		wc->ex.invalidate_rkey = q0 >> QRDMA_CQE_IMM_SHIFT;
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
+	}
+	/*
+	 * RoCE v2 UD: the first 40 bytes are the GRH room, holding the IPv6
+	 * header or, for IPv4, the IPv4 header in its last 20 bytes. ib_core
+	 * (ib_init_ah_attr_from_wc) tells the two apart from those bytes when
+	 * IB_WC_WITH_NETWORK_HDR_TYPE is clear, which it is here: the CQE
+	 * does not say, and a kernel buffer is known only by its DMA address.
+	 */
+	if (flags & QRDMA_CQE_FLAG_GRH)
+		wc->wc_flags |= IB_WC_GRH;
+	qrdma_obj_put(&qp->ref);
+	return true;
+}
+
+int qrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct qrdma_dev *dev = to_qdev(ibcq->device);
+	struct qrdma_cq *cq = to_qcq(ibcq);
+	struct qrdma_cq_shadow *sh = cq->shadow.va;
+	unsigned long flags;
+	bool consumed = false;
+	int n = 0;
+
+	if (cq->user || !sh)
+		return -EINVAL;
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries) {
+		__le64 *cqe;
+
+		if (cq->old_active) {
+			/* After a resize: the old ring first, until it runs dry. */
+			cqe = qrdma_cqe_ready(cq->old_ring.va, cq->old_head, cq->old_size_log2);
+			if (!cqe) {
+				cq->old_active = false;
+				continue;
+			}
+			cq->old_head++;
+		} else {
+			cqe = qrdma_cqe_ready(cq->ring.va, cq->head, cq->size_log2);
+			if (!cqe)
+				break;
+			cq->head++;
+			consumed = true;
+		}
+		/* The body only after VALID. */
+		dma_rmb();
+		if (qrdma_cqe_to_wc(dev, cq, cqe, &wc[n]))
+			n++;
+	}
+	if (consumed) {
+		/* Every read of the CQEs is done before HEAD frees their slots. */
+		mb();
+		WRITE_ONCE(sh->head, cpu_to_le64(cq->head));
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+/*
+ * A kernel QP using this CQ was destroyed: its CQEs still in the ring name
+ * an ID that a new QP may soon carry. Point them at QP 0, which never
+ * exists, so the poller skips them.
+ */
+void qrdma_cq_clean(struct qrdma_cq *cq, u32 qp_id)
+{
+	unsigned long flags;
+	__le64 *cqe;
+	u32 i;
+
+	if (cq->user)
+		return;
+	spin_lock_irqsave(&cq->lock, flags);
+	for (i = 0; cq->old_active && i < 1u << cq->old_size_log2; i++) {
+		cqe = qrdma_cqe_ready(cq->old_ring.va, cq->old_head + i, cq->old_size_log2);
+		if (!cqe)
+			break;
+		dma_rmb();
+		if ((le64_to_cpu(cqe[1]) & QRDMA_CQE_QP_MASK) == qp_id)
+			cqe[1] = cpu_to_le64(le64_to_cpu(cqe[1]) & ~QRDMA_CQE_QP_MASK);
+	}
+	for (i = 0; i < 1u << cq->size_log2; i++) {
+		cqe = qrdma_cqe_ready(cq->ring.va, cq->head + i, cq->size_log2);
+		if (!cqe)
+			break;
+		dma_rmb();
+		if ((le64_to_cpu(cqe[1]) & QRDMA_CQE_QP_MASK) == qp_id)
+			cqe[1] = cpu_to_le64(le64_to_cpu(cqe[1]) & ~QRDMA_CQE_QP_MASK);
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
 }

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * qrdma.ko: the control QP. Creation through CCQP_CTX_HIGH/LOW, and
- * qrdma_cqp_exec(), which posts one WQE, rings CQP_DB and waits for its
- * completion on the CCQ. Commands are serialised by a mutex. The driver
- * polls during bring-up and sleeps on CEQ 0 events once the event queues
- * exist; a command that does not complete in time marks the CQP dead, and
- * every later command fails with -EIO (unload still works: it only resets).
+ * qrdma.ko: the control QP. Creation through CCQP_CTX_HIGH/LOW, and one
+ * submission path: a command posts its WQE under a spinlock, rings CQP_DB
+ * and waits for the CCQ CQE carrying its scratch value. Whoever holds the
+ * lock reaps the CCQ for everyone: a polling waiter, or CEQ 0's interrupt
+ * once the event queues exist, after which sleeping waiters are woken.
+ * qrdma_cqp_exec() sleeps (polls with short sleeps during bring-up);
+ * qrdma_cqp_exec_atomic() spins, for callers that may not sleep (AH
+ * creation from the CM). A command that does not complete in time marks
+ * the CQP dead, and every later command fails with -EIO (unload still
+ * works: it only resets).
  */
 #include <linux/iopoll.h>
 #include <linux/delay.h>
@@ -116,7 +120,9 @@ int qrdma_cqp_create(struct qrdma_dev *dev)
 	u32 status;
 	int ret;
 
-	mutex_init(&cqp->lock);
+	spin_lock_init(&cqp->lock);
+	INIT_LIST_HEAD(&cqp->pending);
+	cqp->in_flight = 0;
 	init_waitqueue_head(&cqp->wq);
 	cqp->event_mode = false;
 	cqp->sq_len = 1 << QRDMA_CQP_SQ_LOG2;
@@ -191,93 +197,196 @@ void qrdma_cqp_free(struct qrdma_dev *dev)
 	cqp->ctx = NULL;
 }
 
-static bool qrdma_ccq_ready(struct qrdma_cqp *cqp)
-{
-	u64 hdr = le64_to_cpu(READ_ONCE(cqp->ccq[cqp->ccq_head].hdr));
-
-	return !!(hdr & QRDMA_CCQ_CQE_VALID) == cqp->ccq_valid;
-}
+/* One command in flight: on its issuer's stack until reaped or abandoned. */
+struct qrdma_cqp_waiter {
+	struct list_head list;
+	u64 scratch;
+	u64 retval;
+	u64 status;
+	bool done;
+};
 
 /*
- * Run one command: args are its six argument qwords (NULL for none);
- * retval, when given, gets the completion's return value.
+ * Take every CQE the CCQ holds and hand each to the waiter whose scratch
+ * it echoes. Called with cqp->lock held, by a waiter polling or by CEQ 0's
+ * interrupt; a CQE nobody waits for any more (its waiter timed out) is
+ * dropped.
  */
-int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval)
+static void qrdma_cqp_reap(struct qrdma_dev *dev)
 {
 	struct qrdma_cqp *cqp = &dev->cqp;
-	unsigned long deadline;
-	struct qrdma_cqp_wqe *wqe;
-	u64 scratch, status = 0;
-	u32 major, minor;
-	int i, ret;
+	struct qrdma_cqp_waiter *w;
+	u32 n;
 
-	mutex_lock(&cqp->lock);
-	if (cqp->dead) {
-		ret = -EIO;
-		goto out;
+	lockdep_assert_held(&cqp->lock);
+	for (n = 0; n < cqp->ccq_len; n++) {
+		struct qrdma_ccq_cqe *cqe = &cqp->ccq[cqp->ccq_head];
+		u64 hdr = le64_to_cpu(READ_ONCE(cqe->hdr));
+		u64 scratch;
+		bool found = false;
+
+		if (!!(hdr & QRDMA_CCQ_CQE_VALID) != cqp->ccq_valid)
+			break;
+		/* Read the body only after seeing VALID. */
+		dma_rmb();
+		scratch = le64_to_cpu(cqe->scratch);
+		list_for_each_entry(w, &cqp->pending, list) {
+			if (w->scratch != scratch)
+				continue;
+			w->status = le64_to_cpu(cqe->status);
+			w->retval = le64_to_cpu(cqe->retval);
+			WRITE_ONCE(w->done, true);
+			list_del_init(&w->list);
+			found = true;
+			break;
+		}
+		if (!found)
+			dev_warn_ratelimited(&dev->pdev->dev,
+					     "CQP completion for scratch %llu, which nobody waits for\n",
+					     scratch);
+		if (cqp->in_flight)
+			cqp->in_flight--;
+		cqp->ccq_head = (cqp->ccq_head + 1) & (cqp->ccq_len - 1);
+		if (!cqp->ccq_head)
+			cqp->ccq_valid = !cqp->ccq_valid;
 	}
-	scratch = ++cqp->scratch;
-	wqe = &cqp->sq[cqp->sq_next];
+	if (n)
+		WRITE_ONCE(*cqp->shadow, cpu_to_le64(cqp->ccq_head));
+}
+
+/* CEQ 0 says the CCQ has news: reap it here and wake the sleepers. IRQ. */
+void qrdma_cqp_ccq_event(struct qrdma_dev *dev)
+{
+	struct qrdma_cqp *cqp = &dev->cqp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cqp->lock, flags);
+	qrdma_cqp_reap(dev);
+	spin_unlock_irqrestore(&cqp->lock, flags);
+	wake_up_all(&cqp->wq);
+}
+
+/* Post the waiter's command. Lock held, a free SQ slot known to exist. */
+static void qrdma_cqp_post(struct qrdma_dev *dev, struct qrdma_cqp_waiter *w, u8 opcode,
+			   const u64 *args)
+{
+	struct qrdma_cqp *cqp = &dev->cqp;
+	struct qrdma_cqp_wqe *wqe = &cqp->sq[cqp->sq_next];
+	int i;
+
+	w->scratch = ++cqp->scratch;
 	for (i = 0; i < ARRAY_SIZE(wqe->arg); i++)
 		wqe->arg[i] = cpu_to_le64(args ? args[i] : 0);
-	wqe->scratch = cpu_to_le64(scratch);
+	wqe->scratch = cpu_to_le64(w->scratch);
 	/* The body must be visible before the header that makes it valid. */
 	dma_wmb();
 	WRITE_ONCE(wqe->hdr, cpu_to_le64(opcode | (cqp->sq_valid ? QRDMA_CQP_WQE_VALID : 0)));
 	cqp->sq_next = (cqp->sq_next + 1) & (cqp->sq_len - 1);
 	if (!cqp->sq_next)
 		cqp->sq_valid = !cqp->sq_valid;
+	cqp->in_flight++;
+	list_add_tail(&w->list, &cqp->pending);
 	/* writel orders the WQE's memory writes before the doorbell. */
 	qrdma_wr32(dev, QRDMA_REG_CQP_DB, cqp->sq_next);
+}
 
-	deadline = jiffies + msecs_to_jiffies(cqp_timeout_ms);
+/*
+ * Between two looks at the CQP: spin (atomic callers), sleep a little
+ * (bring-up, before CEQ 0 exists), or sleep until CEQ 0's handler has
+ * reaped something (the short timeout only bounds a lost event).
+ */
+static void qrdma_cqp_pause(struct qrdma_cqp *cqp, struct qrdma_cqp_waiter *w, bool atomic)
+{
+	if (atomic)
+		udelay(1);
+	else if (!READ_ONCE(cqp->event_mode))
+		usleep_range(10, 50);
+	else if (w)
+		wait_event_timeout(cqp->wq, READ_ONCE(w->done) || READ_ONCE(cqp->dead),
+				   msecs_to_jiffies(10));
+	else
+		wait_event_timeout(cqp->wq, READ_ONCE(cqp->in_flight) < cqp->sq_len ||
+				   READ_ONCE(cqp->dead), msecs_to_jiffies(10));
+}
+
+/*
+ * Run one command and wait for its completion: args are its six argument
+ * qwords (NULL for none); retval, when given, gets the completion's return
+ * value. A command that does not complete within cqp_timeout_ms (including
+ * the wait for a free slot) marks the CQP dead and every later one fails.
+ */
+static int qrdma_cqp_run(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval,
+			 bool atomic)
+{
+	struct qrdma_cqp *cqp = &dev->cqp;
+	struct qrdma_cqp_waiter w = { .done = false };
+	ktime_t deadline = ktime_add_ms(ktime_get(), cqp_timeout_ms);
+	unsigned long flags;
+	bool posted = false;
+	u32 major, minor;
+	int ret;
+
+	INIT_LIST_HEAD(&w.list);
+	spin_lock_irqsave(&cqp->lock, flags);
 	for (;;) {
-		struct qrdma_ccq_cqe *cqe = &cqp->ccq[cqp->ccq_head];
-		u64 hdr = le64_to_cpu(READ_ONCE(cqe->hdr));
-
-		if (!!(hdr & QRDMA_CCQ_CQE_VALID) == cqp->ccq_valid) {
-			/* Read the body only after seeing VALID. */
-			dma_rmb();
-			status = le64_to_cpu(cqe->status);
-			if (retval)
-				*retval = le64_to_cpu(cqe->retval);
-			if (le64_to_cpu(cqe->scratch) != scratch) {
-				dev_err(&dev->pdev->dev,
-					"CQP completion for scratch %llu, expected %llu; CQP marked dead\n",
-					le64_to_cpu(cqe->scratch), scratch);
-				cqp->dead = true;
-				ret = -EIO;
-				goto out;
-			}
-			cqp->ccq_head = (cqp->ccq_head + 1) & (cqp->ccq_len - 1);
-			if (!cqp->ccq_head)
-				cqp->ccq_valid = !cqp->ccq_valid;
-			WRITE_ONCE(*cqp->shadow, cpu_to_le64(cqp->ccq_head));
+		qrdma_cqp_reap(dev);
+		if (w.done) {
+			ret = 0;
 			break;
 		}
-		if (time_after(jiffies, deadline)) {
-			dev_err(&dev->pdev->dev,
-				"CQP %s timed out after %u ms; CQP marked dead\n",
-				qrdma_cqp_op_name(opcode), cqp_timeout_ms);
-			cqp->dead = true;
+		if (cqp->dead) {
 			ret = -EIO;
-			goto out;
+			break;
 		}
-		if (cqp->event_mode)
-			/* Woken by CEQ 0; the short timeout only bounds a lost event. */
-			wait_event_timeout(cqp->wq, qrdma_ccq_ready(cqp), msecs_to_jiffies(10));
-		else
-			usleep_range(10, 50);
+		if (!posted && cqp->in_flight < cqp->sq_len) {
+			qrdma_cqp_post(dev, &w, opcode, args);
+			posted = true;
+			continue;	/* a polled device may have answered already */
+		}
+		if (ktime_after(ktime_get(), deadline)) {
+			dev_err(&dev->pdev->dev, "CQP %s timed out after %u ms; CQP marked dead\n",
+				qrdma_cqp_op_name(opcode), cqp_timeout_ms);
+			WRITE_ONCE(cqp->dead, true);
+			ret = -EIO;
+			break;
+		}
+		spin_unlock_irqrestore(&cqp->lock, flags);
+		qrdma_cqp_pause(cqp, posted ? &w : NULL, atomic);
+		spin_lock_irqsave(&cqp->lock, flags);
+	}
+	/* Abandoned (dead CQP): a late CQE finds no waiter and is dropped. */
+	if (!w.done)
+		list_del(&w.list);
+	spin_unlock_irqrestore(&cqp->lock, flags);
+	if (ret) {
+		wake_up_all(&cqp->wq);	/* other waiters see dead at once */
+		return ret;
 	}
 
-	major = (status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;
-	minor = status & QRDMA_CCQ_CQE_MINOR_MASK;
+	if (retval)
+		*retval = w.retval;
+	major = (w.status & QRDMA_CCQ_CQE_MAJOR_MASK) >> QRDMA_CCQ_CQE_MAJOR_SHIFT;
+	minor = w.status & QRDMA_CCQ_CQE_MINOR_MASK;
 	ret = qrdma_cqp_errno(major, minor);
 	/* Users can provoke failures (a bad QP transition): rate limit. */
 	if (ret)
 		dev_warn_ratelimited(&dev->pdev->dev, "CQP %s failed: major %u minor %u\n",
 				     qrdma_cqp_op_name(opcode), major, minor);
-out:
-	mutex_unlock(&cqp->lock);
 	return ret;
+}
+
+/* Process context: sleeps while the command runs. */
+int qrdma_cqp_exec(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval)
+{
+	might_sleep();
+	return qrdma_cqp_run(dev, opcode, args, retval, false);
+}
+
+/*
+ * Any context: busy-waits for the completion (a command takes
+ * microseconds; cqp_timeout_ms bounds the spin as it bounds a sleep).
+ */
+int qrdma_cqp_exec_atomic(struct qrdma_dev *dev, u8 opcode, const u64 *args, u64 *retval)
+{
+	return qrdma_cqp_run(dev, opcode, args, retval, true);
 }

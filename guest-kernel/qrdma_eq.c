@@ -179,8 +179,12 @@ static void qrdma_ceq_process(struct qrdma_dev *dev)
 
 		if (!!(e & QRDMA_CEQE_VALID) != eqs->ceq_valid)
 			break;
+		/*
+		 * A kernel CQ's event calls its comp_handler (ib_core's
+		 * softirq or workqueue poller, or the ULP's own) from here.
+		 */
 		if ((e & QRDMA_CEQE_CQ_CTX_MASK) == QRDMA_CCQ_CTX)
-			wake_up(&dev->cqp.wq);
+			qrdma_cqp_ccq_event(dev);
 		else if ((e & QRDMA_CEQE_CQ_CTX_MASK) <= QRDMA_OBJ_ID_MASK)
 			/* Every other CQ's CQ_CTX is its ID (qrdma_cq.c). */
 			qrdma_cq_event(dev, e & QRDMA_CEQE_CQ_CTX_MASK);

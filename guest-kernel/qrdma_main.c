@@ -214,6 +214,8 @@ static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 err_destroy_netdev:
 	qrdma_netdev_destroy(dev);
 err_res:
+	/* Its pages go back through the CQP, before the reset. */
+	qrdma_ah_window_fini(dev);
 	res_ready = true;
 err_stop_eq:
 	qrdma_eq_stop(dev);
@@ -253,6 +255,7 @@ static void qrdma_remove(struct pci_dev *pdev)
 	qrdma_unregister_ibdev(dev);
 	/* Deferred AH destroys still need the CQP. */
 	flush_workqueue(dev->wq);
+	qrdma_ah_window_fini(dev);
 	qrdma_netdev_destroy(dev);
 	WARN_ON(atomic_read(&dev->num_ucontexts) || atomic_read(&dev->num_pds));
 	WARN_ON(atomic_read(&dev->qps.live) || atomic_read(&dev->cqs.live) ||

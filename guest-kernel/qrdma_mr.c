@@ -5,8 +5,8 @@
  * User MRs are pinned, cut into the largest page size the device and the
  * mapping allow, and listed in PBLEs (one level up to a leaf run, two
  * levels beyond); the kernel's DMA MR covers guest RAM with no list;
- * fast-register MRs reserve PBLEs that a fast-register WQE (data path)
- * fills from the page list map_mr_sg builds.
+ * fast-register MRs reserve PBLEs that post_send fills, for a
+ * fast-register WQE, from the page list map_mr_sg builds.
  */
 #include "qrdma.h"
 
@@ -353,13 +353,22 @@ int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset)
 {
 	struct qrdma_mr *mr = to_qmr(ibmr);
+	int n;
 
 	if (!mr->pages ||
 	    !(to_qdev(ibmr->device)->caps.page_sizes & ibmr->page_size) ||
 	    !is_power_of_2(ibmr->page_size))
 		return -EINVAL;
 	mr->npages = 0;
-	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrdma_set_page);
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrdma_set_page);
+	/*
+	 * Pages are page-size aligned and iova is the first byte's address:
+	 * its offset in page 0 is the FBO, kept apart because a ULP may
+	 * rebase iova afterwards (ib_map_mr_sg_zbva).
+	 */
+	if (n > 0)
+		mr->fbo = ibmr->iova & (ibmr->page_size - 1);
+	return n;
 }
 
 int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

@@ -162,6 +162,13 @@ int qrdma_obj_id_alloc(struct qrdma_obj_table *t, u32 *id)
 	return ret;
 }
 
+/* Reserve one fixed ID outside the allocator's range (QP1, the GSI QP). */
+int qrdma_obj_id_claim(struct qrdma_obj_table *t, u32 id)
+{
+	/* Inserting NULL reserves the index; -EBUSY if it is taken. */
+	return xa_insert_irq(&t->xa, id, NULL, GFP_KERNEL);
+}
+
 /* Free an ID that was reserved but never published. */
 static void qrdma_obj_id_free(struct qrdma_obj_table *t, u32 id)
 {
@@ -267,8 +274,13 @@ int qrdma_res_init(struct qrdma_dev *dev)
 	ret = qrdma_pble_init(dev);
 	if (ret)
 		goto err_wq;
+	ret = qrdma_ah_window_init(dev);
+	if (ret)
+		goto err_pble;
 	return 0;
 
+err_pble:
+	qrdma_pble_fini(dev);
 err_wq:
 	destroy_workqueue(dev->wq);
 	dev->wq = NULL;

@@ -6,10 +6,11 @@
  * DMA-able buffer; the device keeps the state machine, the driver checks
  * what ib_core expects checked first (ib_modify_qp_is_ok, the limits).
  *
- * QP1 (GSI): ib_core's MAD layer asks for it with IB_QPT_GSI. A device
- * with no data path cannot carry MADs, so the request is refused with
- * -EOPNOTSUPP; ib_core ignores a client that fails to attach, so probe
- * and registration are unaffected (rdma_cm needs QP1 and will not work).
+ * QP1 (GSI): ib_core's MAD layer asks for it with IB_QPT_GSI at
+ * registration. It is created as QP ID 1 (outside the ID allocator's
+ * range), type UD with QRDMA_QP_CREATE_GSI, with kernel rings, and is
+ * modified and destroyed as a UD QP. Kernel QPs carry the producer state
+ * and wr_id arrays of qrdma_post.c.
  */
 #include "qrdma.h"
 
@@ -19,6 +20,9 @@ static_assert(QRDMA_QP_ATTR_DEST_QPN == IB_QP_DEST_QPN);
 static_assert(QRDMA_QP_ATTR_AV == IB_QP_AV);
 static_assert(QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC == IB_QP_MAX_DEST_RD_ATOMIC);
 static_assert(QRDMA_ACCESS_REMOTE_ATOMIC == IB_ACCESS_REMOTE_ATOMIC);
+
+/* IB's fixed Q_Key of QP1 (IBTA 14.2.5.7). */
+#define QRDMA_GSI_QKEY		0x80010000u
 
 /* Attribute bits the device takes (the IB values, see qrdma_hw.h). */
 #define QRDMA_QP_ATTR_SUPPORTED	(IB_QP_ATTR_STANDARD_BITS & ~(IB_QP_ALT_PATH | \
@@ -111,15 +115,16 @@ static void qrdma_qp_fill_cap(struct qrdma_dev *dev, struct qrdma_qp *qp, bool h
 	u32 sq_room = (1u << qp->sq_wqe_log2) - QRDMA_SQ_WQE_HDR_BYTES;
 
 	cap->max_send_wr = min(1u << qp->sq_size_log2, c->max_qp_wr);
-	cap->max_send_sge = min(sq_room / QRDMA_SGE_BYTES, c->max_send_sge);
+	cap->max_send_sge = min3(sq_room / QRDMA_SGE_BYTES, c->max_send_sge,
+				 QRDMA_MAX_WQE_SGES);
 	cap->max_inline_data = min(sq_room, c->max_inline);
 	if (has_srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	} else {
 		cap->max_recv_wr = min(1u << qp->rq_size_log2, c->max_qp_wr);
-		cap->max_recv_sge = min(((1u << qp->rq_wqe_log2) - QRDMA_RQ_WQE_HDR_BYTES) /
-					QRDMA_SGE_BYTES, c->max_recv_sge);
+		cap->max_recv_sge = min3(((1u << qp->rq_wqe_log2) - QRDMA_RQ_WQE_HDR_BYTES) /
+					 QRDMA_SGE_BYTES, c->max_recv_sge, QRDMA_MAX_WQE_SGES);
 	}
 }
 
@@ -130,6 +135,7 @@ static int qrdma_qp_type(struct qrdma_dev *dev, enum ib_qp_type type, u8 *hw)
 		*hw = QRDMA_QP_TYPE_RC;
 		return 0;
 	case IB_QPT_UD:
+	case IB_QPT_GSI:
 		*hw = QRDMA_QP_TYPE_UD;
 		return 0;
 	case IB_QPT_UC:
@@ -137,10 +143,6 @@ static int qrdma_qp_type(struct qrdma_dev *dev, enum ib_qp_type type, u8 *hw)
 			return -EOPNOTSUPP;
 		*hw = QRDMA_QP_TYPE_UC;
 		return 0;
-	case IB_QPT_GSI:
-		dev_info_once(&dev->pdev->dev,
-			      "no GSI QP (QP1) without a data path: MADs and rdma_cm are unavailable\n");
-		return -EOPNOTSUPP;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -173,6 +175,12 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 	mutex_init(&qp->lock);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_type = init->sq_sig_type;
+	qp->gsi = init->qp_type == IB_QPT_GSI;
+	if (qp->gsi) {
+		if (udata)
+			return -EINVAL;
+		qp->qkey = QRDMA_GSI_QKEY;
+	}
 	if (udata) {
 		if (udata->inlen < sizeof(req))
 			return -EINVAL;
@@ -187,12 +195,24 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 		return ret;
 	qrdma_qp_fill_cap(dev, qp, !!init->srq);
 
-	ret = qrdma_obj_id_alloc(&dev->qps, &qp->id);
+	if (qp->gsi) {
+		qp->id = QRDMA_QP_GSI;
+		ret = qrdma_obj_id_claim(&dev->qps, qp->id);
+	} else {
+		ret = qrdma_obj_id_alloc(&dev->qps, &qp->id);
+	}
 	if (ret)
 		return ret;
 	ret = qrdma_hmc_get(dev, QRDMA_HMC_QP, qp->id, 1);
 	if (ret)
 		goto err_id;
+	if (!udata) {
+		ret = qrdma_kwq_init(&qp->ksq, qp->sq_size_log2, qp->sq_wqe_log2, true);
+		if (!ret && !init->srq)
+			ret = qrdma_kwq_init(&qp->krq, qp->rq_size_log2, qp->rq_wqe_log2, false);
+		if (ret)
+			goto err_kwq;
+	}
 
 	if (udata)
 		ret = qrdma_qmem_user(dev, &qp->sq, req.sq_va,
@@ -201,7 +221,7 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 		ret = qrdma_qmem_kernel(dev, &qp->sq,
 					(size_t)1 << (qp->sq_size_log2 + qp->sq_wqe_log2));
 	if (ret)
-		goto err_hmc;
+		goto err_kwq;
 	if (!init->srq) {
 		if (udata)
 			ret = qrdma_qmem_user(dev, &qp->rq, req.rq_va,
@@ -229,6 +249,8 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 	}
 	if (init->sq_sig_type == IB_SIGNAL_ALL_WR)
 		info->flags |= QRDMA_QP_CREATE_SIG_ALL;
+	if (qp->gsi)
+		info->flags |= QRDMA_QP_CREATE_GSI;
 	if (udata) {
 		info->flags |= QRDMA_QP_CREATE_SQ_VIRTMAP;
 		if (!init->srq)
@@ -267,13 +289,17 @@ err_destroy:
 		atomic64_inc(&dev->hw_errors);
 		qrdma_retire(dev, &qp->sq, NULL);
 		qrdma_retire(dev, &qp->rq, NULL);
+		qrdma_kwq_free(&qp->ksq);
+		qrdma_kwq_free(&qp->krq);
 		goto err_id;
 	}
 err_rq:
 	qrdma_qmem_free(dev, &qp->rq);
 err_sq:
 	qrdma_qmem_free(dev, &qp->sq);
-err_hmc:
+err_kwq:
+	qrdma_kwq_free(&qp->ksq);
+	qrdma_kwq_free(&qp->krq);
 	qrdma_hmc_put(dev, QRDMA_HMC_QP, qp->id, 1);
 err_id:
 	xa_erase_irq(&dev->qps.xa, qp->id);
@@ -286,7 +312,10 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct qrdma_qp *qp = to_qqp(ibqp);
 	u64 args[6] = { qp->id };
 
+	/* From here the poller finds no QP for this ID and skips its CQEs. */
 	qrdma_obj_unpublish(&dev->qps, qp->id, &qp->ref);
+	qrdma_kwq_free(&qp->ksq);
+	qrdma_kwq_free(&qp->krq);
 	if (qrdma_cqp_exec(dev, QRDMA_CQP_OP_DESTROY_QP, args, NULL)) {
 		dev_err(&dev->pdev->dev, "QP %u: destroy failed; memory kept until reset\n",
 			qp->id);
@@ -294,6 +323,12 @@ int qrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		qrdma_retire(dev, &qp->sq, NULL);
 		qrdma_retire(dev, &qp->rq, NULL);
 		return 0;
+	}
+	/* The device writes no more CQEs for it: hide those left from the ID's next owner. */
+	if (!qp->user) {
+		qrdma_cq_clean(to_qcq(ibqp->send_cq), qp->id);
+		if (ibqp->recv_cq != ibqp->send_cq)
+			qrdma_cq_clean(to_qcq(ibqp->recv_cq), qp->id);
 	}
 	qrdma_qmem_free(dev, &qp->sq);
 	qrdma_qmem_free(dev, &qp->rq);
@@ -364,6 +399,8 @@ int qrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* QP1 follows IB's GSI rules (no PORT), which ib_modify_qp_is_ok checked. */
+	info->port_num = attr->port_num;
 	info->attr_mask = cpu_to_le32(mask & QRDMA_QP_ATTR_SUPPORTED);
 	info->state = next;
 	info->cur_state = cur;
@@ -387,13 +424,21 @@ int qrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	info->min_rnr_timer = attr->min_rnr_timer;
 	info->max_rd_atomic = attr->max_rd_atomic;
 	info->max_dest_rd_atomic = attr->max_dest_rd_atomic;
-	info->port_num = attr->port_num;
 
 	args[0] = qp->id;
 	args[1] = info_dma;
 	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_MODIFY_QP, args, NULL);
-	if (!ret)
-		qp->state = next;
+	if (ret)
+		goto out_free;
+	if (mask & IB_QP_QKEY)
+		qp->qkey = attr->qkey;
+	/* RESET starts the device's queues over at index 0, polarity 1. */
+	if (next == IB_QPS_RESET && cur != IB_QPS_RESET && !qp->user) {
+		qrdma_kwq_reset(&qp->ksq, &qp->sq);
+		qrdma_kwq_reset(&qp->krq, &qp->rq);
+	}
+	/* Posting reads it without qp->lock. */
+	WRITE_ONCE(qp->state, next);
 out_free:
 	dma_pool_free(dev->ctl_pool, info, info_dma);
 out:
@@ -424,10 +469,12 @@ int qrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = info->state;
 	attr->cur_qp_state = info->state;
-	qp->state = info->state;
+	WRITE_ONCE(qp->state, info->state);
 	attr->path_mtu = info->path_mtu;
 	attr->path_mig_state = IB_MIG_MIGRATED;
 	attr->qkey = le32_to_cpu(info->qkey);
+	if (le32_to_cpu(info->attr_mask) & QRDMA_QP_ATTR_QKEY)
+		qp->qkey = attr->qkey;
 	attr->rq_psn = le32_to_cpu(info->rq_psn);
 	attr->sq_psn = le32_to_cpu(info->sq_psn);
 	attr->dest_qp_num = le32_to_cpu(info->dest_qpn);

@@ -3,9 +3,27 @@
  * qrdma.ko: shared receive queues. Create, modify (the limit), query and
  * destroy through the CQP; the ring is kernel DMA-coherent memory or user
  * memory listed in PBLEs, plus a 64-byte shadow area whose qword 0 counts
- * the WQEs posted. The SRQ's ID is its SRQ_CTX, for limit events.
+ * the WQEs posted. The SRQ's ID is its SRQ_CTX, for limit events. Kernel
+ * SRQs keep their wr_ids and a busy bit per slot for qrdma_post.c.
  */
 #include "qrdma.h"
+
+static int qrdma_srq_kernel_init(struct qrdma_srq *srq)
+{
+	spin_lock_init(&srq->lock);
+	srq->head = 0;
+	srq->wr_id = kvcalloc(1u << srq->size_log2, sizeof(*srq->wr_id), GFP_KERNEL);
+	srq->busy = bitmap_zalloc(1u << srq->size_log2, GFP_KERNEL);
+	return srq->wr_id && srq->busy ? 0 : -ENOMEM;
+}
+
+static void qrdma_srq_kernel_free(struct qrdma_srq *srq)
+{
+	kvfree(srq->wr_id);
+	bitmap_free(srq->busy);
+	srq->wr_id = NULL;
+	srq->busy = NULL;
+}
 
 int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -49,8 +67,8 @@ int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	    (u64)1 << (srq->size_log2 + srq->wqe_log2) > QRDMA_QUEUE_MAX_BYTES ||
 	    attr->srq_limit >= 1u << srq->size_log2)
 		return -EINVAL;
-	srq->max_sge = min(((1u << srq->wqe_log2) - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES,
-			   dev->caps.max_recv_sge);
+	srq->max_sge = min3(((1u << srq->wqe_log2) - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES,
+			    dev->caps.max_recv_sge, QRDMA_MAX_WQE_SGES);
 	srq->limit = attr->srq_limit;
 
 	ret = qrdma_obj_id_alloc(&dev->srqs, &srq->id);
@@ -66,6 +84,9 @@ int qrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			goto err_hmc;
 		ret = qrdma_shadow_user(dev, &srq->shadow, req.shadow_va);
 	} else {
+		ret = qrdma_srq_kernel_init(srq);
+		if (ret)
+			goto err_hmc;
 		ret = qrdma_qmem_kernel(dev, &srq->ring,
 					(size_t)1 << (srq->size_log2 + srq->wqe_log2));
 		if (ret)
@@ -111,6 +132,7 @@ err_shadow:
 err_ring:
 	qrdma_qmem_free(dev, &srq->ring);
 err_hmc:
+	qrdma_srq_kernel_free(srq);
 	qrdma_hmc_put(dev, QRDMA_HMC_SRQ, srq->id, 1);
 err_id:
 	xa_erase_irq(&dev->srqs.xa, srq->id);
@@ -165,6 +187,8 @@ int qrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	u64 args[6] = { srq->id };
 
 	qrdma_obj_unpublish(&dev->srqs, srq->id, &srq->ref);
+	/* ib_core destroyed every QP using it first: no poller reads these. */
+	qrdma_srq_kernel_free(srq);
 	if (qrdma_cqp_exec(dev, QRDMA_CQP_OP_DESTROY_SRQ, args, NULL)) {
 		dev_err(&dev->pdev->dev, "SRQ %u: destroy failed; memory kept until reset\n",
 			srq->id);
