@@ -3,7 +3,7 @@
  * libqrdma: the rdma-core provider for qrdma. Matched by PCI ID (the
  * kernel driver keeps RDMA_DRIVER_UNKNOWN), it opens contexts, maps the
  * context's doorbell page and implements the device, port and PD verbs;
- * qrdma_verbs.c has the other objects.
+ * qrdma_verbs.c has the other objects, qrdma_dp.c the data path.
  */
 #include <config.h>
 
@@ -91,16 +91,16 @@ static int qrdma_dealloc_pd(struct ibv_pd *ibpd)
 static void qrdma_free_context(struct ibv_context *ibctx)
 {
 	struct qrdma_context *ctx = to_qctx(ibctx);
+	unsigned int i;
 
+	for (i = 0; i < QRDMA_QP_TABLE_LEAVES; i++)
+		free(ctx->qp_table[i]);
+	pthread_mutex_destroy(&ctx->qp_table_mutex);
 	munmap(ctx->db_page, QRDMA_DB_PAGE_SIZE);
 	verbs_uninit_context(&ctx->ibv_ctx);
 	free(ctx);
 }
 
-/*
- * The data path (post_send, post_recv, post_srq_recv, poll_cq,
- * req_notify_cq) is left unset: libibverbs answers EOPNOTSUPP.
- */
 static const struct verbs_context_ops qrdma_context_ops = {
 	.alloc_pd = qrdma_alloc_pd,
 	.create_ah = qrdma_create_ah,
@@ -118,12 +118,17 @@ static const struct verbs_context_ops qrdma_context_ops = {
 	.free_context = qrdma_free_context,
 	.modify_qp = qrdma_modify_qp,
 	.modify_srq = qrdma_modify_srq,
+	.poll_cq = qrdma_poll_cq,
+	.post_recv = qrdma_post_recv,
+	.post_send = qrdma_post_send,
+	.post_srq_recv = qrdma_post_srq_recv,
 	.query_device_ex = qrdma_query_device_ex,
 	.query_port = qrdma_query_port,
 	.query_qp = qrdma_query_qp,
 	.query_srq = qrdma_query_srq,
 	.reg_dmabuf_mr = qrdma_reg_dmabuf_mr,
 	.reg_mr = qrdma_reg_mr,
+	.req_notify_cq = qrdma_req_notify_cq,
 	.rereg_mr = qrdma_rereg_mr,
 	.resize_cq = qrdma_resize_cq,
 };
@@ -179,12 +184,15 @@ static struct verbs_context *qrdma_alloc_context(struct ibv_device *ibdev, int c
 		goto err_free;
 	}
 
+	pthread_mutex_init(&ctx->qp_table_mutex, NULL);
+
 	/* Doorbells are only ever written: map the page write-only. */
 	ctx->db_page = mmap(NULL, QRDMA_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED, cmd_fd,
 			    resp.drv.db_mmap_offset);
 	if (ctx->db_page == MAP_FAILED) {
 		verbs_err(&ctx->ibv_ctx, "qrdma: cannot map doorbell page %u: %s\n",
 			  ctx->db_page_index, strerror(errno));
+		pthread_mutex_destroy(&ctx->qp_table_mutex);
 		goto err_free;
 	}
 

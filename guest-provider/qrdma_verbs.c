@@ -7,9 +7,8 @@
  * rules, whose address travels to the kernel in the qrdma_abi.h request.
  * The kernel pins it and lists its pages in PBLEs (VIRTMAP).
  *
- * The data path (post_send, post_recv, post_srq_recv, poll_cq,
- * req_notify_cq) is not implemented yet: those ops stay unset, so
- * libibverbs answers them with EOPNOTSUPP.
+ * Besides the rings, each object gets the bookkeeping the data path
+ * (qrdma_dp.c) needs: locks, wr_id arrays, the QP table entry.
  */
 #include <config.h>
 
@@ -163,9 +162,38 @@ static int qrdma_cq_size_log2(struct qrdma_context *ctx, int cqe, uint8_t *size_
 	return 0;
 }
 
+static struct qrdma_cq_ring *qrdma_cq_ring_alloc(uint8_t size_log2, int *err)
+{
+	struct qrdma_cq_ring *ring = calloc(1, sizeof(*ring));
+
+	if (!ring) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	*err = qrdma_buf_alloc(&ring->buf, (size_t)QRDMA_CQE_SIZE << size_log2);
+	if (*err) {
+		free(ring);
+		return NULL;
+	}
+	ring->size_log2 = size_log2;
+	return ring;
+}
+
+/* Frees the rings older than @keep (all of them if @keep is NULL). */
+static void qrdma_cq_free_rings(struct qrdma_cq *cq, struct qrdma_cq_ring *keep)
+{
+	while (cq->rings && cq->rings != keep) {
+		struct qrdma_cq_ring *ring = cq->rings;
+
+		cq->rings = ring->newer;
+		qrdma_buf_free(&ring->buf);
+		free(ring);
+	}
+}
+
 static void qrdma_cq_free(struct qrdma_cq *cq)
 {
-	qrdma_buf_free(&cq->ring);
+	qrdma_cq_free_rings(cq, NULL);
 	qrdma_buf_free(&cq->shadow_page);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
@@ -194,18 +222,19 @@ static struct qrdma_cq *qrdma_cq_alloc(struct ibv_context *context, int cqe,
 		errno = ENOMEM;
 		return NULL;
 	}
-	cq->size_log2 = size_log2;
-	ret = qrdma_buf_alloc(&cq->ring, (size_t)QRDMA_CQE_SIZE << size_log2);
-	if (!ret)
+	cq->ctx = to_qctx(context);
+	cq->rings = qrdma_cq_ring_alloc(size_log2, &ret);
+	if (cq->rings)
 		ret = qrdma_buf_alloc(&cq->shadow_page, sizeof(struct qrdma_cq_shadow));
 	if (ret) {
 		qrdma_cq_free(cq);
 		errno = ret;
 		return NULL;
 	}
+	cq->poll_ring = cq->dev_ring = cq->rings;
 	cq->shadow = cq->shadow_page.va;
 
-	req->ring_va = (uintptr_t)cq->ring.va;
+	req->ring_va = (uintptr_t)cq->rings->buf.va;
 	req->shadow_va = (uintptr_t)cq->shadow;
 	req->size_log2 = size_log2;
 	return cq;
@@ -220,15 +249,15 @@ static int qrdma_cq_created(struct qrdma_cq *cq, const struct qrdma_create_cq_re
 {
 	struct ibv_cq *ibcq = &cq->vcq.cq;
 
-	if (resp->size_log2 != cq->size_log2) {
+	if (resp->size_log2 != cq->dev_ring->size_log2) {
 		verbs_err(verbs_get_ctx(ibcq->context),
 			  "qrdma: kernel built a CQ of 2^%u CQEs, asked for 2^%u\n",
-			  resp->size_log2, cq->size_log2);
+			  resp->size_log2, cq->dev_ring->size_log2);
 		ibv_cmd_destroy_cq(ibcq);
 		return EPROTO;
 	}
 	cq->cq_id = resp->cq_id;
-	ibcq->cqe = 1 << cq->size_log2;
+	ibcq->cqe = 1 << cq->dev_ring->size_log2;
 	return 0;
 }
 
@@ -255,21 +284,6 @@ struct ibv_cq *qrdma_create_cq(struct ibv_context *context, int cqe,
 	return &cq->vcq.cq;
 }
 
-/* Extended polling is data path: until it exists, say so rather than crash. */
-static int qrdma_start_poll_unsupported(struct ibv_cq_ex *cq, struct ibv_poll_cq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
-
-static int qrdma_next_poll_unsupported(struct ibv_cq_ex *cq)
-{
-	return EOPNOTSUPP;
-}
-
-static void qrdma_end_poll_unsupported(struct ibv_cq_ex *cq)
-{
-}
-
 struct ibv_cq_ex *qrdma_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
 {
@@ -278,7 +292,10 @@ struct ibv_cq_ex *qrdma_create_cq_ex(struct ibv_context *context,
 	struct qrdma_cq *cq;
 	int ret;
 
-	/* Plain attributes only: no parent domain, no creation flags, no extra WC fields. */
+	/*
+	 * Plain attributes only: no parent domain, no creation flags, and WC
+	 * fields the CQE has (no completion timestamps).
+	 */
 	if ((attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) ||
 	    (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS)) {
@@ -301,53 +318,57 @@ struct ibv_cq_ex *qrdma_create_cq_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	cq->vcq.cq_ex.start_poll = qrdma_start_poll_unsupported;
-	cq->vcq.cq_ex.next_poll = qrdma_next_poll_unsupported;
-	cq->vcq.cq_ex.end_poll = qrdma_end_poll_unsupported;
+	qrdma_cq_ex_set_ops(cq);
 	return &cq->vcq.cq_ex;
 }
 
 /*
- * The device writes CQEs from index 0 of the new ring once the command
- * completes; the old ring is freed at once because nothing polls it yet.
- * With a data path, CQEs still unread in the old ring must be consumed (or
- * copied over) first.
+ * The device writes CQEs from index 0 of the new ring (VALID 1) once
+ * MODIFY_CQ completes; CQEs written before that stay in the old ring. The
+ * old ring is kept, and polled first, until the poller finds it drained
+ * (qrdma_dp.c); rings drained by then are freed here. HEAD in the shadow
+ * area counts what was read of the ring the device writes: 0 for the new
+ * one until the poller reaches it.
  */
 int qrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct qrdma_cq *cq = to_qcq(ibcq);
 	struct ib_uverbs_resize_cq_resp resp = {};
 	struct qrdma_resize_cq_cmd cmd = {};
-	struct qrdma_buf ring = {}, old;
+	struct qrdma_cq_ring *ring;
 	uint8_t size_log2;
 	int ret;
 
 	ret = qrdma_cq_size_log2(to_qctx(ibcq->context), cqe, &size_log2);
 	if (ret)
 		return ret;
-	if (size_log2 == cq->size_log2)
-		return 0;
-	ret = qrdma_buf_alloc(&ring, (size_t)QRDMA_CQE_SIZE << size_log2);
-	if (ret)
+	ring = qrdma_cq_ring_alloc(size_log2, &ret);
+	if (!ring)
 		return ret;
-	cmd.drv.ring_va = (uintptr_t)ring.va;
+	cmd.drv.ring_va = (uintptr_t)ring->buf.va;
 	cmd.drv.size_log2 = size_log2;
 
 	pthread_spin_lock(&cq->lock);
+	if (size_log2 == cq->dev_ring->size_log2) {
+		pthread_spin_unlock(&cq->lock);
+		qrdma_buf_free(&ring->buf);
+		free(ring);
+		return 0;
+	}
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd), &resp,
 				sizeof(resp));
 	if (ret) {
 		pthread_spin_unlock(&cq->lock);
-		qrdma_buf_free(&ring);
+		qrdma_buf_free(&ring->buf);
+		free(ring);
 		return ret;
 	}
-	old = cq->ring;
-	cq->ring = ring;
-	cq->size_log2 = size_log2;
+	cq->dev_ring->newer = ring;
+	cq->dev_ring = ring;
+	__atomic_store_n(&cq->shadow->head, 0, __ATOMIC_RELAXED);
 	ibcq->cqe = 1 << size_log2;
+	qrdma_cq_free_rings(cq, cq->poll_ring);
 	pthread_spin_unlock(&cq->lock);
-
-	qrdma_buf_free(&old);
 	return 0;
 }
 
@@ -412,7 +433,27 @@ static void qrdma_qp_free(struct qrdma_qp *qp)
 {
 	qrdma_buf_free(&qp->sq.ring);
 	qrdma_buf_free(&qp->rq.ring);
+	free(qp->sq_wrid);
+	free(qp->rq_wrid);
+	pthread_spin_destroy(&qp->sq.lock);
+	pthread_spin_destroy(&qp->rq.lock);
 	free(qp);
+}
+
+/* What the data path keeps beside the rings, once the geometry is known. */
+static int qrdma_qp_dp_alloc(struct qrdma_qp *qp, const struct ibv_qp_init_attr_ex *attr)
+{
+	qp->sq_wrid = calloc(1u << qp->sq.size_log2, sizeof(*qp->sq_wrid));
+	if (!qp->sq_wrid)
+		return ENOMEM;
+	qp->sq.max_wr = qp->cap.max_send_wr;
+	if (attr->srq)
+		return 0;
+	qp->rq_wrid = calloc(1u << qp->rq.size_log2, sizeof(*qp->rq_wrid));
+	if (!qp->rq_wrid)
+		return ENOMEM;
+	qp->rq.max_wr = qp->cap.max_recv_wr;
+	return 0;
 }
 
 struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
@@ -424,8 +465,8 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 	struct qrdma_qp *qp;
 	int ret;
 
-	/* Plain QPs: no XRC domain, creation flags, RSS or ibv_wr_* send ops. */
-	if (attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) {
+	/* Plain QPs and ibv_wr_* send ops: no XRC domain, creation flags or RSS. */
+	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -439,16 +480,26 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 		return NULL;
 	}
 
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    qrdma_qp_send_ops_check(attr->qp_type, attr->send_ops_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	ret = qrdma_qp_geometry(ctx, attr, qp);
 	if (!ret)
 		ret = qrdma_wq_alloc(&qp->sq);
 	if (!ret && !attr->srq)
 		ret = qrdma_wq_alloc(&qp->rq);
+	if (!ret)
+		ret = qrdma_qp_dp_alloc(qp, attr);
 	if (ret)
 		goto err_free;
 
@@ -469,6 +520,21 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 	/* The kernel knows the device's inline limit for this stride. */
 	if (resp.drv.max_inline_data < qp->cap.max_inline_data)
 		qp->cap.max_inline_data = resp.drv.max_inline_data;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->send_cq = attr->send_cq ? to_qcq(attr->send_cq) : NULL;
+	qp->recv_cq = attr->recv_cq ? to_qcq(attr->recv_cq) : NULL;
+	qp->srq = attr->srq ? to_qsrq(attr->srq) : NULL;
+	qp->db_sq = (uint8_t *)ctx->db_page + QRDMA_DB_SQ;
+	qp->db_rq = (uint8_t *)ctx->db_page + QRDMA_DB_RQ;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		qrdma_qp_set_send_ops(qp, attr->send_ops_flags);
+	ret = qrdma_qp_table_insert(ctx, qp);
+	if (ret) {
+		verbs_err(&ctx->ibv_ctx, "qrdma: cannot track QP %u: %s\n", qp->qp_id,
+			  strerror(ret));
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		goto err_free;
+	}
 	attr->cap = qp->cap;
 	return &qp->vqp.qp;
 
@@ -505,11 +571,8 @@ int qrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask
 	 * RESET starts the device's queues over at index 0 with VALID
 	 * polarity 1: start the rings over too.
 	 */
-	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		memset(qp->sq.ring.va, 0, qp->sq.ring.bytes);
-		if (qp->rq.ring.va)
-			memset(qp->rq.ring.va, 0, qp->rq.ring.bytes);
-	}
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET)
+		qrdma_qp_restart(qp);
 	return 0;
 }
 
@@ -531,12 +594,14 @@ int qrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 
 int qrdma_destroy_qp(struct ibv_qp *ibqp)
 {
+	struct qrdma_qp *qp = to_qqp(ibqp);
 	int ret;
 
 	ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
-	qrdma_qp_free(to_qqp(ibqp));
+	qrdma_qp_detach(qp);
+	qrdma_qp_free(qp);
 	return 0;
 }
 
@@ -546,6 +611,9 @@ static void qrdma_srq_free(struct qrdma_srq *srq)
 {
 	qrdma_buf_free(&srq->wq.ring);
 	qrdma_buf_free(&srq->shadow_page);
+	free(srq->wrid);
+	free(srq->busy);
+	pthread_spin_destroy(&srq->wq.lock);
 	free(srq);
 }
 
@@ -567,6 +635,7 @@ struct ibv_srq *qrdma_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_spin_init(&srq->wq.lock, PTHREAD_PROCESS_PRIVATE);
 	ret = qrdma_wq_geometry(&srq->wq, attr->attr.max_wr,
 				QRDMA_RQ_WQE_HDR_BYTES + attr->attr.max_sge * QRDMA_SGE_BYTES,
 				ctx->max_srq_wr);
@@ -574,6 +643,12 @@ struct ibv_srq *qrdma_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 		ret = qrdma_wq_alloc(&srq->wq);
 	if (!ret)
 		ret = qrdma_buf_alloc(&srq->shadow_page, 64);
+	if (!ret) {
+		srq->wrid = calloc(1u << srq->wq.size_log2, sizeof(*srq->wrid));
+		srq->busy = calloc(1u << srq->wq.size_log2, sizeof(*srq->busy));
+		if (!srq->wrid || !srq->busy)
+			ret = ENOMEM;
+	}
 	if (ret)
 		goto err_free;
 
@@ -588,6 +663,7 @@ struct ibv_srq *qrdma_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 
 	srq->srq_id = resp.drv.srq_id;
 	srq->max_wr = min(1u << srq->wq.size_log2, ctx->max_srq_wr);
+	srq->wq.max_wr = srq->max_wr;
 	srq->max_sge = qrdma_rq_sge_cap(&srq->wq, ctx->max_srq_sge);
 	attr->attr.max_wr = srq->max_wr;
 	attr->attr.max_sge = srq->max_sge;

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Guest-side check of libqrdma's data path on one qrdma device.
+ *
+ * Part 1 needs no traffic: what the provider itself must refuse or
+ * accept (a full SQ is ENOMEM, too many SGEs or too much inline data is
+ * EINVAL with bad_wr set, UD refuses RDMA opcodes, ibv_wr_* abort and
+ * errors post nothing, an empty CQ polls 0, arming works).
+ * Part 2 moves data between QPs of this one device through its own GID
+ * (the device must deliver RoCEv2 frames addressed to itself): RC send
+ * with and without immediate, inline, RDMA write (with immediate) and
+ * read, both atomics, unsignaled WQEs across several SQ laps, an
+ * ibv_wr_* batch, an SRQ, UD with its GRH, a CQ resized with CQEs still
+ * unread, and a completion channel.
+ *
+ * Prints TAP lines and exits non-zero if any check failed.
+ * usage: qrdma-datapath [--dev NAME] [--no-traffic]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <infiniband/verbs.h>
+
+#define BUF_SIZE 65536
+#define QKEY 0x11111111u
+
+static int checks, failures;
+
+static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	checks++;
+	if (!cond)
+		failures++;
+	printf("%sok %d - ", cond ? "" : "not ", checks);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+	int gid_index;
+	char *buf;		/* BUF_SIZE, registered with every access right */
+	struct ibv_mr *mr;
+};
+
+/* ---- Helpers -------------------------------------------------------------------- */
+
+static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type, struct ibv_cq *scq,
+			      struct ibv_cq *rcq, struct ibv_srq *srq, uint32_t wr,
+			      uint64_t send_ops)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = type,
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.srq = srq,
+		.cap = { .max_send_wr = wr, .max_recv_wr = srq ? 0 : wr, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = e->pd,
+	};
+
+	if (send_ops) {
+		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		a.send_ops_flags = send_ops;
+	}
+	return ibv_create_qp_ex(e->ctx, &a);
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+		.qkey = QKEY,
+	};
+
+	if (qp->qp_type == IBV_QPT_UD)
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_QKEY);
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest_qpn,
+		.rq_psn = 0,
+		.max_dest_rd_atomic = 4,
+		.min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
+	};
+	int ret;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+		if (ret)
+			return ret;
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 4;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Polls until @n completions arrived or 5 s passed; returns how many. */
+static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	double end = now() + 5;
+	int got = 0, r;
+
+	while (got < n && now() < end) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return -1;
+		got += r;
+		if (!r)
+			usleep(100);
+	}
+	return got;
+}
+
+static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct env *e, uint64_t wr_id,
+		     size_t off, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
+}
+
+static int post_send(struct ibv_qp *qp, struct env *e, enum ibv_wr_opcode op, uint64_t wr_id,
+		     size_t off, uint32_t len, unsigned int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = flags }, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* ---- Part 1: the provider alone ---------------------------------------------- */
+
+static void provider_checks(struct env *e)
+{
+	uint32_t lkey = e->mr ? e->mr->lkey : 0;	/* nothing executes here */
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *rc, *ud;
+	struct ibv_sge sge[8];
+	struct ibv_send_wr wr, *bad;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_ex *qpx;
+	struct ibv_wc wc;
+	char big[4096];
+	int i, ret, posted;
+
+	check(cq != NULL, "create CQ");
+	if (!cq)
+		return;
+	check(ibv_poll_cq(cq, 1, &wc) == 0, "an empty CQ polls 0");
+	check(ibv_req_notify_cq(cq, 0) == 0 && ibv_req_notify_cq(cq, 1) == 0, "arm a CQ");
+
+	rc = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
+	ud = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	check(rc && ud, "create RC (with ibv_wr_* send ops) and UD QPs");
+	if (!rc || !ud)
+		goto out;
+	ibv_query_qp(rc, &qa, IBV_QP_CAP, &ia);
+	check(to_init(rc) == 0 && to_init(ud) == 0, "QPs to INIT");
+
+	memset(sge, 0, sizeof(sge));
+	for (i = 0; i < 8; i++) {
+		sge[i].addr = (uintptr_t)e->buf;
+		sge[i].length = 8;
+		sge[i].lkey = lkey;
+	}
+	/* In INIT the device sends nothing: the SQ fills up. */
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = sge;
+	wr.num_sge = (int)ia.cap.max_send_sge + 1;
+	bad = NULL;
+	ret = ibv_post_send(rc, &wr, &bad);
+	check(ret == EINVAL && bad == &wr, "one SGE over max_send_sge (%u): EINVAL, bad_wr set (%d)",
+	      ia.cap.max_send_sge, ret);
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_INLINE;
+	sge[1].addr = (uintptr_t)big;
+	sge[1].length = ia.cap.max_inline_data + 1;
+	wr.sg_list = &sge[1];
+	bad = NULL;
+	ret = ibv_post_send(rc, &wr, &bad);
+	check(ret == EINVAL && bad == &wr, "inline one byte over max_inline_data (%u): EINVAL (%d)",
+	      ia.cap.max_inline_data, ret);
+	wr.sg_list = sge;
+	wr.send_flags = 0;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	bad = NULL;
+	ret = ibv_post_send(ud, &wr, &bad);
+	check(ret == EINVAL && bad == &wr, "RDMA WRITE on a UD QP: EINVAL (%d)", ret);
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	sge[0].length = 4;
+	bad = NULL;
+	ret = ibv_post_send(rc, &wr, &bad);
+	check(ret == EINVAL, "an atomic with a 4-byte SGE: EINVAL (%d)", ret);
+	sge[0].length = 8;
+
+	/* ibv_wr_*: an aborted batch and a failing one post nothing. */
+	qpx = ibv_qp_to_qp_ex(rc);
+	check(qpx && qpx->wr_send && qpx->wr_rdma_write && !qpx->wr_rdma_read,
+	      "ibv_qp_ex has the send ops asked for, and only those");
+	if (qpx) {
+		ibv_wr_start(qpx);
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, lkey, (uintptr_t)e->buf, 8);
+		ibv_wr_abort(qpx);
+		ibv_wr_start(qpx);
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge_list(qpx, ia.cap.max_send_sge + 1, sge);
+		ret = ibv_wr_complete(qpx);
+		check(ret == EINVAL, "ibv_wr_complete with too many SGEs: EINVAL (%d)", ret);
+	}
+
+	wr.opcode = IBV_WR_SEND;
+	wr.next = NULL;
+	posted = 0;
+	for (i = 0; i < 4096; i++) {
+		wr.wr_id = i;
+		if (ibv_post_send(rc, &wr, &bad))
+			break;
+		posted++;
+	}
+	ret = ibv_post_send(rc, &wr, &bad);
+	check(posted == (int)ia.cap.max_send_wr && ret == ENOMEM,
+	      "SQ takes max_send_wr (%u) WQEs (posted %d), then ENOMEM (%d)", ia.cap.max_send_wr,
+	      posted, ret);
+	if (qpx) {
+		ibv_wr_start(qpx);
+		ibv_wr_send(qpx);
+		ret = ibv_wr_complete(qpx);
+		check(ret == ENOMEM, "ibv_wr_complete on a full SQ: ENOMEM (%d)", ret);
+	}
+	/* RESET empties the SQ. */
+	qa.qp_state = IBV_QPS_RESET;
+	wr.wr_id = 1;
+	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && to_init(rc) == 0 &&
+	      ibv_post_send(rc, &wr, &bad) == 0, "after RESET the SQ takes WQEs again");
+	check(ibv_poll_cq(cq, 1, &wc) == 0, "nothing completed in INIT");
+out:
+	if (rc)
+		ibv_destroy_qp(rc);
+	if (ud)
+		ibv_destroy_qp(ud);
+	ibv_destroy_cq(cq);
+}
+
+/* ---- Part 2: traffic ----------------------------------------------------------------- */
+
+static void rc_checks(struct env *e)
+{
+	struct ibv_cq *scq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
+	struct ibv_cq_init_attr_ex cxa = {
+		.cqe = 256,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM,
+	};
+	struct ibv_cq_ex *rcqx = ibv_create_cq_ex(e->ctx, &cxa);
+	struct ibv_cq *rcq = rcqx ? ibv_cq_ex_to_cq(rcqx) : NULL;
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+	struct ibv_qp *a = NULL, *b = NULL;
+	struct ibv_poll_cq_attr pa = {};
+	struct ibv_wc wc[64];
+	struct ibv_qp_ex *qpx;
+	uint64_t *word;
+	int i, n, lap_ok;
+
+	check(scq && rcq, "create a CQ and an extended CQ");
+	if (!scq || !rcq)
+		goto out;
+	a = make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
+	b = make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
+	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
+	      !to_rts(e, b, a->qp_num), "RC QPs %u and %u connected", a ? a->qp_num : 0,
+	      b ? b->qp_num : 0);
+
+	/* Send with immediate: both sides' completions, read through ibv_cq_ex on b. */
+	memset(e->buf, 0, BUF_SIZE);
+	strcpy(e->buf, "hello qrdma");
+	post_recv(b, NULL, e, 100, 4096, 64);
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf, 12, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND_WITH_IMM,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .imm_data = htonl(0x1234abcd) }, *bad;
+
+		check(ibv_post_send(a, &wr, &bad) == 0, "post SEND_WITH_IMM");
+	}
+	n = wait_wc(scq, 1, wc);
+	check(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 7 &&
+	      wc[0].opcode == IBV_WC_SEND && wc[0].qp_num == a->qp_num,
+	      "send CQE: status %d wr_id %" PRIu64 " opcode %d", n ? (int)wc[0].status : -1,
+	      n ? wc[0].wr_id : 0, n ? (int)wc[0].opcode : -1);
+	{
+		double end = now() + 5;
+		int ret;
+
+		while ((ret = ibv_start_poll(rcqx, &pa)) == ENOENT && now() < end)
+			usleep(100);
+		check(ret == 0 && rcqx->status == IBV_WC_SUCCESS && rcqx->wr_id == 100 &&
+		      ibv_wc_read_opcode(rcqx) == IBV_WC_RECV && ibv_wc_read_byte_len(rcqx) == 12 &&
+		      (ibv_wc_read_wc_flags(rcqx) & IBV_WC_WITH_IMM) &&
+		      ibv_wc_read_imm_data(rcqx) == htonl(0x1234abcd) &&
+		      ibv_wc_read_qp_num(rcqx) == b->qp_num &&
+		      !strcmp(e->buf + 4096, "hello qrdma"),
+		      "receive CQE through ibv_cq_ex: start_poll %d, byte_len, imm, qp_num, data", ret);
+		if (!ret) {
+			check(ibv_next_poll(rcqx) == ENOENT, "next_poll: nothing more");
+			ibv_end_poll(rcqx);
+		}
+	}
+
+	/* Inline send. */
+	post_recv(b, NULL, e, 101, 4096, 64);
+	{
+		char msg[] = "inline!";
+		struct ibv_sge sge = { (uintptr_t)msg, sizeof(msg), 0 };
+		struct ibv_send_wr wr = { .wr_id = 8, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bad;
+
+		check(ibv_post_send(a, &wr, &bad) == 0, "post an inline SEND");
+		memset(msg, 'x', sizeof(msg) - 1);	/* inline: the buffer is free at once */
+	}
+	n = wait_wc(scq, 1, wc) + wait_wc(rcq, 1, wc + 1);
+	check(n == 2 && wc[0].wr_id == 8 && wc[1].wr_id == 101 && wc[1].byte_len == 8 &&
+	      !strcmp(e->buf + 4096, "inline!"), "inline SEND delivered");
+
+	/* RDMA WRITE then READ back; WRITE_WITH_IMM consumes a receive. */
+	for (i = 0; i < 256; i++)
+		e->buf[i] = (char)i;
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf, 256, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)e->buf + 8192;
+		wr.wr.rdma.rkey = e->mr->rkey;
+		check(ibv_post_send(a, &wr, &bad) == 0, "post RDMA WRITE");
+		sge.addr = (uintptr_t)e->buf + 16384;
+		wr.wr_id = 10;
+		wr.opcode = IBV_WR_RDMA_READ;
+		check(ibv_post_send(a, &wr, &bad) == 0, "post RDMA READ");
+		n = wait_wc(scq, 2, wc);
+		check(n == 2 && wc[0].wr_id == 9 && wc[0].opcode == IBV_WC_RDMA_WRITE &&
+		      wc[1].wr_id == 10 && wc[1].opcode == IBV_WC_RDMA_READ &&
+		      wc[1].byte_len == 256 && !memcmp(e->buf, e->buf + 8192, 256) &&
+		      !memcmp(e->buf, e->buf + 16384, 256),
+		      "RDMA WRITE and READ: %d CQEs, data in place", n);
+
+		post_recv(b, NULL, e, 102, 4096, 64);
+		sge.addr = (uintptr_t)e->buf;
+		wr.wr_id = 13;
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htonl(0xfeed);
+		wr.wr.rdma.remote_addr = (uintptr_t)e->buf + 12288;
+		check(ibv_post_send(a, &wr, &bad) == 0, "post RDMA WRITE_WITH_IMM");
+		n = wait_wc(scq, 1, wc) + wait_wc(rcq, 1, wc + 1);
+		check(n == 2 && wc[0].wr_id == 13 && wc[1].wr_id == 102 &&
+		      wc[1].opcode == IBV_WC_RECV_RDMA_WITH_IMM && (wc[1].wc_flags & IBV_WC_WITH_IMM) &&
+		      wc[1].imm_data == htonl(0xfeed) && wc[1].byte_len == 256 &&
+		      !memcmp(e->buf, e->buf + 12288, 256),
+		      "WRITE_WITH_IMM: receive CQE with the immediate, data in place");
+	}
+
+	/* Atomics on a word of the MR. */
+	word = (uint64_t *)(e->buf + 24576);
+	*word = 40;
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf + 24584, 8, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)word;
+		wr.wr.atomic.rkey = e->mr->rkey;
+		wr.wr.atomic.compare_add = 2;
+		check(ibv_post_send(a, &wr, &bad) == 0, "post FETCH_AND_ADD");
+		n = wait_wc(scq, 1, wc);
+		check(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_FETCH_ADD &&
+		      *word == 42 && *(uint64_t *)(e->buf + 24584) == 40,
+		      "FETCH_AND_ADD: 40 + 2, original value returned");
+		wr.wr_id = 12;
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 42;
+		wr.wr.atomic.swap = 7;
+		check(ibv_post_send(a, &wr, &bad) == 0, "post CMP_AND_SWP");
+		n = wait_wc(scq, 1, wc);
+		check(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_COMP_SWAP &&
+		      *word == 7, "CMP_AND_SWP: 42 swapped for 7");
+	}
+
+	/* Unsignaled WQEs: one signaled in four, over several SQ laps. */
+	lap_ok = 1;
+	for (i = 0; i < 256 && lap_ok; i += 4) {
+		int j;
+
+		for (j = 0; j < 4; j++)
+			lap_ok &= !post_send(a, e, IBV_WR_RDMA_WRITE, 1000 + i + j, 0, 64,
+					     j == 3 ? IBV_SEND_SIGNALED : 0);
+		lap_ok &= wait_wc(scq, 1, wc) == 1 && wc[0].wr_id == (uint64_t)(1003 + i);
+	}
+	check(lap_ok, "256 WRITEs, one signaled in four: each CQE names the signaled WR");
+
+	/* ibv_wr_*: three sends in one batch. */
+	qpx = ibv_qp_to_qp_ex(a);
+	for (i = 0; i < 3; i++)
+		post_recv(b, NULL, e, 200 + i, 4096 + 64 * i, 64);
+	ibv_wr_start(qpx);
+	for (i = 0; i < 3; i++) {
+		qpx->wr_id = 300 + i;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, e->mr->lkey, (uintptr_t)e->buf, 16);
+	}
+	check(ibv_wr_complete(qpx) == 0, "ibv_wr_complete of three sends");
+	n = wait_wc(scq, 3, wc);
+	check(n == 3 && wc[0].wr_id == 300 && wc[2].wr_id == 302, "three send CQEs in order");
+	n = wait_wc(rcq, 3, wc);
+	check(n == 3 && wc[0].wr_id == 200 && wc[2].wr_id == 202 && wc[1].byte_len == 16,
+	      "three receive CQEs in order");
+out:
+	if (a)
+		ibv_destroy_qp(a);
+	if (b)
+		ibv_destroy_qp(b);
+	if (scq)
+		ibv_destroy_cq(scq);
+	if (rcq)
+		ibv_destroy_cq(rcq);
+}
+
+static void srq_ud_resize_checks(struct env *e)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 32, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(e->pd, &sa);
+	struct ibv_qp *a = NULL, *b = NULL, *ua = NULL, *ub = NULL;
+	struct ibv_ah *ah = NULL;
+	struct ibv_wc wc[64];
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct pollfd pfd;
+	bool seen[8] = {};
+	int i, n, ok;
+
+	check(ch && cq && srq, "completion channel, CQ and SRQ");
+	if (!ch || !cq || !srq)
+		goto out;
+
+	/* SRQ: b takes its receives from it. */
+	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = make_qp(e, IBV_QPT_RC, cq, cq, srq, 16, 0);
+	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
+	      !to_rts(e, b, a->qp_num), "RC pair with an SRQ on the receive side");
+	if (!a || !b)
+		goto out;
+	for (i = 0; i < 8; i++)
+		post_recv(NULL, srq, e, 500 + i, 4096 + 64 * i, 64);
+	for (i = 0; i < 8; i++)
+		post_send(a, e, IBV_WR_SEND, 600 + i, 0, 32, IBV_SEND_SIGNALED);
+	n = wait_wc(cq, 16, wc);
+	ok = n == 16;
+	for (i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			ok = 0;
+		else if (wc[i].opcode == IBV_WC_RECV && wc[i].wr_id >= 500 && wc[i].wr_id < 508)
+			seen[wc[i].wr_id - 500] = true;
+	}
+	for (i = 0; i < 8; i++)
+		ok &= seen[i];
+	check(ok, "8 sends into the SRQ: %d CQEs, every SRQ wr_id once", n);
+	/* The SRQ's slots came back: it takes a full ring again. */
+	for (i = 0, ok = 1; i < (int)sa.attr.max_wr; i++)
+		ok &= !post_recv(NULL, srq, e, 700 + i, 4096, 64);
+	check(ok, "SRQ takes max_wr (%u) WQEs again", sa.attr.max_wr);
+
+	/* Resize with CQEs unread: 8 sends complete into the 16-entry ring, then grow it. */
+	for (i = 0; i < 4; i++)
+		post_send(a, e, IBV_WR_SEND, 800 + i, 0, 8, IBV_SEND_SIGNALED);
+	usleep(200000);
+	check(ibv_resize_cq(cq, 64) == 0, "resize the CQ to 64 with CQEs unread (cqe %d)", cq->cqe);
+	for (i = 4; i < 8; i++)
+		post_send(a, e, IBV_WR_SEND, 800 + i, 0, 8, IBV_SEND_SIGNALED);
+	n = wait_wc(cq, 16, wc);
+	ok = n == 16;
+	{
+		int next = 800;
+
+		for (i = 0; i < n; i++)
+			if (wc[i].opcode == IBV_WC_SEND && wc[i].wr_id == (uint64_t)next)
+				next++;
+		ok &= next == 808;
+	}
+	check(ok, "across the resize: %d CQEs, the sends' in order", n);
+
+	/* Completion channel. */
+	check(ibv_req_notify_cq(cq, 0) == 0, "arm the CQ");
+	post_send(a, e, IBV_WR_SEND, 900, 0, 8, IBV_SEND_SIGNALED);
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	ok = poll(&pfd, 1, 5000) == 1 && !ibv_get_cq_event(ch, &ev_cq, &ev_ctx) && ev_cq == cq;
+	check(ok, "completion event on the channel");
+	if (ok)
+		ibv_ack_cq_events(cq, 1);
+	n = wait_wc(cq, 2, wc);
+	check(n == 2, "and its CQEs (%d)", n);
+
+	/* UD: a pair of UD QPs, an AH to our own GID. */
+	ua = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	ub = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	{
+		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+					  .grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+						   .hop_limit = 64 } };
+
+		ah = ibv_create_ah(e->pd, &aa);
+	}
+	check(ua && ub && ah && !to_init(ua) && !to_init(ub) && !to_rts(e, ua, 0) &&
+	      !to_rts(e, ub, 0), "UD QPs and an AH");
+	if (!ua || !ub || !ah)
+		goto out;
+	post_recv(ub, NULL, e, 1100, 32768, 40 + 64);
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf, 32, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1000, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = ub->qp_num;
+		wr.wr.ud.remote_qkey = QKEY;
+		check(ibv_post_send(ua, &wr, &bad) == 0, "post a UD SEND");
+	}
+	n = wait_wc(cq, 2, wc);
+	ok = n == 2;
+	for (i = 0; i < n; i++)
+		if (wc[i].wr_id == 1100)
+			ok &= wc[i].status == IBV_WC_SUCCESS && (wc[i].wc_flags & IBV_WC_GRH) &&
+			      wc[i].byte_len == 40 + 32 && wc[i].src_qp == ua->qp_num &&
+			      !memcmp(e->buf + 32768 + 40, e->buf, 32);
+	check(ok, "UD receive: GRH flag, byte_len 40 + 32, src_qp, data");
+out:
+	if (ua)
+		ibv_destroy_qp(ua);
+	if (ub)
+		ibv_destroy_qp(ub);
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (a)
+		ibv_destroy_qp(a);
+	if (b)
+		ibv_destroy_qp(b);
+	if (srq)
+		ibv_destroy_srq(srq);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+}
+
+/* ---- Setup ------------------------------------------------------------------------- */
+
+static bool open_env(struct env *e, const char *name)
+{
+	struct ibv_device **list;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			e->ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	check(e->ctx != NULL, "open %s", name);
+	if (!e->ctx || ibv_query_port(e->ctx, 1, &e->port))
+		return false;
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!e->pd || !e->buf)
+		return false;
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	check(e->mr != NULL, "register %d bytes: %s", BUF_SIZE, e->mr ? "ok" : strerror(errno));
+
+	/* The port's first GID in use, preferring an IPv4-mapped one (RoCEv2). */
+	e->gid_index = -1;
+	for (i = 0; i < e->port.gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(e->ctx, 1, i, &g))
+			continue;
+		if (!g.global.subnet_prefix && !g.global.interface_id)
+			continue;
+		if (e->gid_index < 0 || (!g.global.subnet_prefix && g.raw[10] == 0xff)) {
+			e->gid = g;
+			e->gid_index = i;
+		}
+	}
+	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
+	return e->gid_index >= 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "qrdma0";
+	bool traffic = true;
+	struct env e = {};
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dev") && i + 1 < argc)
+			dev = argv[++i];
+		else if (!strcmp(argv[i], "--no-traffic"))
+			traffic = false;
+		else {
+			fprintf(stderr, "usage: %s [--dev NAME] [--no-traffic]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (open_env(&e, dev)) {
+		provider_checks(&e);
+		if (traffic && e.mr) {
+			rc_checks(&e);
+			srq_ud_resize_checks(&e);
+		}
+	}
+	if (e.mr)
+		ibv_dereg_mr(e.mr);
+	if (e.pd)
+		ibv_dealloc_pd(e.pd);
+	if (e.ctx)
+		ibv_close_device(e.ctx);
+	free(e.buf);
+	printf("1..%d\n# %d of %d checks failed\n", checks, failures, checks);
+	return failures ? 1 : 0;
+}
