@@ -75,6 +75,21 @@
 #define QRDMA_REG_SCRATCH		0x10c	/* RW, no effect */
 
 /*
+ * Object counters (RO, live): how many objects of each type exist now,
+ * one register per HMC type QP..AH (enum qrdma_hmc_type): QPs, CQs, SRQs,
+ * MRs (every STag index that is not QRDMA_MR_STATE_NONE) and AHs. A create
+ * adds one, a destroy (DEALLOC_STAG for MRs) takes it back, and reset makes
+ * them 0 with the objects. A driver that has destroyed all it created
+ * reads 0 in every one: the lifecycle tests' proof that nothing leaked.
+ */
+#define QRDMA_REG_OBJ_COUNT(t)		(0x110 + 4 * (t))	/* t < QRDMA_HMC_PBLE */
+#define QRDMA_REG_OBJ_COUNT_QP		0x110
+#define QRDMA_REG_OBJ_COUNT_CQ		0x114
+#define QRDMA_REG_OBJ_COUNT_SRQ		0x118
+#define QRDMA_REG_OBJ_COUNT_MR		0x11c
+#define QRDMA_REG_OBJ_COUNT_AH		0x120
+
+/*
  * DEV_CTRL.RESET: writing 1 resets the whole RDMA engine and LAN function
  * to power-on state. It reads back 0. PE_STATUS drops to 0 and the driver
  * must poll it until it reads QRDMA_PE_STATUS_READY again.
@@ -639,8 +654,9 @@ struct qrdma_fpm_buf {
  * Object IDs are indexes into the committed HMC count of their type: QP n
  * is HMC QP object n, and so on. The driver allocates IDs; the device
  * refuses an ID beyond the committed count, a create of an ID that exists
- * and every use of one that does not. QP 0 and 1 are reserved (IB's SMI
- * and GSI QPs) and are not created through CREATE_QP on RoCE.
+ * and every use of one that does not. QP 0 (IB's SMI QP) does not exist
+ * on RoCE; QP 1 is created only as the GSI QP: type UD with
+ * QRDMA_QP_CREATE_GSI, which no other QP may carry.
  *
  * PDs need no command: a PD is a number below CAP_MAX_PD that the driver
  * hands out; objects carry it and the device checks that they agree
@@ -660,7 +676,8 @@ struct qrdma_fpm_buf {
  * pages. The device reads PBLEs through the HMC every time it translates,
  * so the driver may not change a PBLE while an object uses it.
  */
-#define QRDMA_QP_RESERVED		2	/* QP 0 and 1 */
+#define QRDMA_QP_RESERVED		2	/* QP 0 and 1 (GSI) are not general QPs */
+#define QRDMA_QP_GSI			1
 #define QRDMA_QUEUE_MAX_BYTES		(8u << 20)
 #define QRDMA_PBLE_LEAF_ENTRIES		512u
 #define QRDMA_OBJ_ID_MASK		0x0000000000ffffffULL	/* 24-bit object IDs */
@@ -681,11 +698,12 @@ struct qrdma_fpm_buf {
  *         qrdma_cq_shadow)
  * The device writes the CQ context to the CQ's HMC object and keeps a
  * working copy. MODIFY_CQ (0x04) resizes: the same arg0 (CEQ fields and
- * DB_PAGE must be unchanged), arg2 the new ring. The device writes later
+ * DB_PAGE must be unchanged), arg2 the new ring (CQ_CTX and the shadow
+ * area stay; arg1 and arg3 are ignored). The device writes later
  * CQEs from index 0 of the new ring with VALID 1; every CQE written before
  * the command completed is in the old ring, so the consumer drains the old
  * ring, then moves. DESTROY_CQ (0x05): arg0 CQ_ID; refused with
- * STATE/BUSY while a QP or SRQ uses the CQ.
+ * STATE/BUSY while a QP uses the CQ (as its send or receive CQ).
  */
 #define QRDMA_CQ_ARG0_ID_MASK		0x0000000000ffffffULL
 #define QRDMA_CQ_ARG0_CEQ_MASK		0x00000000ff000000ULL
@@ -697,7 +715,7 @@ struct qrdma_fpm_buf {
 #define QRDMA_CQ_ARG0_DB_PAGE_MASK	0xffff000000000000ULL
 #define QRDMA_CQ_ARG0_DB_PAGE_SHIFT	48
 #define QRDMA_CQ_SIZE_LOG2_MIN		2
-#define QRDMA_CQ_SIZE_LOG2_MAX		21
+#define QRDMA_CQ_SIZE_LOG2_MAX		18	/* 2^18 CQEs of 32 bytes: QRDMA_QUEUE_MAX_BYTES */
 
 /* CQE: 32 bytes, VALID in qword 3 bit 63, polarity 1 on the first lap. */
 #define QRDMA_CQE_SIZE			32u
@@ -734,12 +752,17 @@ struct qrdma_cq_shadow {
 /* ---- Doorbells (BAR2, per page) ------------------------------------------- */
 
 /*
- * A doorbell page holds two 32-bit doorbells. Writing an ID the page does
- * not own (the queue's DB_PAGE differs, or no such queue) is reported as
- * AEQE BAD_DOORBELL and otherwise ignored.
+ * A doorbell page holds three 32-bit doorbells. Writing an ID the page
+ * does not own (the queue's DB_PAGE differs, or no such queue) is reported
+ * as AEQE BAD_DOORBELL and otherwise ignored. The producer writes the SQ
+ * doorbell after posting send WQEs and the RQ doorbell after posting
+ * receive WQEs to a QP's own RQ (the device also looks for receive WQEs
+ * whenever a message arrives; the RQ doorbell is what makes it flush WQEs
+ * posted to a QP in error).
  */
 #define QRDMA_DB_SQ			0x00	/* W: QP_ID, new SQ WQEs were posted */
 #define QRDMA_DB_CQ_ARM			0x40	/* W: CQ_ID, read the shadow ARM */
+#define QRDMA_DB_RQ			0x80	/* W: QP_ID, new RQ WQEs were posted */
 
 /* ---- SRQs ------------------------------------------------------------------ */
 
@@ -840,7 +863,12 @@ enum qrdma_qp_state {
  * qrdma_qp_create_info (64-byte aligned, guest RAM). The QP starts in
  * RESET. The CQs (and SRQ) it names must exist and be in the same PD
  * where they have one; a bad field fails with QRDMA_CQP_ERR_INFO and the
- * field's byte offset as minor.
+ * field's byte offset as minor. Each ring holds 2^SIZE_LOG2 WQEs with
+ * SIZE_LOG2 in QRDMA_WQ_SIZE_LOG2_MIN..MAX and 2^SIZE_LOG2 <= CAP_MAX_QP_WR
+ * + 1, of a stride 2^WQE_LOG2 in QRDMA_WQE_LOG2_MIN..MAX, at most
+ * QRDMA_QUEUE_MAX_BYTES in all. With QRDMA_QP_CREATE_SRQ the RQ fields
+ * (rq_size_log2, rq_wqe_log2, rq_addr, RQ_VIRTMAP) are 0; without it srq
+ * is 0. QP 0 cannot be created; QP 1 only as the GSI QP (above).
  */
 struct qrdma_qp_create_info {
 	__le32 pd;
@@ -864,7 +892,8 @@ struct qrdma_qp_create_info {
 #define QRDMA_QP_CREATE_SQ_VIRTMAP	0x02
 #define QRDMA_QP_CREATE_RQ_VIRTMAP	0x04
 #define QRDMA_QP_CREATE_SIG_ALL		0x08	/* every send WQE completes */
-#define QRDMA_QP_CREATE_FLAGS_MASK	0x0f
+#define QRDMA_QP_CREATE_GSI		0x10	/* QP 1, the GSI QP (UD, Q_Key 0x80010000) */
+#define QRDMA_QP_CREATE_FLAGS_MASK	0x1f
 
 /*
  * MODIFY_QP (0x01): arg0 QP_ID; arg1 address of a struct
@@ -873,7 +902,9 @@ struct qrdma_qp_create_info {
  * device moves the QP only along transitions the IB state machine allows,
  * with the attributes IB requires and allows for that transition and QP
  * type (STATE/TRANSITION or STATE/ATTR otherwise), and applies every
- * attribute or none. QUERY_QP (0x13): arg0 QP_ID, arg1 address of a
+ * attribute or none. ALT_PATH, PATH_MIG_STATE and CAP are not implemented
+ * (QRDMA_CQP_ERR_INFO, minor 0). Moving to RESET forgets every attribute.
+ * sq_draining is ignored. QUERY_QP (0x13): arg0 QP_ID, arg1 address of a
  * struct qrdma_qp_modify_info the device fills with the QP's current
  * state and every attribute, ATTR_MASK naming those that were ever set.
  */
@@ -1074,6 +1105,28 @@ struct qrdma_rq_wqe_hdr {
 #define QRDMA_CQE_FLAG_GRH		0x10	/* UD: a 40-byte GRH opens the buffer */
 #define QRDMA_CQE_FLAG_SOLICITED	0x20
 
+/*
+ * Completion rules (the data path):
+ * - SQ: WQEs complete in ring order. A SIGNALED WQE (every WQE with
+ *   QRDMA_QP_CREATE_SIG_ALL) gets a CQE on the send CQ when done; an
+ *   unsignaled one only if it fails. A CQE for SQ index i also retires
+ *   every earlier unsignaled WQE of that SQ.
+ * - RQ/SRQ: every receive WQE gets a CQE on the receive CQ.
+ * - Errors: the failing WQE completes with its status; the QP moves to
+ *   ERR (RC; UC/UD send errors to SQE) and every later WQE of the QP,
+ *   posted before or after, completes with WR_FLUSH_ERR (signaled or not).
+ * - CQ HEAD in the shadow area counts CQEs consumed, free running modulo
+ *   2^32; the device writes CQE number t at ring index t mod 2^SIZE_LOG2
+ *   only while t - HEAD < 2^SIZE_LOG2, else the CQ overflows.
+ * - Arming: the consumer bumps ARM_SEQ with ARM_NEXT or ARM_SOLICITED in
+ *   the shadow ARM qword, then writes the CQ_ARM doorbell. The next CQE
+ *   written after the doorbell (for ARM_SOLICITED: the next receive CQE
+ *   with QRDMA_CQE_FLAG_SOLICITED, or with an error status) writes a CEQE
+ *   with the CQ's CQ_CTX to its CEQ and disarms the CQ.
+ * - imm_data and invalidate keys are carried as the 32-bit value in the
+ *   verbs structs (network byte order for imm_data), unchanged.
+ */
+
 _Static_assert(sizeof(struct qrdma_sge) == 16, "qrdma_sge");
 _Static_assert(sizeof(struct qrdma_sq_wqe_hdr) == 64, "qrdma_sq_wqe_hdr");
 _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
@@ -1099,14 +1152,17 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
  *   arg5: FBO, the offset of the first byte inside the first page
  * Byte IOVA + x lives in page (FBO + x) >> PAGE_SIZE_LOG2 of the list, at
  * offset (FBO + x) & (page size - 1). The device checks the PBLE range (and
- * reads the roots) at registration and every page address at use.
+ * reads the roots) at registration and every page address at use. LEVELS
+ * 0 is the list of pages from arg4 - FBO on, so arg4 mod page size must be
+ * FBO. With DMA, LEVELS and PAGE_SIZE_LOG2 are 0 and args 2..5 are ignored.
  *
  * ALLOC_STAG (0x09) creates a fast-register MR without a translation:
  *   arg0 STAG, arg1 PD[23:0] | ACCESS[39:32], arg2 MAX_PAGES (the PBLEs
  *   reserved for it), arg4 first PBLE index. It stays invalid until a
  *   fast-register WQE fills it.
  * DEALLOC_STAG (0x0d): arg0 STAG. QUERY_STAG (0x0b): arg0 STAG, arg1
- * address of 64 bytes the device fills with the MR's HMC context.
+ * address of 64 bytes (64-byte aligned) the device fills with the MR's
+ * HMC context. Both check the key byte (STATE/KEY).
  *
  * MR context in HMC, 64 bytes:
  *   qword 0: STATE[1:0] (QRDMA_MR_STATE_*), KEY[15:8], TYPE[17:16],
@@ -1167,6 +1223,8 @@ _Static_assert(QRDMA_MASK32(31, 16) == 0xffff0000u, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(15, 0) == 0x0000ffffu, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(0, 0) == 0x00000001u, "QRDMA_MASK32");
 _Static_assert(QRDMA_REG_CAP_FEATURES < 0x300, "capability block overflow");
+_Static_assert(QRDMA_REG_OBJ_COUNT(QRDMA_HMC_AH) == QRDMA_REG_OBJ_COUNT_AH, "OBJ_COUNT(t)");
+_Static_assert(QRDMA_REG_OBJ_COUNT_AH < 0x200, "control block overflow");
 _Static_assert(QRDMA_REG_BOARD_ID + QRDMA_BOARD_ID_LEN <= 0x100, "identity block overflow");
 
 #endif /* QRDMA_HW_H */

@@ -18,6 +18,7 @@
 
 static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset);
 static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset);
+static uint32_t reg_read_obj_count(struct qrdma_core *core, uint32_t offset);
 static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value);
 
 #define RO(off, nm)             QRDMA_REG_RO_DESC(off, 0, nm)
@@ -40,6 +41,11 @@ static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
     RO(QRDMA_REG_PE_STATUS, "PE_STATUS"),
     RO_LIVE(QRDMA_REG_GUEST_ERRORS, "GUEST_ERRORS", reg_read_guest_errors),
     RW(QRDMA_REG_SCRATCH, "SCRATCH", 0xffffffffu, NULL),
+    RO_LIVE(QRDMA_REG_OBJ_COUNT_QP, "OBJ_COUNT_QP", reg_read_obj_count),
+    RO_LIVE(QRDMA_REG_OBJ_COUNT_CQ, "OBJ_COUNT_CQ", reg_read_obj_count),
+    RO_LIVE(QRDMA_REG_OBJ_COUNT_SRQ, "OBJ_COUNT_SRQ", reg_read_obj_count),
+    RO_LIVE(QRDMA_REG_OBJ_COUNT_MR, "OBJ_COUNT_MR", reg_read_obj_count),
+    RO_LIVE(QRDMA_REG_OBJ_COUNT_AH, "OBJ_COUNT_AH", reg_read_obj_count),
 
     RO(QRDMA_REG_CAP_MAX_QP, "CAP_MAX_QP"),
     RO(QRDMA_REG_CAP_MAX_CQ, "CAP_MAX_CQ"),
@@ -187,7 +193,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_ah, 0, 1u << 20),
         LIMIT(max_qp_wr, 2, 1u << 15),
         LIMIT(max_srq_wr, 0, 1u << 15),
-        LIMIT(max_cqe, 2, 1u << 21),
+        /* The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES. */
+        LIMIT(max_cqe, 2, QRDMA_QUEUE_MAX_BYTES / QRDMA_CQE_SIZE),
         LIMIT(max_send_sge, 1, 32),
         LIMIT(max_recv_sge, 1, 32),
         LIMIT(max_inline, 0, 1024),
@@ -242,7 +249,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
 void qrdma_core_reset(struct qrdma_core *core)
 {
     const struct qrdma_core_config *cfg = &core->cfg;
-    const uint64_t max_mr_size = 1ull << 40;
+    const uint64_t max_mr_size = QRDMA_CORE_MAX_MR_SIZE;
     unsigned i;
 
     memset(core->regs, 0, sizeof(core->regs));
@@ -274,8 +281,7 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_MAX_SEND_SGE) = cfg->max_send_sge;
     *reg(core, QRDMA_REG_CAP_MAX_RECV_SGE) = cfg->max_recv_sge;
     *reg(core, QRDMA_REG_CAP_MAX_INLINE) = cfg->max_inline;
-    *reg(core, QRDMA_REG_CAP_PAGE_SIZES) =
-        QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G;
+    *reg(core, QRDMA_REG_CAP_PAGE_SIZES) = QRDMA_CORE_PAGE_SIZES;
     *reg(core, QRDMA_REG_CAP_MAX_MR_SIZE_LO) = (uint32_t)max_mr_size;
     *reg(core, QRDMA_REG_CAP_MAX_MR_SIZE_HI) = (uint32_t)(max_mr_size >> 32);
     *reg(core, QRDMA_REG_CAP_MAX_RD_ATOM) = cfg->max_rd_atom;
@@ -292,6 +298,8 @@ void qrdma_core_reset(struct qrdma_core *core)
     qrdma_lan_reset(core);
     qrdma_cqp_reset(core);
     qrdma_eq_reset(core);
+    /* The objects go before the layout that sized their arrays. */
+    qrdma_obj_reset(core);
     qrdma_hmc_reset(core);
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
@@ -315,6 +323,12 @@ static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset)
 static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset)
 {
     return core->env.link_up(core->env.opaque) ? QRDMA_PORT_STATUS_LINK_UP : 0;
+}
+
+/* OBJ_COUNT(t): the register's type is its index in the row. */
+static uint32_t reg_read_obj_count(struct qrdma_core *core, uint32_t offset)
+{
+    return qrdma_core_obj_count(core, (offset - QRDMA_REG_OBJ_COUNT(0)) / 4);
 }
 
 static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)

@@ -213,6 +213,123 @@ struct qrdma_intr {
     uint32_t overflows;                 /* EQ_OVERFLOWS */
 };
 
+/*
+ * Objects (qrdma_obj.c, qrdma_qp.c, qrdma_mr.c): the engine's working
+ * copies, one array per HMC type sized by the committed count (allocated by
+ * COMMIT_FPM_VAL, freed by reset and qrdma_core_fini). The contexts in HMC
+ * memory are written from these and never read back: the guest may scribble
+ * on them without changing what the device does. Entries are kept small: a
+ * committed layout may hold 10^5 MRs.
+ */
+
+/* Where a ring lives: contiguous guest memory, or 4 KB pages in PBLEs. */
+struct qrdma_queue {
+    uint64_t addr;              /* ring address, or the first PBLE index with virtmap */
+    uint8_t size_log2;          /* 2^size_log2 entries */
+    uint8_t stride_log2;        /* of 2^stride_log2 bytes each */
+    bool virtmap;
+};
+
+/* An address vector after its checks (struct qrdma_av, host order). */
+struct qrdma_av_info {
+    uint8_t dgid[16];
+    uint8_t dmac[6];
+    uint8_t sgid_index;
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t flow_label;
+};
+
+struct qrdma_cq {
+    bool valid;
+    bool ceq_enable;
+    uint8_t ceq_id;
+    uint16_t db_page;
+    uint32_t refs;              /* QPs naming it, once as send and once as receive CQ */
+    uint64_t cq_ctx;            /* what CEQEs and AEQEs about it carry */
+    uint64_t shadow;            /* struct qrdma_cq_shadow */
+    struct qrdma_queue ring;
+    /* The data path's: where the next CQE goes. */
+    uint32_t tail;
+    bool polarity;              /* VALID of the current lap */
+    bool error;                 /* overflowed or unusable; no more CQEs */
+};
+
+struct qrdma_srq {
+    bool valid;
+    uint32_t pd;
+    uint32_t limit;             /* 0: the limit event is not armed */
+    uint32_t refs;              /* QPs using it */
+    uint64_t srq_ctx;
+    uint64_t shadow;
+    struct qrdma_queue ring;
+    /* The data path's. */
+    uint32_t head;              /* next WQE the device takes */
+    uint32_t outstanding;       /* posted and not yet taken, as QUERY_SRQ reports */
+};
+
+struct qrdma_ah {
+    bool valid;
+    uint32_t pd;
+    struct qrdma_av_info av;
+};
+
+/* What MODIFY_QP set; QUERY_QP reports it. */
+struct qrdma_qp_attrs {
+    uint32_t set;               /* QRDMA_QP_ATTR_* given since the QP left RESET */
+    uint32_t sq_psn, rq_psn, dest_qpn, qkey, access_flags;
+    uint16_t pkey_index;
+    uint8_t path_mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer;
+    uint8_t max_rd_atomic, max_dest_rd_atomic, port_num;
+    struct qrdma_av_info av;
+};
+
+struct qrdma_qp {
+    bool valid;
+    uint8_t type;               /* enum qrdma_qp_type */
+    uint8_t flags;              /* QRDMA_QP_CREATE_* */
+    uint8_t state;              /* enum qrdma_qp_state */
+    bool sq_draining;           /* in SQD with sends in flight */
+    bool sqd_async;             /* EN_SQD_ASYNC: raise SQ_DRAINED when they are done */
+    uint16_t db_page;
+    uint32_t pd, send_cq, recv_cq, srq;
+    uint64_t qp_ctx;
+    struct qrdma_queue sq, rq;  /* rq unused with an SRQ */
+    struct qrdma_qp_attrs attr;
+    /* The data path's: the next WQE the device takes from each ring. */
+    uint32_t sq_head, rq_head;
+};
+
+struct qrdma_mr {
+    uint64_t iova;
+    uint64_t length;
+    uint64_t first;             /* first PBLE (LEVELS 1, 2) or address of byte 0 (LEVELS 0) */
+    uint32_t pd;
+    uint32_t fbo;
+    uint32_t max_pages;         /* fast-register MRs: PBLEs reserved */
+    uint8_t state;              /* enum qrdma_mr_state */
+    uint8_t key;
+    uint8_t type;               /* enum qrdma_mr_type */
+    uint8_t access;             /* QRDMA_ACCESS_* */
+    uint8_t levels;
+    uint8_t page_log2;
+};
+
+struct qrdma_objs {
+    /* Arrays of hmc.count[type] entries while a layout is committed, else NULL. */
+    struct qrdma_qp *qp;
+    struct qrdma_cq *cq;
+    struct qrdma_srq *srq;
+    struct qrdma_mr *mr;
+    struct qrdma_ah *ah;
+    /* Objects that exist, per type QP..AH: the OBJ_COUNT registers. */
+    uint32_t in_use[QRDMA_HMC_PBLE];
+};
+
+/* Page sizes MRs may use (CAP_PAGE_SIZES) and the largest MR (CAP_MAX_MR_SIZE). */
+#define QRDMA_CORE_PAGE_SIZES   (QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G)
+#define QRDMA_CORE_MAX_MR_SIZE  (1ull << 40)
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -227,6 +344,7 @@ struct qrdma_core {
     struct qrdma_eq aeq;
     struct qrdma_intr intr;
     struct qrdma_hmc hmc;
+    struct qrdma_objs obj;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -241,6 +359,13 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
 
 /* Power-on or function-level reset: all state back to its reset value. */
 void qrdma_core_reset(struct qrdma_core *core);
+
+/*
+ * Free what the core allocated (the object arrays). The embedding calls it
+ * when the device goes away; the core may be initialised again afterwards.
+ * Safe on a core that was never initialised, if it was zeroed.
+ */
+void qrdma_core_fini(struct qrdma_core *core);
 
 /* The PE-ready timer fired. */
 void qrdma_core_pe_ready(struct qrdma_core *core);
@@ -284,5 +409,89 @@ size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, siz
  */
 int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uint32_t index,
                           uint64_t *gpa);
+
+/* ---- objects: what the data path uses ------------------------------------ */
+
+/* How many objects of type t (QRDMA_HMC_QP..AH) exist; OBJ_COUNT(t) reads it. */
+uint32_t qrdma_core_obj_count(struct qrdma_core *core, enum qrdma_hmc_type t);
+
+/*
+ * The working copy of an object that exists, or NULL (no layout, an ID
+ * beyond the committed count, or no such object). Never logs: a miss is
+ * the caller's to report (BAD_DOORBELL, a CQE with an error status...).
+ */
+struct qrdma_qp *qrdma_qp_get(struct qrdma_core *core, uint32_t qp_id);
+struct qrdma_cq *qrdma_cq_get(struct qrdma_core *core, uint32_t cq_id);
+struct qrdma_srq *qrdma_srq_get(struct qrdma_core *core, uint32_t srq_id);
+struct qrdma_ah *qrdma_ah_get(struct qrdma_core *core, uint32_t ah_id);
+
+/*
+ * Guest-physical address of byte offset of ring q: offset < the ring's
+ * size, and an entry never crosses a 4 KB page (strides are powers of two
+ * of at most 1 KB), so the address covers a whole entry. For a VIRTMAP
+ * ring the PBLE is read through the HMC on every call. Returns 0, or a
+ * positive enum qrdma_pble_error after logging a guest error (RANGE also
+ * for an offset beyond the ring). Whether the page is guest RAM is for the
+ * caller's dma_read/dma_write to find out.
+ */
+int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint64_t offset,
+                     uint64_t *gpa);
+
+/*
+ * MR translation. qrdma_mr_translate() checks an access of len bytes at
+ * iova through STag stag by a QP of PD pd wanting the rights in access
+ * (QRDMA_ACCESS_LOCAL_WRITE, _REMOTE_WRITE, _REMOTE_READ, _REMOTE_ATOMIC;
+ * 0 for a local read, which every MR allows): the whole STag (index within
+ * the committed MRs, an MR in state VALID, its key byte), the PD, the
+ * bounds (iova..iova+len-1 inside the MR, no wrap) and the rights. On
+ * success it fills walk; qrdma_mr_walk_next() then yields the access
+ * piece by piece, each piece inside one page of the MR, reading PBLEs and
+ * checking each page (aligned to the MR's page size, guest RAM) as it
+ * goes. A zero len passes the checks with nothing to walk.
+ *
+ *   struct qrdma_mr_walk w;
+ *   uint64_t gpa, n;
+ *   int err = qrdma_mr_translate(core, lkey, qp->pd, addr, len, 0, &w);
+ *   while (!err && w.left) {
+ *       err = qrdma_mr_walk_next(core, &w, &gpa, &n);
+ *       if (!err) { ...DMA n bytes at gpa... }
+ *   }
+ *
+ * Every failure logs one guest error naming the STag and the cause and
+ * returns its own code, so the caller can pick the completion status.
+ */
+enum qrdma_mr_error {
+    QRDMA_MR_ERR_INDEX = 1,     /* STag index beyond the committed MRs (or no layout) */
+    QRDMA_MR_ERR_INVALID = 2,   /* no MR in state VALID at that index */
+    QRDMA_MR_ERR_KEY = 3,       /* the STag's key byte is not the MR's */
+    QRDMA_MR_ERR_PD = 4,        /* the MR belongs to another PD */
+    QRDMA_MR_ERR_BOUNDS = 5,    /* the access is not inside the MR, or wraps */
+    QRDMA_MR_ERR_ACCESS = 6,    /* the MR does not grant a right the access needs */
+    QRDMA_MR_ERR_PBLE = 7,      /* a PBLE beyond the committed count or not HMC-backed */
+    QRDMA_MR_ERR_ALIGN = 8,     /* a page address not aligned to the MR's page size */
+    QRDMA_MR_ERR_NOT_RAM = 9,   /* a page (or a piece of it) outside guest RAM */
+};
+
+struct qrdma_mr_walk {
+    uint32_t stag;              /* the MR, checked again at every step */
+    uint64_t pos;               /* offset of the next byte from the MR's first page */
+    uint64_t left;              /* bytes still to yield */
+};
+
+int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
+                       uint64_t len, unsigned access, struct qrdma_mr_walk *walk);
+int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
+                       uint64_t *len);
+
+/*
+ * Translate and copy in one go: guest memory behind (stag, iova) to buf
+ * (qrdma_mr_read) or buf to it (qrdma_mr_write), piece by piece. The same
+ * checks and codes; a piece that fails the DMA is QRDMA_MR_ERR_NOT_RAM.
+ * A failure may leave part of the copy done.
+ */
+int qrdma_mr_read(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
+                  void *buf, uint64_t len, unsigned access);
+int qrdma_mr_write(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
+                   const void *buf, uint64_t len, unsigned access);
 
 #endif /* QRDMA_CORE_H */

@@ -59,6 +59,31 @@ static inline void qrdma_st_le64(uint8_t *p, uint64_t v)
     }
 }
 
+/* The same for the 32- and 16-bit fields of info buffers. */
+static inline uint32_t qrdma_ld_le32(const uint8_t *p)
+{
+    return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint16_t qrdma_ld_le16(const uint8_t *p)
+{
+    return p[0] | p[1] << 8;
+}
+
+static inline void qrdma_st_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+    p[2] = v >> 16;
+    p[3] = v >> 24;
+}
+
+static inline void qrdma_st_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+}
+
 void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -74,6 +99,15 @@ struct cqp_result {
     uint16_t minor;
     uint64_t retval;
 };
+
+/*
+ * Log a guest error saying why a command failed and return that failure:
+ * the one line each refusal of the object commands writes (the CQP adds
+ * its "failed: major M minor m" line after it).
+ */
+struct cqp_result qrdma_cqp_fail(struct qrdma_core *core, enum qrdma_cqp_major major,
+                                 unsigned minor, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* qrdma_cqp.c */
 extern const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
@@ -103,5 +137,62 @@ void qrdma_hmc_reset(struct qrdma_core *core);
 struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_t *arg);
 struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core, const uint64_t *arg);
 struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64_t *arg);
+
+/* qrdma_obj.c: object arrays, helpers shared by the object commands, CQs, SRQs, AHs */
+/* Allocate the arrays for a layout of count[] objects; 0, or 1 + the type that failed. */
+unsigned qrdma_obj_alloc(struct qrdma_core *core, const uint32_t *count);
+void qrdma_obj_reset(struct qrdma_core *core);
+/*
+ * Write an object's context (len bytes) to its HMC object: 0, or the
+ * failure (HMC major, enum qrdma_hmc_error minor) after logging "what".
+ */
+struct cqp_result qrdma_obj_ctx_write(struct qrdma_core *core, enum qrdma_hmc_type type,
+                                      uint32_t index, const uint8_t *ctx, size_t len,
+                                      const char *what);
+/*
+ * The object ID in an argument or info field: refuses (HMC COUNT or
+ * NOT_COMMITTED) one the layout does not hold.
+ */
+struct cqp_result qrdma_obj_id_check(struct qrdma_core *core, enum qrdma_hmc_type type,
+                                     uint64_t id, const char *what);
+/*
+ * Check a ring about to be created (every page for VIRTMAP). bad_addr is
+ * what a contiguous ring that is misaligned or not guest RAM fails with.
+ */
+struct cqp_result qrdma_queue_check(struct qrdma_core *core, const struct qrdma_queue *q,
+                                    struct cqp_result bad_addr, const char *what);
+/* Read PBLE index; 0 or enum qrdma_pble_error (RANGE, HMC) after logging. */
+int qrdma_pble_get(struct qrdma_core *core, uint64_t index, uint64_t *val, const char *what);
+/*
+ * Parse and check a 32-byte struct qrdma_av: 0, or 1 + the byte offset of
+ * the bad field inside the AV after logging.
+ */
+unsigned qrdma_av_parse(struct qrdma_core *core, const uint8_t *raw, struct qrdma_av_info *av,
+                        const char *what);
+void qrdma_av_store(uint8_t *raw, const struct qrdma_av_info *av);
+void qrdma_obj_count_inc(struct qrdma_core *core, enum qrdma_hmc_type t);
+void qrdma_obj_count_dec(struct qrdma_core *core, enum qrdma_hmc_type t);
+struct cqp_result qrdma_cqp_create_cq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_cq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_cq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_srq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_srq(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_ah(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_ah(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_ah(struct qrdma_core *core, const uint64_t *arg);
+
+/* qrdma_qp.c */
+struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *arg);
+
+/* qrdma_mr.c */
+struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_stag(struct qrdma_core *core, const uint64_t *arg);
 
 #endif /* QRDMA_CORE_INT_H */

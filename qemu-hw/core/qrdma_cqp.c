@@ -1,8 +1,9 @@
 /*
  * qrdma device core: the control QP. Creation from the CQP context,
  * the WQE ring with its VALID polarity, the opcode table, completions on
- * the CCQ, and the commands implemented so far (NOP, GID table; the HMC
- * commands live in qrdma_hmc.c). See docs/hw-spec.md, "Control QP".
+ * the CCQ, and the small commands (NOP, GID table). The HMC commands live
+ * in qrdma_hmc.c, the event queues' in qrdma_eq.c, the object commands in
+ * qrdma_obj.c, qrdma_qp.c and qrdma_mr.c. See docs/hw-spec.md, "Control QP".
  *
  * Commands run from the core's work kick (a bottom half in QEMU), never in
  * the MMIO handler. A batch is bounded by the ring size. A bad WQE gets an
@@ -157,16 +158,34 @@ static const struct {
     const char *name;
     struct cqp_result (*run)(struct qrdma_core *core, const uint64_t *arg);
 } qrdma_cqp_ops[256] = {
+    [QRDMA_CQP_OP_CREATE_QP] = { "CREATE_QP", qrdma_cqp_create_qp },
+    [QRDMA_CQP_OP_MODIFY_QP] = { "MODIFY_QP", qrdma_cqp_modify_qp },
+    [QRDMA_CQP_OP_DESTROY_QP] = { "DESTROY_QP", qrdma_cqp_destroy_qp },
+    [QRDMA_CQP_OP_CREATE_CQ] = { "CREATE_CQ", qrdma_cqp_create_cq },
+    [QRDMA_CQP_OP_MODIFY_CQ] = { "MODIFY_CQ", qrdma_cqp_modify_cq },
+    [QRDMA_CQP_OP_DESTROY_CQ] = { "DESTROY_CQ", qrdma_cqp_destroy_cq },
+    [QRDMA_CQP_OP_ALLOC_STAG] = { "ALLOC_STAG", qrdma_cqp_alloc_stag },
+    [QRDMA_CQP_OP_REG_MR] = { "REG_MR", qrdma_cqp_reg_mr },
+    [QRDMA_CQP_OP_QUERY_STAG] = { "QUERY_STAG", qrdma_cqp_query_stag },
+    [QRDMA_CQP_OP_DEALLOC_STAG] = { "DEALLOC_STAG", qrdma_cqp_dealloc_stag },
+    [QRDMA_CQP_OP_QUERY_QP] = { "QUERY_QP", qrdma_cqp_query_qp },
     [QRDMA_CQP_OP_CREATE_CEQ] = { "CREATE_CEQ", qrdma_cqp_create_ceq },
     [QRDMA_CQP_OP_DESTROY_CEQ] = { "DESTROY_CEQ", qrdma_cqp_destroy_ceq },
     [QRDMA_CQP_OP_CREATE_AEQ] = { "CREATE_AEQ", qrdma_cqp_create_aeq },
     [QRDMA_CQP_OP_DESTROY_AEQ] = { "DESTROY_AEQ", qrdma_cqp_destroy_aeq },
+    [QRDMA_CQP_OP_CREATE_AH] = { "CREATE_AH", qrdma_cqp_create_ah },
+    [QRDMA_CQP_OP_MODIFY_AH] = { "MODIFY_AH", qrdma_cqp_modify_ah },
+    [QRDMA_CQP_OP_DESTROY_AH] = { "DESTROY_AH", qrdma_cqp_destroy_ah },
     [QRDMA_CQP_OP_UPDATE_PE_SDS] = { "UPDATE_PE_SDS", qrdma_hmc_update_pe_sds },
     [QRDMA_CQP_OP_QUERY_FPM_VAL] = { "QUERY_FPM_VAL", qrdma_hmc_query_fpm_val },
     [QRDMA_CQP_OP_COMMIT_FPM_VAL] = { "COMMIT_FPM_VAL", qrdma_hmc_commit_fpm_val },
     [QRDMA_CQP_OP_NOP] = { "NOP", cqp_nop },
     [QRDMA_CQP_OP_ADD_GID] = { "ADD_GID", cqp_add_gid },
     [QRDMA_CQP_OP_DEL_GID] = { "DEL_GID", cqp_del_gid },
+    [QRDMA_CQP_OP_CREATE_SRQ] = { "CREATE_SRQ", qrdma_cqp_create_srq },
+    [QRDMA_CQP_OP_MODIFY_SRQ] = { "MODIFY_SRQ", qrdma_cqp_modify_srq },
+    [QRDMA_CQP_OP_DESTROY_SRQ] = { "DESTROY_SRQ", qrdma_cqp_destroy_srq },
+    [QRDMA_CQP_OP_QUERY_SRQ] = { "QUERY_SRQ", qrdma_cqp_query_srq },
 };
 
 bool qrdma_core_gid_is_own(struct qrdma_core *core, const uint8_t gid[16])

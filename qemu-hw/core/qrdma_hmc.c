@@ -278,12 +278,20 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
     }
     sds = (end + QRDMA_HMC_SD_SIZE - 1) / QRDMA_HMC_SD_SIZE;
 
+    /* The working copies, one entry per object the layout holds (qrdma_obj.c). */
+    t = qrdma_obj_alloc(core, count);
+    if (t) {
+        qrdma_guest_error(core, "COMMIT_FPM_VAL: the host has no memory for %u %s objects",
+                          count[t - 1], hmc_type_name[t - 1]);
+        return hmc_bad_arg(t);
+    }
     qrdma_st_le64(buf, sds);
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
         qrdma_st_le64(buf + 8 * (1 + t), base[t]);
     }
     if (core->env.dma_write(core->env.opaque, arg[0], buf, sizeof(buf))) {
         qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
+        qrdma_obj_reset(core);
         return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
     }
     memcpy(hmc->count, count, sizeof(count));

@@ -109,3 +109,30 @@ unsigned cqp_minor(uint64_t status)
 {
     return status & QRDMA_CCQ_CQE_MINOR_MASK;
 }
+
+uint64_t cqp_commit(const uint64_t *counts, uint64_t buf, uint64_t *retval)
+{
+    uint64_t args[6] = { buf };
+    unsigned t;
+
+    memset(gpa(buf), 0, sizeof(struct qrdma_fpm_buf));
+    for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
+        put64(buf + 8 * (1 + t), counts[t]);
+    }
+    return cqp_run1(QRDMA_CQP_OP_COMMIT_FPM_VAL, args, retval);
+}
+
+void hmc_sd_write(uint32_t index, uint64_t entry)
+{
+    wr(QRDMA_REG_HMC_SD_DATA_LOW, (uint32_t)entry);
+    wr(QRDMA_REG_HMC_SD_DATA_HIGH, (uint32_t)(entry >> 32));
+    wr(QRDMA_REG_HMC_SD_CMD, QRDMA_HMC_SD_CMD_WRITE | index);
+}
+
+uint64_t hmc_obj_addr(enum qrdma_hmc_type type, uint32_t index)
+{
+    uint64_t addr = 0;
+
+    CHECK_EQ(qrdma_core_hmc_object(&core, type, index, &addr), 0);
+    return addr;
+}

@@ -42,6 +42,13 @@ uint64_t cqp_run1(uint8_t opcode, const uint64_t *args, uint64_t *retval);
 unsigned cqp_major(uint64_t status);
 unsigned cqp_minor(uint64_t status);
 
+/* COMMIT_FPM_VAL of counts[QRDMA_HMC_NUM_TYPES] through a 64-byte buffer; the CQE status. */
+uint64_t cqp_commit(const uint64_t *counts, uint64_t buf, uint64_t *retval);
+/* Load SD index with entry through HMC_SD_DATA/HMC_SD_CMD. */
+void hmc_sd_write(uint32_t index, uint64_t entry);
+/* The guest-physical address of HMC object (type, index); it must translate. */
+uint64_t hmc_obj_addr(enum qrdma_hmc_type type, uint32_t index);
+
 /* A command must complete with (major, minor). */
 #define CHECK_RESULT(status, maj, min)                                             \
     do {                                                                           \

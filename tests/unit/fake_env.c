@@ -148,6 +148,8 @@ void fake_setup(const struct qrdma_core_config *cfg)
     if (!ram) {
         ram = calloc(1, FAKE_RAM_SIZE);
     }
+    /* The previous core's objects: init starts from a blank core. */
+    qrdma_core_fini(&core);
     memset(ram, 0, FAKE_RAM_SIZE);
     memset(&fake, 0, sizeof(fake));
     fake.ram = ram;
