@@ -14,12 +14,12 @@
 BUILD      := build
 CC         ?= cc
 CFLAGS_UNIT := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
-	       -Iinclude -Iqemu-hw -Itests/unit
+	       -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit
 SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-CORE_SRCS  := $(wildcard qemu-hw/core/*.c)
+CORE_SRCS  := $(wildcard qemu-hw/core/*.c) $(wildcard host-backend/sw/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
-CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h tests/unit/*.h) $(TEST_SRCS)
+CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS)
 UNIT_TESTS := $(sort $(basename $(notdir $(wildcard tests/unit/test_core_*.c))))
 
 # The software RoCEv2 transport (host-backend/sw/) is tested on its own,
@@ -32,7 +32,7 @@ CFLAGS_SW  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	       -Iinclude -Ihost-backend/include -Ihost-backend/sw -Itests/unit
 
 FUZZ_CC      ?= clang
-FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Itests/unit \
+FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 30

@@ -37,6 +37,7 @@ struct QrdmaState {
     NICConf conf;
     NICState *nic;
     QEMUTimer *pe_ready_timer;
+    QEMUTimer *dp_timer;        /* the transport's retransmit/ACK/RNR deadline */
     QEMUBH *work_bh;
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
     char *board_id;
@@ -164,6 +165,30 @@ static void qrdma_env_rx_ready(void *opaque)
     }
 }
 
+/* The transport's clock is guest time: a stopped VM does not time out its peers' QPs. */
+static uint64_t qrdma_env_now_ns(void *opaque)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+}
+
+static void qrdma_env_timer_mod(void *opaque, uint64_t deadline_ns)
+{
+    QrdmaState *s = opaque;
+
+    if (deadline_ns == UINT64_MAX) {
+        timer_del(s->dp_timer);
+    } else {
+        timer_mod(s->dp_timer, deadline_ns > INT64_MAX ? INT64_MAX : (int64_t)deadline_ns);
+    }
+}
+
+static void qrdma_dp_timer(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    qrdma_core_timer(&s->core);
+}
+
 static void qrdma_pe_ready_timer(void *opaque)
 {
     QrdmaState *s = opaque;
@@ -279,6 +304,8 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         .send_frame = qrdma_env_send_frame,
         .kick = qrdma_env_kick,
         .rx_ready = qrdma_env_rx_ready,
+        .now_ns = qrdma_env_now_ns,
+        .timer_mod = qrdma_env_timer_mod,
     };
     char err[160];
     int ret;
@@ -302,6 +329,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     pdev->config[PCI_INTERRUPT_PIN] = 1;
     if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
         error_setg(errp, "qrdma: cannot add the PCIe capability");
+        qrdma_core_fini(&s->core);
         return;
     }
     pcie_cap_flr_init(pdev);
@@ -318,6 +346,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
 
     ret = msix_init_exclusive_bar(pdev, s->cfg.msix_vectors, QRDMA_BAR_MSIX, errp);
     if (ret) {
+        qrdma_core_fini(&s->core);
         return;
     }
     for (unsigned v = 0; v < s->cfg.msix_vectors; v++) {
@@ -325,6 +354,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     }
 
     s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer, s);
+    s->dp_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_dp_timer, s);
     s->work_bh = qemu_bh_new_guarded(qrdma_work_bh, s, &dev->mem_reentrancy_guard);
     s->nic = qemu_new_nic(&qrdma_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           dev->id, &dev->mem_reentrancy_guard, s);
@@ -338,7 +368,9 @@ static void qrdma_exit(PCIDevice *pdev)
     qemu_del_nic(s->nic);
     qemu_bh_delete(s->work_bh);
     timer_free(s->pe_ready_timer);
+    timer_free(s->dp_timer);
     msix_uninit_exclusive_bar(pdev);
+    qrdma_core_fini(&s->core);
 }
 
 static void qrdma_reset_hold(Object *obj, ResetType type)
@@ -347,6 +379,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
 
     trace_qrdma_reset("device");
     timer_del(s->pe_ready_timer);
+    timer_del(s->dp_timer);
     s->pending_work = 0;
     qrdma_core_reset(&s->core);
 }

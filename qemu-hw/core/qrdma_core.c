@@ -234,7 +234,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     }
     if (!env->guest_error || !env->schedule_pe_ready || !env->link_up || !env->dma_read ||
         !env->dma_write || !env->msix_notify || !env->send_frame || !env->kick ||
-        !env->rx_ready) {
+        !env->rx_ready || !env->now_ns || !env->timer_mod) {
         snprintf(err, err_len, "incomplete core environment");
         return -EINVAL;
     }
@@ -243,6 +243,10 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     core->cfg = *cfg;
     core->cfg.board_id[QRDMA_BOARD_ID_LEN - 1] = '\0';
     core->env = *env;
+    if (qrdma_dp_init(core)) {
+        snprintf(err, err_len, "out of memory for the RoCEv2 transport");
+        return -ENOMEM;
+    }
     return 0;
 }
 
@@ -291,14 +295,16 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
-    /* Interface 0.4 carries no data path yet: no feature bits. */
-    *reg(core, QRDMA_REG_CAP_FEATURES) = 0;
+    /* What the data path carries end to end (qrdma_dp.c over host-backend/sw). */
+    *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
+                                         QRDMA_FEATURE_SRQ | QRDMA_FEATURE_ATOMIC;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);
     qrdma_cqp_reset(core);
     qrdma_eq_reset(core);
-    /* The objects go before the layout that sized their arrays. */
+    /* The transport's QPs, then the objects, then the layout that sized them. */
+    qrdma_dp_reset(core);
     qrdma_obj_reset(core);
     qrdma_hmc_reset(core);
 
@@ -451,6 +457,15 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what)
     if (what & QRDMA_WORK_LAN_TX) {
         qrdma_lan_tx_process(core);
     }
+    if (what & QRDMA_WORK_DP) {
+        qrdma_dp_process(core);
+    }
+}
+
+void qrdma_core_timer(struct qrdma_core *core)
+{
+    core->dp.deadline = UINT64_MAX;
+    qrdma_dp_process(core);
 }
 
 uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size)
@@ -476,13 +491,10 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
         qrdma_guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
         return;
     }
-    /*
-     * Interface 0.4 has no RDMA queues, so no doorbell can name a valid one:
-     * the driver hears of it through the AEQ.
-     */
-    qrdma_aeq_post(core, 0, (uint32_t)page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
-    qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " offset 0x%" PRIx64
-                ": no queue exists (interface %u.%u has no data path)", (uint32_t)value,
-                page, offset % QRDMA_DB_PAGE_SIZE, QRDMA_IF_VERSION_MAJOR,
-                QRDMA_IF_VERSION_MINOR);
+    if (!core->pe_ready) {
+        qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " before the engine is ready",
+                          (uint32_t)value, page);
+        return;
+    }
+    qrdma_dp_doorbell(core, page, offset % QRDMA_DB_PAGE_SIZE, value);
 }

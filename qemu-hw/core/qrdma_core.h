@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "qrdma/qrdma_hw.h"
+#include "qrdma_dp.h"
 
 /* What the embedding provides. Every callback is mandatory. */
 struct qrdma_core_env {
@@ -47,12 +48,20 @@ struct qrdma_core_env {
     void (*kick)(void *opaque, unsigned what);
     /* Receive buffers were posted: frames held back may be delivered now. */
     void (*rx_ready)(void *opaque);
+    /* Monotonic time in ns (guest time: it stops while the VM is stopped). */
+    uint64_t (*now_ns)(void *opaque);
+    /*
+     * Arm the one data-path timer to call qrdma_core_timer() at deadline_ns
+     * of now_ns's clock (UINT64_MAX: nothing due). Re-arming replaces it.
+     */
+    void (*timer_mod)(void *opaque, uint64_t deadline_ns);
 };
 
 /* What a kick asks for. */
 enum qrdma_core_work {
     QRDMA_WORK_LAN_TX = 1u << 0,
     QRDMA_WORK_CQP = 1u << 1,
+    QRDMA_WORK_DP = 1u << 2,        /* queues named by doorbells, the transport */
 };
 
 /* Default limits; the QEMU properties and unit tests start from these. */
@@ -345,6 +354,7 @@ struct qrdma_core {
     struct qrdma_intr intr;
     struct qrdma_hmc hmc;
     struct qrdma_objs obj;
+    struct qrdma_dp dp;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -366,6 +376,9 @@ void qrdma_core_reset(struct qrdma_core *core);
  * Safe on a core that was never initialised, if it was zeroed.
  */
 void qrdma_core_fini(struct qrdma_core *core);
+
+/* The data-path timer (env.timer_mod) fired. */
+void qrdma_core_timer(struct qrdma_core *core);
 
 /* The PE-ready timer fired. */
 void qrdma_core_pe_ready(struct qrdma_core *core);

@@ -8,6 +8,7 @@
 #define QRDMA_CORE_INT_H
 
 #include "qrdma_core.h"
+#include "qrdma_dp.h"
 
 enum qrdma_reg_access {
     QRDMA_REG_RO,

@@ -330,6 +330,7 @@ size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, siz
     }
     if (lan_is_roce(core, frame, len)) {
         LAN_STAT(core, QRDMA_REG_LAN_STAT_ROCE_FRAMES)++;
+        qrdma_dp_rx_frame(core, frame, len);
         return len;
     }
     if (!lan_rx_on(core)) {

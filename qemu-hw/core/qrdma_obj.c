@@ -77,6 +77,7 @@ void qrdma_obj_reset(struct qrdma_core *core)
 
 void qrdma_core_fini(struct qrdma_core *core)
 {
+    qrdma_dp_fini(core);
     qrdma_obj_reset(core);
 }
 
@@ -590,6 +591,7 @@ struct cqp_result qrdma_cqp_destroy_cq(struct qrdma_core *core, const uint64_t *
                               cq->refs);
     }
     obj_ctx_clear(core, QRDMA_HMC_CQ, id, CTX_SIZE, cmd);
+    qrdma_dp_cq_destroy(core, id);
     memset(cq, 0, sizeof(*cq));
     qrdma_obj_count_dec(core, QRDMA_HMC_CQ);
     return cqp_ok;

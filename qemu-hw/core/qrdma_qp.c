@@ -513,6 +513,20 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
         core->obj.srq[qp.srq].refs++;
     }
     qrdma_obj_count_inc(core, QRDMA_HMC_QP);
+    if (qrdma_dp_qp_create(core, id)) {
+        /* Only an allocation can fail here: undo, as if never created. */
+        core->obj.cq[qp.send_cq].refs--;
+        core->obj.cq[qp.recv_cq].refs--;
+        if (qp.flags & QRDMA_QP_CREATE_SRQ) {
+            core->obj.srq[qp.srq].refs--;
+        }
+        memset(&core->obj.qp[id], 0, sizeof(core->obj.qp[id]));
+        qrdma_obj_count_dec(core, QRDMA_HMC_QP);
+        memset(ctx, 0, sizeof(ctx));
+        qrdma_obj_ctx_write(core, QRDMA_HMC_QP, id, ctx, sizeof(ctx), cmd);
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                              "%s: QP %u: the device is out of host memory", cmd, id);
+    }
     return cqp_ok;
 }
 
@@ -764,6 +778,7 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
         return res;
     }
     *qp = next;
+    qrdma_dp_qp_modify(core, id, mask);
     return cqp_ok;
 }
 
@@ -809,6 +824,7 @@ struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *
     if (qp->flags & QRDMA_QP_CREATE_SRQ) {
         core->obj.srq[qp->srq].refs--;
     }
+    qrdma_dp_qp_destroy(core, id);
     memset(qp, 0, sizeof(*qp));
     qrdma_obj_count_dec(core, QRDMA_HMC_QP);
     return cqp_ok;

@@ -121,6 +121,16 @@ static void fake_rx_ready(void *opaque)
     ((struct fake_env *)opaque)->rx_ready_calls++;
 }
 
+static uint64_t fake_now_ns(void *opaque)
+{
+    return ((struct fake_env *)opaque)->now_ns;
+}
+
+static void fake_timer_mod(void *opaque, uint64_t deadline_ns)
+{
+    ((struct fake_env *)opaque)->timer_deadline = deadline_ns;
+}
+
 struct qrdma_core_env fake_core_env(void)
 {
     struct qrdma_core_env env = {
@@ -134,6 +144,8 @@ struct qrdma_core_env fake_core_env(void)
         .send_frame = fake_send_frame,
         .kick = fake_kick,
         .rx_ready = fake_rx_ready,
+        .now_ns = fake_now_ns,
+        .timer_mod = fake_timer_mod,
     };
     return env;
 }

@@ -39,6 +39,8 @@ struct fake_env {
     int rx_ready_calls;
     int frames_sent;
     struct fake_frame frames[FAKE_MAX_FRAMES];
+    uint64_t now_ns;                    /* the fake clock the data path reads */
+    uint64_t timer_deadline;            /* last env.timer_mod, UINT64_MAX if none */
 };
 
 extern struct fake_env fake;

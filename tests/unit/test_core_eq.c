@@ -634,7 +634,7 @@ static void test_aeq_bad_doorbell(void)
     CHECK_EQ(rd(QRDMA_REG_DYN_CTL(3)), 0);
     /* The doorbell is still a guest error, the event does not replace it. */
     CHECK_EQ(fake.guest_errors, errors + 1);
-    CHECK_STR_CONTAINS(fake_logged_msg(0), "no queue exists");
+    CHECK_STR_CONTAINS(fake_logged_msg(0), "no QP of this page has that ID");
 
     /* The kernel page, an offset inside a page, the last page. */
     qrdma_core_db_write(&core, 0, 4, 1);
@@ -688,7 +688,7 @@ static void test_aeq_full_and_alloc(void)
     CHECK_EQ(rd(QRDMA_REG_EQ_OVERFLOWS), 1);
     CHECK_EQ(fake.log_n, 2);
     CHECK_STR_CONTAINS(fake_logged_msg(0), "AEQ full: event dropped");
-    CHECK_STR_CONTAINS(fake_logged_msg(1), "no queue exists");
+    CHECK_STR_CONTAINS(fake_logged_msg(1), "no QP of this page has that ID");
     CHECK_EQ(aeqe_info(0), bad_doorbell_info(1, true));
 
     /* AEQALLOC of 4: four more on the second lap, VALID 0; the fifth dropped. */

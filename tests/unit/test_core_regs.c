@@ -68,7 +68,8 @@ static void test_reset_values(void)
     CHECK_EQ(rd(QRDMA_REG_CAP_DB_PAGES), cfg.db_pages);
     CHECK_EQ(rd(QRDMA_REG_CAP_MSIX_VECTORS), cfg.msix_vectors);
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_CEQ), cfg.max_ceq);
-    CHECK_EQ(rd(QRDMA_REG_CAP_FEATURES), 0);
+    CHECK_EQ(rd(QRDMA_REG_CAP_FEATURES), QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_SRQ |
+                                         QRDMA_FEATURE_ATOMIC);
     CHECK_EQ(rd(QRDMA_REG_PORT_SPEED), 100000);
     CHECK_EQ(fake.guest_errors, 0);
 }
@@ -289,7 +290,12 @@ static void test_doorbells_without_queues(void)
     qrdma_core_db_write(&core, QRDMA_DB_PAGE_SIZE * 3, 4, 7);
     CHECK_EQ(fake.guest_errors, 1);
     CHECK_STR_CONTAINS(fake.last_error, "page 3");
-    CHECK_STR_CONTAINS(fake.last_error, "no queue exists");
+    CHECK_STR_CONTAINS(fake.last_error, "before the engine is ready");
+    qrdma_core_pe_ready(&core);
+    qrdma_core_db_write(&core, QRDMA_DB_PAGE_SIZE * 3, 4, 7);
+    CHECK_EQ(fake.guest_errors, 2);
+    CHECK_STR_CONTAINS(fake.last_error, "page 3");
+    CHECK_STR_CONTAINS(fake.last_error, "no QP of this page has that ID");
     qrdma_core_db_write(&core, 2, 4, 7);
     CHECK_STR_CONTAINS(fake.last_error, "aligned 32-bit");
     qrdma_core_db_write(&core, 0, 8, 7);
@@ -298,8 +304,8 @@ static void test_doorbells_without_queues(void)
     CHECK_STR_CONTAINS(fake.last_error, "beyond the doorbell BAR");
     CHECK_EQ(qrdma_core_db_read(&core, 0, 4), 0);
     CHECK_STR_CONTAINS(fake.last_error, "write-only");
-    CHECK_EQ(fake.guest_errors, 5);
-    CHECK_EQ(core.stats.doorbells, 4);
+    CHECK_EQ(fake.guest_errors, 6);
+    CHECK_EQ(core.stats.doorbells, 5);
 }
 
 /* Every offset and size in and past the BAR: no crash, only logged refusals. */

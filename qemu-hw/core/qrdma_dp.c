@@ -1,0 +1,1042 @@
+/*
+ * qrdma device core: the data path. Doorbells name queues; this file
+ * fetches their WQEs from guest rings, hands send work to the software
+ * RoCEv2 transport (host-backend/sw, struct qsw_engine), gives it receive
+ * WQEs when messages arrive, moves data between guest memory and frames
+ * through the MR checks of qrdma_mr.c, and writes CQEs, CEQEs and AEQEs.
+ * See docs/hw-spec.md, "Data path", and docs/transport.md.
+ *
+ * Threading: everything here runs where the rest of the core runs (the
+ * QEMU main loop, under the BQL): doorbells only queue the QP and kick;
+ * the work happens in qrdma_dp_process(), bounded per call, and the
+ * engine's timers come back through env.timer_mod / qrdma_core_timer().
+ *
+ * Every guest-written value (WQE fields, SGE counts, ring contents, shadow
+ * areas) is checked against the device's own copy of the queue's geometry;
+ * a bad WQE completes in error and moves its QP to the error state.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qrdma_core_int.h"
+#include "qrdma_sw.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* WQEs taken from one SQ per pass, frames the engine may send per pass. */
+#define DP_SQ_BUDGET        64u
+#define DP_ENGINE_BUDGET    256u
+#define DP_QP_BUDGET        256u
+
+/* wr_id of a receive WQE taken from an SRQ: the WQE index plus this bit. */
+#define DP_WRID_SRQ         (1ull << 32)
+
+static uint32_t qp_id_of(struct qsw_qp *tp)
+{
+    return (uint32_t)(uintptr_t)qsw_qp_user(tp);
+}
+
+static bool ring_polarity(const struct qrdma_queue *q, uint32_t count)
+{
+    /* VALID is 1 on lap 0, 0 on lap 1, and so on. */
+    return !((count >> q->size_log2) & 1);
+}
+
+/* ---- arrays beside the objects --------------------------------------------- */
+
+static bool dp_sized(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+    uint32_t nqp = core->hmc.count[QRDMA_HMC_QP], ncq = core->hmc.count[QRDMA_HMC_CQ];
+
+    if (dp->qp && dp->nqp == nqp && dp->ncq == ncq) {
+        return true;
+    }
+    free(dp->qp);
+    free(dp->cq);
+    free(dp->fifo);
+    dp->qp = calloc(nqp ? nqp : 1, sizeof(*dp->qp));
+    dp->cq = calloc(ncq ? ncq : 1, sizeof(*dp->cq));
+    dp->fifo = calloc(nqp ? nqp : 1, sizeof(*dp->fifo));
+    dp->nqp = nqp;
+    dp->ncq = ncq;
+    dp->fifo_head = dp->fifo_len = 0;
+    if (!dp->qp || !dp->cq || !dp->fifo) {
+        free(dp->qp);
+        free(dp->cq);
+        free(dp->fifo);
+        dp->qp = NULL;
+        dp->cq = NULL;
+        dp->fifo = NULL;
+        dp->nqp = dp->ncq = 0;
+        return false;
+    }
+    return true;
+}
+
+static struct qrdma_dp_qp *dp_qp(struct qrdma_core *core, uint32_t id)
+{
+    return core->dp.qp && id < core->dp.nqp ? &core->dp.qp[id] : NULL;
+}
+
+static void dp_kick_qp(struct qrdma_core *core, uint32_t id)
+{
+    struct qrdma_dp *dp = &core->dp;
+    struct qrdma_dp_qp *dq = dp_qp(core, id);
+
+    if (!dq) {
+        return;
+    }
+    if (!dq->kicked) {
+        /* Each QP is queued at most once, so nqp slots are enough. */
+        dq->kicked = true;
+        dp->fifo[(dp->fifo_head + dp->fifo_len) % dp->nqp] = id;
+        dp->fifo_len++;
+    }
+    core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+}
+
+/* ---- CQEs -------------------------------------------------------------------- */
+
+struct dp_cqe {
+    uint32_t byte_len;
+    uint32_t imm;               /* imm_data or the invalidated STag */
+    uint32_t qp_id, src_qp;
+    uint32_t wqe_index;
+    uint8_t opcode, status, flags;
+    uint16_t vendor_err;
+};
+
+/* The CEQE for an armed CQ, if this completion is what it waits for. */
+static void cq_event(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *cq,
+                     const struct dp_cqe *e)
+{
+    struct qrdma_dp_cq *dc = &core->dp.cq[cq_id];
+
+    if (!dc->armed) {
+        return;
+    }
+    if (!(dc->armed & QRDMA_CQ_ARM_NEXT) &&
+        !(e->flags & QRDMA_CQE_FLAG_SOLICITED) && e->status == QSW_WC_SUCCESS) {
+        return;
+    }
+    dc->armed = 0;
+    if (cq->ceq_enable) {
+        qrdma_ceq_post(core, cq->ceq_id, cq->cq_ctx);
+    }
+}
+
+static void cq_fail(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *cq,
+                    uint16_t code, const char *why)
+{
+    qrdma_guest_error(core, "CQ %u: %s; the CQ is in error", cq_id, why);
+    cq->error = true;
+    qrdma_aeq_post(core, cq->cq_ctx, cq_id, code, QRDMA_AE_SRC_CQ);
+}
+
+/* Write one CQE to CQ cq_id; false if it could not be written (CQ in error). */
+static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
+{
+    struct qrdma_cq *cq = qrdma_cq_get(core, cq_id);
+    uint8_t raw[QRDMA_CQE_SIZE], shadow[8];
+    uint32_t size = 1u << (cq ? cq->ring.size_log2 : 0), head, used;
+    uint64_t gpa;
+
+    if (!cq || cq->error || cq_id >= core->dp.ncq) {
+        return false;
+    }
+    if (core->env.dma_read(core->env.opaque, cq->shadow, shadow, sizeof(shadow))) {
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
+        return false;
+    }
+    head = qrdma_ld_le32(shadow);
+    used = cq->tail - head;
+    /*
+     * Right after a resize the consumer may still count CQEs of the old
+     * ring; until it moves, HEAD is ahead of the new ring's tail.
+     */
+    if ((int32_t)used < 0) {
+        used = cq->tail;
+    }
+    if (used >= size) {
+        core->dp.cq_overflows++;
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW, "overflow: all CQEs are unread");
+        return false;
+    }
+    if (qrdma_queue_addr(core, &cq->ring, (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE,
+                         &gpa)) {
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not usable");
+        return false;
+    }
+    qrdma_st_le64(raw, e->byte_len | (uint64_t)e->imm << QRDMA_CQE_IMM_SHIFT);
+    qrdma_st_le64(raw + 8, (e->qp_id & QRDMA_CQE_QP_MASK) |
+                           (uint64_t)(e->src_qp & 0xffffff) << QRDMA_CQE_SRC_QP_SHIFT);
+    qrdma_st_le64(raw + 16, (e->wqe_index & QRDMA_CQE_WQE_INDEX_MASK) |
+                            (uint64_t)e->opcode << QRDMA_CQE_OPCODE_SHIFT |
+                            (uint64_t)e->status << QRDMA_CQE_STATUS_SHIFT |
+                            (uint64_t)e->vendor_err << QRDMA_CQE_VENDOR_ERR_SHIFT |
+                            (uint64_t)e->flags << QRDMA_CQE_FLAGS_SHIFT);
+    qrdma_st_le64(raw + 24, ring_polarity(&cq->ring, cq->tail) ? QRDMA_CQE_VALID : 0);
+    /* The qword with VALID goes last: a consumer never sees half a CQE. */
+    if (core->env.dma_write(core->env.opaque, gpa, raw, 24) ||
+        core->env.dma_write(core->env.opaque, gpa + 24, raw + 24, 8)) {
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not guest RAM");
+        return false;
+    }
+    cq->tail++;
+    core->dp.cqes++;
+    cq_event(core, cq_id, cq, e);
+    return true;
+}
+
+/* ---- QP errors ------------------------------------------------------------------ */
+
+/* The transport moved the QP (or we did): follow it and flush what it does not own. */
+static void qp_follow_state(struct qrdma_core *core, uint32_t id)
+{
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+    struct qrdma_dp_qp *dq = dp_qp(core, id);
+
+    if (!qp || !dq || !dq->tp) {
+        return;
+    }
+    qp->state = qsw_qp_state(dq->tp);
+    if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
+        dq->rq_flush = true;
+    }
+    if (qp->state == QRDMA_QPS_ERR || qp->state == QRDMA_QPS_SQE) {
+        dp_kick_qp(core, id);
+    }
+}
+
+static void qp_to_error(struct qrdma_core *core, uint32_t id)
+{
+    struct qrdma_dp_qp *dq = dp_qp(core, id);
+    struct qsw_qp_attr attr = { .qp_state = QSW_QPS_ERR };
+
+    if (dq && dq->tp) {
+        qsw_qp_modify(dq->tp, &attr, QSW_QP_STATE);
+        qp_follow_state(core, id);
+    }
+}
+
+/* A WQE the device cannot execute: an error CQE for it, and the QP to error. */
+static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t index,
+                    uint8_t status, const char *why)
+{
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+    struct dp_cqe e = {
+        .qp_id = id, .wqe_index = index, .status = status,
+        .opcode = sq ? QSW_WC_SEND : QSW_WC_RECV,
+        .flags = sq ? QRDMA_CQE_FLAG_SQ : 0,
+        .vendor_err = 1,
+    };
+
+    qrdma_guest_error(core, "QP %u: %s WQE %u: %s", id, sq ? "SQ" : "RQ", index, why);
+    core->dp.bad_wqes++;
+    if (qp) {
+        cq_post(core, sq ? qp->send_cq : qp->recv_cq, &e);
+        qrdma_aeq_post(core, qp->qp_ctx, id, QRDMA_AE_QP_FATAL, QRDMA_AE_SRC_QP);
+    }
+    qp_to_error(core, id);
+}
+
+/* ---- engine callbacks: memory ------------------------------------------------ */
+
+static int sge_copy(struct qrdma_core *core, struct qsw_qp *tp, const struct qsw_sge *sge,
+                    unsigned nsge, uint64_t off, uint8_t *buf, const uint8_t *src,
+                    uint32_t len)
+{
+    struct qrdma_qp *qp = qrdma_qp_get(core, qp_id_of(tp));
+    uint32_t done = 0;
+    unsigned i;
+
+    if (!qp) {
+        return -QSW_WC_LOC_QP_OP_ERR;
+    }
+    for (i = 0; i < nsge && done < len; i++) {
+        uint64_t n;
+        int err;
+
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        n = sge[i].length - off;
+        if (n > len - done) {
+            n = len - done;
+        }
+        err = buf ? qrdma_mr_read(core, sge[i].lkey, qp->pd, sge[i].addr + off, buf + done, n, 0)
+                  : qrdma_mr_write(core, sge[i].lkey, qp->pd, sge[i].addr + off, src + done, n,
+                                   QRDMA_ACCESS_LOCAL_WRITE);
+        if (err) {
+            return -QSW_WC_LOC_PROT_ERR;
+        }
+        done += n;
+        off = 0;
+    }
+    return done == len ? 0 : -QSW_WC_LOC_LEN_ERR;
+}
+
+static int cb_sge_read(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge, unsigned nsge,
+                       uint64_t off, void *dst, uint32_t len)
+{
+    return sge_copy(opaque, tp, sge, nsge, off, dst, NULL, len);
+}
+
+static int cb_sge_write(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge,
+                        unsigned nsge, uint64_t off, const void *src, uint32_t len)
+{
+    return sge_copy(opaque, tp, sge, nsge, off, NULL, src, len);
+}
+
+static unsigned remote_access(uint32_t qsw_access)
+{
+    return qsw_access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ |
+                         QRDMA_ACCESS_REMOTE_ATOMIC);
+}
+
+static int cb_rkey_check(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
+                         uint32_t access)
+{
+    struct qrdma_mr_walk walk;
+
+    return qrdma_mr_translate(opaque, rkey, pd, va, len, remote_access(access), &walk) ? -1 : 0;
+}
+
+static int cb_rkey_read(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, void *dst,
+                        uint32_t len)
+{
+    return qrdma_mr_read(opaque, rkey, pd, va, dst, len, QRDMA_ACCESS_REMOTE_READ) ? -1 : 0;
+}
+
+static int cb_rkey_write(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
+                         uint32_t len)
+{
+    return qrdma_mr_write(opaque, rkey, pd, va, src, len, QRDMA_ACCESS_REMOTE_WRITE) ? -1 : 0;
+}
+
+static int cb_rkey_atomic(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va,
+                          enum qsw_atomic_op op, uint64_t compare_add, uint64_t swap,
+                          uint64_t *orig)
+{
+    struct qrdma_core *core = opaque;
+    uint8_t raw[8];
+    uint64_t old, new;
+
+    /* The engine runs one thing at a time, so read-modify-write is atomic to peers. */
+    if (qrdma_mr_read(core, rkey, pd, va, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+        return -1;
+    }
+    old = qrdma_ld_le64(raw);
+    if (op == QSW_ATOMIC_CMP_SWP) {
+        new = old == compare_add ? swap : old;
+    } else {
+        new = old + compare_add;
+    }
+    qrdma_st_le64(raw, new);
+    if (new != old && qrdma_mr_write(core, rkey, pd, va, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+        return -1;
+    }
+    *orig = old;
+    return 0;
+}
+
+/* LOCAL_INV and SEND_WITH_INV: a fast-register MR of this PD goes back to FREE. */
+static int cb_invalidate(void *opaque, uint32_t pd, uint32_t key)
+{
+    struct qrdma_core *core = opaque;
+    uint32_t index = key >> QRDMA_STAG_INDEX_SHIFT;
+    struct qrdma_mr *mr;
+
+    if (!core->obj.mr || index >= core->hmc.count[QRDMA_HMC_MR]) {
+        qrdma_guest_error(core, "invalidate of STag 0x%08x: no such MR", key);
+        return -1;
+    }
+    mr = &core->obj.mr[index];
+    if (mr->state != QRDMA_MR_STATE_VALID || mr->key != (key & QRDMA_STAG_KEY_MASK) ||
+        mr->pd != pd || mr->type != QRDMA_MR_TYPE_FAST_REG) {
+        qrdma_guest_error(core, "invalidate of STag 0x%08x: not a valid fast-register MR "
+                          "of PD %u with that key", key, pd);
+        return -1;
+    }
+    mr->state = QRDMA_MR_STATE_FREE;
+    return 0;
+}
+
+/* ---- engine callbacks: receive WQEs ---------------------------------------- */
+
+static int read_rq_wqe(struct qrdma_core *core, uint32_t id, const struct qrdma_queue *q,
+                       uint32_t count, struct qsw_recv_wr *out, bool *bad)
+{
+    uint32_t stride = 1u << q->stride_log2, index = count & ((1u << q->size_log2) - 1);
+    uint8_t raw[QRDMA_RQ_WQE_HDR_BYTES + QSW_MAX_SGE * QRDMA_SGE_BYTES];
+    uint64_t gpa, hdr;
+    unsigned n, i, max_sge;
+
+    *bad = false;
+    if (qrdma_queue_addr(core, q, (uint64_t)index << q->stride_log2, &gpa) ||
+        core->env.dma_read(core->env.opaque, gpa, raw, QRDMA_RQ_WQE_HDR_BYTES)) {
+        *bad = true;
+        return -1;
+    }
+    hdr = qrdma_ld_le64(raw + 8);
+    if (!!(hdr & QRDMA_RQ_HDR_VALID) != ring_polarity(q, count)) {
+        return -1;              /* not posted yet */
+    }
+    n = hdr & QRDMA_RQ_HDR_NUM_SGE_MASK;
+    max_sge = (stride - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES;
+    if (max_sge > QSW_MAX_SGE) {
+        max_sge = QSW_MAX_SGE;
+    }
+    if (n > max_sge || (n && core->env.dma_read(core->env.opaque, gpa + QRDMA_RQ_WQE_HDR_BYTES,
+                                                raw + QRDMA_RQ_WQE_HDR_BYTES,
+                                                n * QRDMA_SGE_BYTES))) {
+        *bad = true;
+        return -1;
+    }
+    out->wr_id = index;
+    out->num_sge = n;
+    for (i = 0; i < n; i++) {
+        const uint8_t *s = raw + QRDMA_RQ_WQE_HDR_BYTES + i * QRDMA_SGE_BYTES;
+
+        out->sg_list[i].addr = qrdma_ld_le64(s);
+        out->sg_list[i].length = qrdma_ld_le32(s + 8);
+        out->sg_list[i].lkey = qrdma_ld_le32(s + 12);
+    }
+    return 0;
+}
+
+static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrdma_srq *srq)
+{
+    uint8_t shadow[8];
+    uint32_t posted;
+
+    if (!srq->limit || core->env.dma_read(core->env.opaque, srq->shadow, shadow, 8)) {
+        return;
+    }
+    posted = qrdma_ld_le32(shadow);
+    srq->outstanding = posted - srq->head;
+    if (srq->outstanding > (1u << srq->ring.size_log2)) {
+        srq->outstanding = 0;   /* a count the consumer cannot have posted */
+    }
+    if (srq->outstanding < srq->limit) {
+        srq->limit = 0;         /* one event per arming, as IB says */
+        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_LIMIT, QRDMA_AE_SRC_SRQ);
+    }
+}
+
+static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
+{
+    struct qrdma_core *core = opaque;
+    uint32_t id = qp_id_of(tp);
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+    bool bad;
+
+    if (!qp) {
+        return -QSW_ENOENT;
+    }
+    if (qp->flags & QRDMA_QP_CREATE_SRQ) {
+        struct qrdma_srq *srq = qrdma_srq_get(core, qp->srq);
+
+        if (!srq || read_rq_wqe(core, id, &srq->ring, srq->head, out, &bad)) {
+            if (srq && bad) {
+                qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", qp->srq,
+                                  srq->head & ((1u << srq->ring.size_log2) - 1));
+                qrdma_aeq_post(core, srq->srq_ctx, qp->srq, QRDMA_AE_SRQ_ERROR,
+                               QRDMA_AE_SRC_SRQ);
+            }
+            return -QSW_ENOENT;
+        }
+        out->wr_id |= DP_WRID_SRQ;
+        srq->head++;
+        core->dp.rq_wqes++;
+        srq_limit_check(core, qp->srq, srq);
+        return 0;
+    }
+    if (read_rq_wqe(core, id, &qp->rq, qp->rq_head, out, &bad)) {
+        if (bad) {
+            bad_wqe(core, id, false, qp->rq_head & ((1u << qp->rq.size_log2) - 1),
+                    QSW_WC_LOC_QP_OP_ERR, "malformed or unreadable");
+            qp->rq_head++;
+        }
+        return -QSW_ENOENT;
+    }
+    qp->rq_head++;
+    core->dp.rq_wqes++;
+    return 0;
+}
+
+/* RQ WQEs of a QP in error complete with WR_FLUSH_ERR. */
+static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp)
+{
+    struct qsw_recv_wr wr;
+    unsigned n;
+    bool bad;
+
+    for (n = 0; n < DP_QP_BUDGET; n++) {
+        struct dp_cqe e = { .qp_id = id, .opcode = QSW_WC_RECV, .status = QSW_WC_WR_FLUSH_ERR };
+
+        if (read_rq_wqe(core, id, &qp->rq, qp->rq_head, &wr, &bad) && !bad) {
+            return;
+        }
+        e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
+        qp->rq_head++;
+        cq_post(core, qp->recv_cq, &e);
+    }
+    /* More left: come back. */
+    dp_kick_qp(core, id);
+}
+
+/* ---- engine callbacks: completions and events -------------------------------- */
+
+static void cb_complete(void *opaque, struct qsw_qp *tp, const struct qsw_wc *wc)
+{
+    struct qrdma_core *core = opaque;
+    uint32_t id = qp_id_of(tp);
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+    bool recv = wc->opcode >= QSW_WC_RECV;
+    struct dp_cqe e = {
+        .byte_len = wc->byte_len,
+        .imm = (wc->wc_flags & QSW_WC_WITH_INV) ? wc->invalidated_rkey : wc->imm_data,
+        .qp_id = id,
+        .src_qp = wc->src_qp,
+        .wqe_index = (uint32_t)(wc->wr_id & 0xffff),
+        .opcode = wc->opcode,
+        .status = wc->status,
+        .vendor_err = wc->vendor_err,
+    };
+
+    if (!qp) {
+        return;
+    }
+    if (!recv) {
+        e.flags |= QRDMA_CQE_FLAG_SQ;
+    } else if (wc->wr_id & DP_WRID_SRQ) {
+        e.flags |= QRDMA_CQE_FLAG_SRQ;
+    }
+    if (wc->wc_flags & QSW_WC_WITH_IMM) {
+        e.flags |= QRDMA_CQE_FLAG_WITH_IMM;
+    }
+    if (wc->wc_flags & QSW_WC_WITH_INV) {
+        e.flags |= QRDMA_CQE_FLAG_WITH_INV;
+    }
+    if (wc->wc_flags & QSW_WC_GRH) {
+        e.flags |= QRDMA_CQE_FLAG_GRH;
+    }
+    cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
+    if (wc->status != QSW_WC_SUCCESS) {
+        qp_follow_state(core, id);
+    } else if (!recv) {
+        /* A slot of the engine's send queue is free again: fetch more. */
+        dp_kick_qp(core, id);
+    }
+}
+
+static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
+{
+    struct qrdma_core *core = opaque;
+    uint32_t id = qp_id_of(tp);
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+    uint16_t code;
+
+    if (!qp) {
+        return;
+    }
+    switch (ev) {
+    case QSW_EV_QP_FATAL:
+        code = QRDMA_AE_QP_FATAL;
+        break;
+    case QSW_EV_QP_REQ_ERR:
+        code = QRDMA_AE_QP_REQ_ERR;
+        break;
+    case QSW_EV_QP_ACCESS_ERR:
+        code = QRDMA_AE_QP_ACCESS_ERR;
+        break;
+    case QSW_EV_COMM_EST:
+        code = QRDMA_AE_QP_COMM_EST;
+        break;
+    case QSW_EV_SQ_DRAINED:
+        qp->sq_draining = false;
+        if (!qp->sqd_async) {
+            return;
+        }
+        code = QRDMA_AE_SQ_DRAINED;
+        break;
+    case QSW_EV_QP_LAST_WQE_REACHED:
+        code = QRDMA_AE_QP_LAST_WQE;
+        break;
+    default:
+        return;
+    }
+    qrdma_aeq_post(core, qp->qp_ctx, id, code, QRDMA_AE_SRC_QP);
+    qp_follow_state(core, id);
+}
+
+static void cb_send_frame(void *opaque, const void *frame, size_t len)
+{
+    struct qrdma_core *core = opaque;
+
+    if (core->env.link_up(core->env.opaque)) {
+        core->env.send_frame(core->env.opaque, frame, len);
+    }
+}
+
+static uint64_t cb_now_ns(void *opaque)
+{
+    struct qrdma_core *core = opaque;
+
+    return core->env.now_ns(core->env.opaque);
+}
+
+static const struct qsw_ops dp_ops = {
+    .sge_read = cb_sge_read,
+    .sge_write = cb_sge_write,
+    .rkey_check = cb_rkey_check,
+    .rkey_read = cb_rkey_read,
+    .rkey_write = cb_rkey_write,
+    .rkey_atomic = cb_rkey_atomic,
+    .get_recv = cb_get_recv,
+    .complete = cb_complete,
+    .qp_event = cb_qp_event,
+    .send_frame = cb_send_frame,
+    .now_ns = cb_now_ns,
+    .invalidate = cb_invalidate,
+};
+
+/* ---- address vectors --------------------------------------------------------- */
+
+/* The station address the LAN function filters on is also RoCE's. */
+static void lan_mac(struct qrdma_core *core, uint8_t mac[6])
+{
+    uint32_t lo = core->lan.regs[(QRDMA_REG_LAN_MAC_LOW - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t hi = core->lan.regs[(QRDMA_REG_LAN_MAC_HIGH - QRDMA_REG_LAN_BASE) / 4];
+
+    mac[0] = lo;
+    mac[1] = lo >> 8;
+    mac[2] = lo >> 16;
+    mac[3] = lo >> 24;
+    mac[4] = hi;
+    mac[5] = hi >> 8;
+}
+
+static bool av_to_qsw(struct qrdma_core *core, const struct qrdma_av_info *av, struct qsw_av *out)
+{
+    const struct qrdma_gid_entry *sgid;
+
+    if (av->sgid_index >= core->cfg.gid_table_len) {
+        return false;
+    }
+    sgid = &core->gids[av->sgid_index];
+    if (!sgid->valid) {
+        return false;
+    }
+    memset(out, 0, sizeof(*out));
+    memcpy(out->dmac, av->dmac, 6);
+    lan_mac(core, out->smac);
+    memcpy(out->dgid, av->dgid, 16);
+    memcpy(out->sgid, sgid->gid, 16);
+    out->traffic_class = av->traffic_class;
+    out->hop_limit = av->hop_limit;
+    out->flow_label = av->flow_label;
+    return true;
+}
+
+/* ---- SQ WQEs ------------------------------------------------------------------ */
+
+static const struct {
+    uint32_t wr;                /* enum qsw_wr_opcode */
+    bool remote;                /* qwords 0..1 name remote memory */
+    bool atomic;
+    bool ud_ok;                 /* allowed on UD QPs */
+} sq_opcodes[] = {
+    [QRDMA_SQ_OP_RDMA_WRITE] = { QSW_WR_RDMA_WRITE, true, false, false },
+    [QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM] = { QSW_WR_RDMA_WRITE_WITH_IMM, true, false, false },
+    [QRDMA_SQ_OP_SEND] = { QSW_WR_SEND, false, false, true },
+    [QRDMA_SQ_OP_SEND_WITH_IMM] = { QSW_WR_SEND_WITH_IMM, false, false, true },
+    [QRDMA_SQ_OP_SEND_WITH_INV] = { QSW_WR_SEND_WITH_INV, false, false, false },
+    [QRDMA_SQ_OP_RDMA_READ] = { QSW_WR_RDMA_READ, true, false, false },
+    [QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP] = { QSW_WR_ATOMIC_CMP_AND_SWP, true, true, false },
+    [QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD] = { QSW_WR_ATOMIC_FETCH_AND_ADD, true, true, false },
+    [QRDMA_SQ_OP_LOCAL_INV] = { QSW_WR_LOCAL_INV, false, false, false },
+};
+#define SQ_OP_VALID(op) \
+    ((op) < sizeof(sq_opcodes) / sizeof(sq_opcodes[0]) && \
+     ((op) == QRDMA_SQ_OP_RDMA_WRITE || sq_opcodes[op].wr))
+
+/*
+ * Parse SQ WQE `index` (raw bytes, the whole stride) into wr. NULL, or why
+ * it is bad.
+ */
+static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const uint8_t *raw,
+                            uint32_t stride, uint32_t index, struct qsw_send_wr *wr)
+{
+    uint64_t hdr = qrdma_ld_le64(raw + 56);
+    unsigned op = hdr & QRDMA_SQ_HDR_OPCODE_MASK;
+    unsigned nsge = (hdr & QRDMA_SQ_HDR_NUM_SGE_MASK) >> QRDMA_SQ_HDR_NUM_SGE_SHIFT;
+    unsigned ilen = (hdr & QRDMA_SQ_HDR_INLINE_LEN_MASK) >> QRDMA_SQ_HDR_INLINE_LEN_SHIFT;
+    uint64_t rkey_imm = qrdma_ld_le64(raw + 8);
+    unsigned i, max_sge;
+
+    if (!SQ_OP_VALID(op)) {
+        return "unknown opcode";
+    }
+    if (qp->type == QRDMA_QP_TYPE_UD && !sq_opcodes[op].ud_ok) {
+        return "opcode not allowed on a UD QP";
+    }
+    memset(wr, 0, offsetof(struct qsw_send_wr, sg_list));
+    wr->wr_id = index;
+    wr->opcode = sq_opcodes[op].wr;
+    if ((hdr & QRDMA_SQ_HDR_SIGNALED) || (qp->flags & QRDMA_QP_CREATE_SIG_ALL)) {
+        wr->send_flags |= QSW_SEND_SIGNALED;
+    }
+    if (hdr & QRDMA_SQ_HDR_SOLICITED) {
+        wr->send_flags |= QSW_SEND_SOLICITED;
+    }
+    if (hdr & QRDMA_SQ_HDR_READ_FENCE) {
+        wr->send_flags |= QSW_SEND_FENCE;
+    }
+    wr->imm_data = rkey_imm >> QRDMA_SQ_IMM_SHIFT;
+    wr->invalidate_rkey = rkey_imm >> QRDMA_SQ_IMM_SHIFT;
+    if (sq_opcodes[op].atomic) {
+        wr->atomic.remote_addr = qrdma_ld_le64(raw);
+        wr->atomic.rkey = rkey_imm & QRDMA_SQ_RKEY_MASK;
+        wr->atomic.compare_add = qrdma_ld_le64(raw + 16);
+        wr->atomic.swap = qrdma_ld_le64(raw + 24);
+    } else if (sq_opcodes[op].remote) {
+        wr->rdma.remote_addr = qrdma_ld_le64(raw);
+        wr->rdma.rkey = rkey_imm & QRDMA_SQ_RKEY_MASK;
+    }
+    if (qp->type == QRDMA_QP_TYPE_UD) {
+        uint64_t dest = qrdma_ld_le64(raw + 32);
+        uint32_t ah_id = (dest & QRDMA_SQ_UD_AH_MASK) >> QRDMA_SQ_UD_AH_SHIFT;
+        struct qrdma_ah *ah = qrdma_ah_get(core, ah_id);
+
+        if (!ah || ah->pd != qp->pd) {
+            return "UD WQE names no AH of the QP's PD";
+        }
+        if (!av_to_qsw(core, &ah->av, &wr->ud.av)) {
+            return "the AH's source GID is not in the GID table";
+        }
+        wr->ud.remote_qpn = dest & QRDMA_SQ_UD_QPN_MASK;
+        wr->ud.remote_qkey = (uint32_t)qrdma_ld_le64(raw + 40);
+    }
+    if (hdr & QRDMA_SQ_HDR_INLINE) {
+        if (ilen > stride - QRDMA_SQ_WQE_HDR_BYTES || ilen > QSW_MAX_INLINE) {
+            return "inline data beyond the WQE";
+        }
+        wr->send_flags |= QSW_SEND_INLINE;
+        wr->inline_data = raw + QRDMA_SQ_WQE_HDR_BYTES;
+        wr->inline_len = ilen;
+        wr->num_sge = 0;
+        return NULL;
+    }
+    max_sge = (stride - QRDMA_SQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES;
+    if (max_sge > QSW_MAX_SGE) {
+        max_sge = QSW_MAX_SGE;
+    }
+    if (nsge > max_sge) {
+        return "more SGEs than the WQE holds";
+    }
+    wr->num_sge = nsge;
+    for (i = 0; i < nsge; i++) {
+        const uint8_t *s = raw + QRDMA_SQ_WQE_HDR_BYTES + i * QRDMA_SGE_BYTES;
+
+        wr->sg_list[i].addr = qrdma_ld_le64(s);
+        wr->sg_list[i].length = qrdma_ld_le32(s + 8);
+        wr->sg_list[i].lkey = qrdma_ld_le32(s + 12);
+    }
+    return NULL;
+}
+
+/* Hand the SQ's new WQEs to the engine. */
+static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
+                     struct qrdma_dp_qp *dq)
+{
+    uint8_t *raw = core->dp.wqe_buf;
+    struct qsw_send_wr *wr = &core->dp.wr;
+    uint32_t stride = 1u << qp->sq.stride_log2, mask = (1u << qp->sq.size_log2) - 1;
+    unsigned n;
+
+    for (n = 0; n < DP_SQ_BUDGET; n++) {
+        uint32_t index = dq->sq_fetched & mask;
+        const char *why;
+        uint64_t gpa;
+        int ret;
+
+        if (qrdma_queue_addr(core, &qp->sq, (uint64_t)index << qp->sq.stride_log2, &gpa) ||
+            core->env.dma_read(core->env.opaque, gpa + 56, raw + 56, 8)) {
+            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, "SQ page is not usable");
+            return;
+        }
+        if (!!(qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_VALID) !=
+            ring_polarity(&qp->sq, dq->sq_fetched)) {
+            return;             /* nothing new */
+        }
+        /* VALID seen: the rest of the WQE was written before it. */
+        if (core->env.dma_read(core->env.opaque, gpa, raw, stride)) {
+            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, "SQ page is not guest RAM");
+            return;
+        }
+        if ((qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_OPCODE_MASK) == QRDMA_SQ_OP_NOP) {
+            dq->sq_fetched++;
+            continue;
+        }
+        why = sq_parse(core, qp, raw, stride, index, wr);
+        if (why) {
+            dq->sq_fetched++;
+            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, why);
+            return;
+        }
+        ret = qsw_post_send(dq->tp, wr);
+        if (ret == -QSW_ENOMEM) {
+            return;             /* the engine's queue is full: a completion kicks us */
+        }
+        dq->sq_fetched++;
+        if (ret) {
+            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR,
+                    "the transport refused the work request");
+            return;
+        }
+        core->dp.sq_wqes++;
+    }
+    /* Budget used up with WQEs maybe left: come back after the others. */
+    dp_kick_qp(core, id);
+}
+
+/* ---- object hooks --------------------------------------------------------------- */
+
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
+{
+    struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
+    struct qrdma_dp_qp *dq;
+    struct qsw_qp_cap cap;
+    uint32_t stride;
+
+    if (!qp || !dp_sized(core) || !(dq = dp_qp(core, qp_id))) {
+        return -1;
+    }
+    stride = 1u << qp->sq.stride_log2;
+    cap.max_send_wr = 1u << qp->sq.size_log2;
+    cap.max_inline = stride > QRDMA_SQ_WQE_HDR_BYTES ? stride - QRDMA_SQ_WQE_HDR_BYTES : 0;
+    if (cap.max_inline > QSW_MAX_INLINE) {
+        cap.max_inline = QSW_MAX_INLINE;
+    }
+    if (dq->tp) {
+        qsw_qp_destroy(dq->tp);
+    }
+    memset(dq, 0, sizeof(*dq));
+    dq->tp = qsw_qp_create(core->dp.eng, qp_id, (enum qsw_qp_type)qp->type, qp->pd, &cap,
+                           (void *)(uintptr_t)qp_id);
+    return dq->tp ? 0 : -1;
+}
+
+void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
+{
+    struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
+    struct qrdma_dp_qp *dq = dp_qp(core, qp_id);
+    const struct qrdma_qp_attrs *a;
+    struct qsw_qp_attr attr;
+    uint32_t qmask;
+
+    if (!qp || !dq || !dq->tp) {
+        return;
+    }
+    a = &qp->attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = qp->state;
+    attr.path_mtu = a->path_mtu;
+    attr.qkey = a->qkey;
+    attr.rq_psn = a->rq_psn;
+    attr.sq_psn = a->sq_psn;
+    attr.dest_qp_num = a->dest_qpn;
+    attr.qp_access_flags = a->access_flags;
+    attr.max_rd_atomic = a->max_rd_atomic;
+    attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+    attr.min_rnr_timer = a->min_rnr_timer;
+    attr.timeout = a->timeout;
+    attr.retry_cnt = a->retry_cnt;
+    attr.rnr_retry = a->rnr_retry;
+    /* The masks share the IB numbering; the engine takes the ones it knows. */
+    qmask = mask & (QSW_QP_STATE | QSW_QP_ACCESS_FLAGS | QSW_QP_QKEY | QSW_QP_AV |
+                    QSW_QP_PATH_MTU | QSW_QP_TIMEOUT | QSW_QP_RETRY_CNT | QSW_QP_RNR_RETRY |
+                    QSW_QP_RQ_PSN | QSW_QP_MAX_QP_RD_ATOMIC | QSW_QP_MIN_RNR_TIMER |
+                    QSW_QP_SQ_PSN | QSW_QP_MAX_DEST_RD_ATOMIC | QSW_QP_DEST_QPN);
+    qmask |= QSW_QP_STATE;
+    if ((qmask & QSW_QP_AV) && !av_to_qsw(core, &a->av, &attr.av)) {
+        /* MODIFY_QP checked the GID index; a GID deleted since is the guest's loss. */
+        qrdma_guest_error(core, "QP %u: the path's source GID is gone", qp_id);
+        qmask &= ~QSW_QP_AV;
+    }
+    if (qp->state == QRDMA_QPS_RESET) {
+        /* RESET forgets everything, the rings' positions included. */
+        qrdma_dp_qp_create(core, qp_id);
+        qp->sq_head = qp->rq_head = 0;
+        return;
+    }
+    if (qsw_qp_modify(dq->tp, &attr, qmask)) {
+        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %u", qp_id,
+                          qp->state);
+    }
+    if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
+        dq->rq_flush = true;
+    }
+    if (qp->state == QRDMA_QPS_SQD) {
+        qp->sq_draining = true;
+    }
+    /* WQEs posted before RTS (or before the error) are due now. */
+    dp_kick_qp(core, qp_id);
+}
+
+void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
+{
+    struct qrdma_dp_qp *dq = dp_qp(core, qp_id);
+
+    if (dq && dq->tp) {
+        qsw_qp_destroy(dq->tp);
+        dq->tp = NULL;
+        dq->rq_flush = false;
+        /* A stale FIFO entry finds no QP and is dropped. */
+    }
+}
+
+void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id)
+{
+    if (core->dp.cq && cq_id < core->dp.ncq) {
+        core->dp.cq[cq_id].armed = 0;
+    }
+}
+
+/* ---- doorbells, frames, work ------------------------------------------------- */
+
+static void bad_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
+                         uint32_t value, const char *what)
+{
+    qrdma_aeq_post(core, 0, page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
+    qrdma_guest_error(core, "doorbell 0x%x at page %u offset 0x%x: %s", value, page, offset,
+                      what);
+}
+
+void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value)
+{
+    switch (offset) {
+    case QRDMA_DB_SQ:
+    case QRDMA_DB_RQ: {
+        struct qrdma_qp *qp = qrdma_qp_get(core, value);
+        struct qrdma_dp_qp *dq = dp_qp(core, value);
+
+        if (!qp || !dq || !dq->tp || qp->db_page != page) {
+            bad_doorbell(core, page, offset, value, "no QP of this page has that ID");
+            return;
+        }
+        if (offset == QRDMA_DB_RQ && qp->state != QRDMA_QPS_ERR) {
+            return;             /* receive WQEs are read when messages arrive */
+        }
+        dp_kick_qp(core, value);
+        return;
+    }
+    case QRDMA_DB_CQ_ARM: {
+        struct qrdma_cq *cq = qrdma_cq_get(core, value);
+        uint8_t raw[8];
+        uint64_t arm;
+
+        if (!cq || cq->db_page != page || !dp_sized(core) || value >= core->dp.ncq) {
+            bad_doorbell(core, page, offset, value, "no CQ of this page has that ID");
+            return;
+        }
+        if (core->env.dma_read(core->env.opaque, cq->shadow + 8, raw, 8)) {
+            cq_fail(core, value, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
+            return;
+        }
+        arm = qrdma_ld_le64(raw);
+        core->dp.cq[value].armed = arm & (QRDMA_CQ_ARM_NEXT | QRDMA_CQ_ARM_SOLICITED);
+        return;
+    }
+    default:
+        bad_doorbell(core, page, offset, value, "no doorbell at that offset");
+    }
+}
+
+void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len)
+{
+    uint8_t mac[6];
+
+    if (!core->dp.eng) {
+        return;
+    }
+    lan_mac(core, mac);
+    qsw_engine_set_mac(core->dp.eng, mac);
+    qsw_rx_frame(core->dp.eng, frame, len);
+    /* ACKs, responses and completions follow from the poll in the bottom half. */
+    core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+}
+
+void qrdma_dp_process(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+    uint32_t n, todo = dp->fifo_len;
+    uint64_t next;
+
+    if (!dp->eng) {
+        return;
+    }
+    for (n = 0; n < todo && dp->fifo_len; n++) {
+        uint32_t id = dp->fifo[dp->fifo_head];
+        struct qrdma_dp_qp *dq = &dp->qp[id];
+        struct qrdma_qp *qp = qrdma_qp_get(core, id);
+
+        dp->fifo_head = (dp->fifo_head + 1) % dp->nqp;
+        dp->fifo_len--;
+        dq->kicked = false;
+        if (!qp || !dq->tp) {
+            continue;
+        }
+        if (qp->state == QRDMA_QPS_RTS || qp->state == QRDMA_QPS_SQD ||
+            qp->state == QRDMA_QPS_SQE || qp->state == QRDMA_QPS_ERR) {
+            sq_fetch(core, id, qp, dq);
+        }
+        if (dq->rq_flush && qp->state == QRDMA_QPS_ERR) {
+            rq_flush(core, id, qp);
+        }
+    }
+    next = qsw_engine_poll(dp->eng, DP_ENGINE_BUDGET);
+    if (dp->fifo_len || next <= core->env.now_ns(core->env.opaque)) {
+        core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+    } else if (next != dp->deadline) {
+        dp->deadline = next;
+        core->env.timer_mod(core->env.opaque, next);
+    }
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+int qrdma_dp_init(struct qrdma_core *core)
+{
+    core->dp.eng = qsw_engine_new(&dp_ops, core, core->cfg.mac);
+    core->dp.deadline = UINT64_MAX;
+    return core->dp.eng ? 0 : -1;
+}
+
+void qrdma_dp_fini(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    if (dp->eng) {
+        qsw_engine_free(dp->eng);
+    }
+    free(dp->qp);
+    free(dp->cq);
+    free(dp->fifo);
+    memset(dp, 0, sizeof(*dp));
+}
+
+void qrdma_dp_reset(struct qrdma_core *core)
+{
+    bool had_engine = core->dp.eng != NULL;
+
+    qrdma_dp_fini(core);
+    if (had_engine) {
+        qrdma_dp_init(core);
+    }
+}

@@ -1,0 +1,65 @@
+/*
+ * qrdma device core: the data path's state and hooks (qrdma_dp.c).
+ * Private to the core; qrdma_core_int.h includes it.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_DP_H
+#define QRDMA_DP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "qrdma/qrdma_hw.h"
+#include "qrdma_sw.h"
+
+struct qrdma_core;
+
+/* Per QP, beside the object's working copy (indexed by QP ID). */
+struct qrdma_dp_qp {
+    struct qsw_qp *tp;          /* the transport's QP while the object exists */
+    bool kicked;                /* on the kick FIFO */
+    bool rq_flush;              /* in error: flush RQ WQEs */
+    /* SQ WQEs fetched (free running); the next one is at sq_fetched mod size. */
+    uint32_t sq_fetched;
+};
+
+/* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*). */
+struct qrdma_dp_cq {
+    uint8_t armed;
+};
+
+struct qrdma_dp {
+    struct qsw_engine *eng;
+    uint32_t nqp, ncq;          /* sizes of the arrays below */
+    struct qrdma_dp_qp *qp;
+    struct qrdma_dp_cq *cq;
+    uint32_t *fifo;             /* QP IDs with SQ or RQ work, nqp slots */
+    uint32_t fifo_head, fifo_len;
+    uint64_t deadline;          /* the engine's next timer, UINT64_MAX if none */
+    /* Scratch for the SQ WQE being parsed (the engine copies what it keeps). */
+    uint8_t wqe_buf[1u << QRDMA_WQE_LOG2_MAX];
+    struct qsw_send_wr wr;
+    /* Counters for the stats the glue exposes. */
+    uint64_t sq_wqes, rq_wqes, cqes, bad_wqes, cq_overflows;
+};
+
+/* Engine lifetime: with the core, and anew at every reset. */
+int qrdma_dp_init(struct qrdma_core *core);
+void qrdma_dp_reset(struct qrdma_core *core);
+void qrdma_dp_fini(struct qrdma_core *core);
+
+/* Object hooks, called by the CQP commands after they succeeded. */
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id);
+void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask);
+void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id);
+void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
+
+/* Doorbells (page, offset inside the page, value). */
+void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value);
+/* A RoCEv2 frame for one of our GIDs arrived. */
+void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len);
+/* Work kicked by a doorbell or a frame, or the engine's timer. */
+void qrdma_dp_process(struct qrdma_core *core);
+
+#endif /* QRDMA_DP_H */
