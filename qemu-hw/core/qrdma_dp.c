@@ -43,6 +43,20 @@ static bool ring_polarity(const struct qrdma_queue *q, uint32_t count)
     return !((count >> q->size_log2) & 1);
 }
 
+/* The station address the LAN function filters on is also RoCE's. */
+static void lan_mac(struct qrdma_core *core, uint8_t mac[6])
+{
+    uint32_t lo = core->lan.regs[(QRDMA_REG_LAN_MAC_LOW - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t hi = core->lan.regs[(QRDMA_REG_LAN_MAC_HIGH - QRDMA_REG_LAN_BASE) / 4];
+
+    mac[0] = lo;
+    mac[1] = lo >> 8;
+    mac[2] = lo >> 16;
+    mac[3] = lo >> 24;
+    mac[4] = hi;
+    mac[5] = hi >> 8;
+}
+
 /* ---- arrays beside the objects --------------------------------------------- */
 
 static bool dp_sized(struct qrdma_core *core)
@@ -235,11 +249,16 @@ static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t inde
 
     qrdma_guest_error(core, "QP %u: %s WQE %u: %s", id, sq ? "SQ" : "RQ", index, why);
     core->dp.bad_wqes++;
+    /*
+     * Error first: the transport flushes the WQEs it holds, all earlier in
+     * the ring than this one, so their CQEs come before this one's
+     * (completions in ring order).
+     */
+    qp_to_error(core, id);
     if (qp) {
         cq_post(core, sq ? qp->send_cq : qp->recv_cq, &e);
         qrdma_aeq_post(core, qp->qp_ctx, id, QRDMA_AE_QP_FATAL, QRDMA_AE_SRC_QP);
     }
-    qp_to_error(core, id);
 }
 
 /* ---- engine callbacks: memory ------------------------------------------------ */
@@ -528,6 +547,12 @@ static void cb_complete(void *opaque, struct qsw_qp *tp, const struct qsw_wc *wc
     cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
     if (wc->status != QSW_WC_SUCCESS) {
         qp_follow_state(core, id);
+        /*
+         * The transport may move the QP to ERR only after reporting the
+         * error completion, and without an event (a receive error at the
+         * responder): look again when the kicked QP is processed.
+         */
+        dp_kick_qp(core, id);
     } else if (!recv) {
         /* A slot of the engine's send queue is free again: fetch more. */
         dp_kick_qp(core, id);
@@ -574,10 +599,75 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     qp_follow_state(core, id);
 }
 
+/*
+ * A frame to our own MAC (a QP talking to a QP of this device, rdma_cm on
+ * one host) never comes back from the wire: it loops inside the device.
+ * The engine may not be re-entered from a callback, so the frame waits in
+ * a bounded queue for qrdma_dp_process(); beyond the bound it is dropped
+ * and counted, as a full wire would drop it (RC retransmits it).
+ */
+static void loopback_queue(struct qrdma_core *core, const void *frame, size_t len)
+{
+    struct qrdma_dp *dp = &core->dp;
+    struct qrdma_dp_frame *f;
+
+    if (dp->loop_len >= QRDMA_DP_LOOPBACK_MAX ||
+        !(f = malloc(sizeof(*f) + len))) {
+        dp->loop_drops++;
+        return;
+    }
+    f->next = NULL;
+    f->len = len;
+    memcpy(f->data, frame, len);
+    if (dp->loop_tail) {
+        dp->loop_tail->next = f;
+    } else {
+        dp->loop_head = f;
+    }
+    dp->loop_tail = f;
+    dp->loop_len++;
+    core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+}
+
+static void loopback_drain(struct qrdma_core *core, unsigned budget)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    while (dp->loop_head && budget--) {
+        struct qrdma_dp_frame *f = dp->loop_head;
+
+        dp->loop_head = f->next;
+        if (!dp->loop_head) {
+            dp->loop_tail = NULL;
+        }
+        dp->loop_len--;
+        qsw_rx_frame(dp->eng, f->data, f->len);
+        free(f);
+    }
+}
+
+static void loopback_free(struct qrdma_dp *dp)
+{
+    while (dp->loop_head) {
+        struct qrdma_dp_frame *f = dp->loop_head;
+
+        dp->loop_head = f->next;
+        free(f);
+    }
+    dp->loop_tail = NULL;
+    dp->loop_len = 0;
+}
+
 static void cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct qrdma_core *core = opaque;
+    uint8_t mac[6];
 
+    lan_mac(core, mac);
+    if (len >= 6 && !memcmp(frame, mac, 6)) {
+        loopback_queue(core, frame, len);
+        return;
+    }
     if (core->env.link_up(core->env.opaque)) {
         core->env.send_frame(core->env.opaque, frame, len);
     }
@@ -606,20 +696,6 @@ static const struct qsw_ops dp_ops = {
 };
 
 /* ---- address vectors --------------------------------------------------------- */
-
-/* The station address the LAN function filters on is also RoCE's. */
-static void lan_mac(struct qrdma_core *core, uint8_t mac[6])
-{
-    uint32_t lo = core->lan.regs[(QRDMA_REG_LAN_MAC_LOW - QRDMA_REG_LAN_BASE) / 4];
-    uint32_t hi = core->lan.regs[(QRDMA_REG_LAN_MAC_HIGH - QRDMA_REG_LAN_BASE) / 4];
-
-    mac[0] = lo;
-    mac[1] = lo >> 8;
-    mac[2] = lo >> 16;
-    mac[3] = lo >> 24;
-    mac[4] = hi;
-    mac[5] = hi >> 8;
-}
 
 static bool av_to_qsw(struct qrdma_core *core, const struct qrdma_av_info *av, struct qsw_av *out)
 {
@@ -807,6 +883,25 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
 
 /* ---- object hooks --------------------------------------------------------------- */
 
+/*
+ * The port's active MTU (enum qsw_mtu), the largest UD datagram: what the
+ * driver reports, Linux's iboe_get_mtu() of the LAN MTU (less 96 bytes of
+ * GRH, UDP, BTH, XRC and atomic extended headers and ICRC) within
+ * CAP_MAX_MTU, and at least 256.
+ */
+static uint32_t port_mtu(struct qrdma_core *core)
+{
+    uint32_t lan = core->lan.regs[(QRDMA_REG_LAN_MTU - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t room = lan > 96 ? lan - 96 : 0;
+    uint32_t mtu = QSW_MTU_4096;
+
+    while (mtu > QSW_MTU_256 &&
+           (qsw_mtu_bytes(mtu) > room || qsw_mtu_bytes(mtu) > core->cfg.max_mtu)) {
+        mtu--;
+    }
+    return mtu;
+}
+
 int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
@@ -830,6 +925,26 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     dq->tp = qsw_qp_create(core->dp.eng, qp_id, (enum qsw_qp_type)qp->type, qp->pd, &cap,
                            (void *)(uintptr_t)qp_id);
     return dq->tp ? 0 : -1;
+}
+
+/*
+ * UD QPs have no path MTU attribute: a datagram may be as large as the
+ * port's active MTU: the largest IB MTU that fits the LAN MTU less 92
+ * bytes of worst-case headers (GRH 40, UDP 8, BTH 12, AtomicETH 28, ICRC
+ * 4), exactly as Linux's iboe_get_mtu() computes the port's active MTU
+ * that the driver reports.
+ */
+static uint32_t port_active_mtu(struct qrdma_core *core)
+{
+    uint32_t lan = core->lan.regs[(QRDMA_REG_LAN_MTU - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t bytes = lan > 92 ? lan - 92 : 0;
+    uint32_t mtu = QSW_MTU_4096;
+
+    while (mtu > QSW_MTU_256 &&
+           (qsw_mtu_bytes(mtu) > bytes || qsw_mtu_bytes(mtu) > core->cfg.max_mtu)) {
+        mtu--;
+    }
+    return mtu;
 }
 
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
@@ -864,6 +979,15 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
                     QSW_QP_RQ_PSN | QSW_QP_MAX_QP_RD_ATOMIC | QSW_QP_MIN_RNR_TIMER |
                     QSW_QP_SQ_PSN | QSW_QP_MAX_DEST_RD_ATOMIC | QSW_QP_DEST_QPN);
     qmask |= QSW_QP_STATE;
+    if (qp->type == QRDMA_QP_TYPE_UD) {
+        attr.path_mtu = port_active_mtu(core);
+        qmask |= QSW_QP_PATH_MTU;
+    }
+    if (qp->type == QRDMA_QP_TYPE_UD) {
+        /* UD has no PATH_MTU attribute; without one the transport would use 256. */
+        attr.path_mtu = port_mtu(core);
+        qmask |= QSW_QP_PATH_MTU;
+    }
     if ((qmask & QSW_QP_AV) && !av_to_qsw(core, &a->av, &attr.av)) {
         /* MODIFY_QP checked the GID index; a GID deleted since is the guest's loss. */
         qrdma_guest_error(core, "QP %u: the path's source GID is gone", qp_id);
@@ -992,6 +1116,9 @@ void qrdma_dp_process(struct qrdma_core *core)
         if (!qp || !dq->tp) {
             continue;
         }
+        if (qsw_qp_state(dq->tp) == QSW_QPS_ERR && qp->state != QRDMA_QPS_ERR) {
+            qp_follow_state(core, id);  /* see cb_complete() */
+        }
         if (qp->state == QRDMA_QPS_RTS || qp->state == QRDMA_QPS_SQD ||
             qp->state == QRDMA_QPS_SQE || qp->state == QRDMA_QPS_ERR) {
             sq_fetch(core, id, qp, dq);
@@ -1000,8 +1127,9 @@ void qrdma_dp_process(struct qrdma_core *core)
             rq_flush(core, id, qp);
         }
     }
+    loopback_drain(core, DP_ENGINE_BUDGET);
     next = qsw_engine_poll(dp->eng, DP_ENGINE_BUDGET);
-    if (dp->fifo_len || next <= core->env.now_ns(core->env.opaque)) {
+    if (dp->fifo_len || dp->loop_head || next <= core->env.now_ns(core->env.opaque)) {
         core->env.kick(core->env.opaque, QRDMA_WORK_DP);
     } else if (next != dp->deadline) {
         dp->deadline = next;
@@ -1025,6 +1153,7 @@ void qrdma_dp_fini(struct qrdma_core *core)
     if (dp->eng) {
         qsw_engine_free(dp->eng);
     }
+    loopback_free(dp);
     free(dp->qp);
     free(dp->cq);
     free(dp->fifo);

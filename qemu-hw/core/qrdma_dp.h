@@ -24,10 +24,19 @@ struct qrdma_dp_qp {
     uint32_t sq_fetched;
 };
 
-/* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*). */
+/* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*, bits 16 and 17). */
 struct qrdma_dp_cq {
-    uint8_t armed;
+    uint32_t armed;
 };
+
+/* A frame to our own MAC, looping back inside the device. */
+struct qrdma_dp_frame {
+    struct qrdma_dp_frame *next;
+    size_t len;
+    uint8_t data[];
+};
+
+#define QRDMA_DP_LOOPBACK_MAX   1024    /* frames waiting; more are dropped */
 
 struct qrdma_dp {
     struct qsw_engine *eng;
@@ -37,6 +46,9 @@ struct qrdma_dp {
     uint32_t *fifo;             /* QP IDs with SQ or RQ work, nqp slots */
     uint32_t fifo_head, fifo_len;
     uint64_t deadline;          /* the engine's next timer, UINT64_MAX if none */
+    struct qrdma_dp_frame *loop_head, *loop_tail;
+    uint32_t loop_len;
+    uint64_t loop_drops;
     /* Scratch for the SQ WQE being parsed (the engine copies what it keeps). */
     uint8_t wqe_buf[1u << QRDMA_WQE_LOG2_MAX];
     struct qsw_send_wr wr;
