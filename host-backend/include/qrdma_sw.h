@@ -94,6 +94,8 @@ enum qsw_wc_opcode {
 #define QSW_WC_GRH       (1u << 0)
 #define QSW_WC_WITH_IMM  (1u << 1)
 #define QSW_WC_WITH_INV  (1u << 3)
+/* Not an ibv_wc_flags value: the message had the solicited-event bit set. */
+#define QSW_WC_SOLICITED (1u << 16)
 
 /* Send opcode: the values of enum ibv_wr_opcode. */
 enum qsw_wr_opcode {

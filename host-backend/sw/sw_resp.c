@@ -257,6 +257,9 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                 wc.invalidated_rkey = rkey;
                 wc.wc_flags |= QSW_WC_WITH_INV;
             }
+            if (pkt->se) {
+                wc.wc_flags |= QSW_WC_SOLICITED;
+            }
             qp->resp.have_wr = false;
             qp->resp.in_msg = 0;
             qp->resp.msn = psn_add(qp->resp.msn, 1);
@@ -309,7 +312,7 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                 wc.qp_num = qp->qpn;
                 wc.src_qp = qp->attr.dest_qp_num;
                 memcpy(&wc.imm_data, bth + hdr_off(m, M_IMM), 4);
-                wc.wc_flags = QSW_WC_WITH_IMM;
+                wc.wc_flags = QSW_WC_WITH_IMM | (pkt->se ? QSW_WC_SOLICITED : 0);
                 qp->resp.have_wr = false;
                 qsw_complete(qp, &wc);
             }
@@ -620,7 +623,7 @@ void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     wc.qp_num = qp->qpn;
     wc.src_qp = ld24(deth + 5);
     wc.byte_len = QSW_GRH_BYTES + pkt->paylen;
-    wc.wc_flags = QSW_WC_GRH;
+    wc.wc_flags = QSW_WC_GRH | (pkt->se ? QSW_WC_SOLICITED : 0);
     wc.network_hdr_type = pkt->ipv6 ? QSW_NET_IPV6 : QSW_NET_IPV4;
     memcpy(wc.smac, pkt->smac, 6);
     memcpy(wc.sgid, pkt->sgid, 16);

@@ -544,6 +544,9 @@ static void cb_complete(void *opaque, struct qsw_qp *tp, const struct qsw_wc *wc
     if (wc->wc_flags & QSW_WC_GRH) {
         e.flags |= QRDMA_CQE_FLAG_GRH;
     }
+    if (wc->wc_flags & QSW_WC_SOLICITED) {
+        e.flags |= QRDMA_CQE_FLAG_SOLICITED;
+    }
     cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
     if (wc->status != QSW_WC_SUCCESS) {
         qp_follow_state(core, id);

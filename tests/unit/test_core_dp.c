@@ -1552,6 +1552,20 @@ static void test_cq_arm(void)
     send_one(14);
     CHECK(poll_cq(SB, 2, &e));
     CHECK(!poll_ceq(SB, &ctx));
+    /* A solicited one does, and its CQE says so. */
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .solicited = true,
+                         .sge = { { 0x1000, 15, 0 } } };
+
+        post_recv(SB, QPN, 0x4000, 4096);
+        post_send(SA, QPN, &w);
+        ring_sq(SA, QPN);
+        pump();
+        CHECK(poll_cq(SB, 2, &e));
+        CHECK(e.flags & QRDMA_CQE_FLAG_SOLICITED);
+        CHECK(poll_ceq(SB, &ctx));
+        CHECK_EQ(ctx, 0xc0002);
+    }
     /* ... but an error completion does (a receive buffer behind a bad lkey). */
     {
         const struct sge bad = { 0x4000, 256, MR_STAG ^ 0x40 };
