@@ -25,7 +25,7 @@ GUEST_PACKAGES=(
     # what the tests use
     rdma-core ibverbs-utils ibverbs-providers librdmacm1 libibverbs1 perftest
     rdmacm-utils python3 python3-pyverbs iproute2 kmod iputils-ping
-    netcat-openbsd pciutils procps psmisc nvme-cli ethtool
+    netcat-openbsd pciutils procps psmisc nvme-cli ethtool tcpdump tshark
     linux-image-amd64
     # what building our module, provider and tests inside the root needs
     linux-headers-amd64 gcc make libc6-dev cmake ninja-build pkg-config
