@@ -424,6 +424,17 @@ static const Property qrdma_properties[] = {
     /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
     DEFINE_PROP_UINT32("pe-ready-delay-us", QrdmaState, cfg.pe_ready_delay_us,
                        QRDMA_DEFAULT_PE_READY_DELAY_US),
+    /*
+     * Test hooks (unstable, x-): faults the RDMA transport injects into the
+     * frames it sends, in parts per million, to test recovery from loss,
+     * duplication, reordering and corruption. The LAN function is untouched.
+     */
+    DEFINE_PROP_UINT32("x-fault-loss-ppm", QrdmaState, cfg.fault.loss_ppm, 0),
+    DEFINE_PROP_UINT32("x-fault-dup-ppm", QrdmaState, cfg.fault.dup_ppm, 0),
+    DEFINE_PROP_UINT32("x-fault-reorder-ppm", QrdmaState, cfg.fault.reorder_ppm, 0),
+    DEFINE_PROP_UINT32("x-fault-corrupt-ppm", QrdmaState, cfg.fault.corrupt_ppm, 0),
+    DEFINE_PROP_UINT32("x-fault-delay-us", QrdmaState, cfg.fault.delay_us, 0),
+    DEFINE_PROP_UINT64("x-fault-seed", QrdmaState, cfg.fault.seed, 1),
 };
 
 static void qrdma_class_init(ObjectClass *klass, void *data)

@@ -205,6 +205,12 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(msix_vectors, 1, 64),
         LIMIT(max_ceq, 1, 64),
         LIMIT(link_speed_mbps, 10, 800000),
+        /* Faults: at most half of the frames, so a test still makes progress. */
+        LIMIT(fault.loss_ppm, 0, 500000),
+        LIMIT(fault.dup_ppm, 0, 500000),
+        LIMIT(fault.reorder_ppm, 0, 500000),
+        LIMIT(fault.corrupt_ppm, 0, 500000),
+        LIMIT(fault.delay_us, 0, 1000000),
 #undef LIMIT
     };
     size_t i;

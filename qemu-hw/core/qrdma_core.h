@@ -112,6 +112,19 @@ struct qrdma_core_config {
     uint32_t link_speed_mbps;
     /* Time from reset to PE ready; QRDMA_PE_READY_NEVER keeps it down. */
     uint32_t pe_ready_delay_us;
+    /*
+     * Test hook: faults the RDMA transport injects into the frames it sends
+     * (parts per million; all zero = none). The Ethernet function's frames
+     * are never touched. Same seed, same faults.
+     */
+    struct {
+        uint32_t loss_ppm;
+        uint32_t dup_ppm;
+        uint32_t reorder_ppm;
+        uint32_t corrupt_ppm;
+        uint32_t delay_us;
+        uint64_t seed;
+    } fault;
 };
 
 #define QRDMA_PE_READY_NEVER UINT32_MAX

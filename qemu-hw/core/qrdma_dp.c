@@ -1144,9 +1144,26 @@ void qrdma_dp_process(struct qrdma_core *core)
 
 int qrdma_dp_init(struct qrdma_core *core)
 {
+    const typeof(core->cfg.fault) *f = &core->cfg.fault;
+
     core->dp.eng = qsw_engine_new(&dp_ops, core, core->cfg.mac);
     core->dp.deadline = UINT64_MAX;
-    return core->dp.eng ? 0 : -1;
+    if (!core->dp.eng) {
+        return -1;
+    }
+    if (f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_us) {
+        struct qsw_fault fault = {
+            .loss_ppm = f->loss_ppm,
+            .dup_ppm = f->dup_ppm,
+            .reorder_ppm = f->reorder_ppm,
+            .corrupt_ppm = f->corrupt_ppm,
+            .delay_ns = (uint64_t)f->delay_us * 1000,
+            .seed = f->seed,
+        };
+
+        qsw_engine_set_fault(core->dp.eng, &fault);
+    }
+    return 0;
 }
 
 void qrdma_dp_fini(struct qrdma_core *core)

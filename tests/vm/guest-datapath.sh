@@ -9,6 +9,10 @@
 # events, UD, and qrdma-bulk: 1 GB written, read back and compared, with
 # the server's checksum of everything it received compared at the end.
 #
+# guest-datapath.sh faults (2 guests, test-faults.sh): perftest, a pingpong
+# with data check and qrdma-bulk under injected loss, duplication and
+# reordering; then the peer's process is killed mid-transfer.
+#
 # guest-datapath.sh capture (3 guests): the device steers RoCEv2 frames to
 # its RDMA engine before the LAN function sees them, so a capture on a peer's
 # own qrdma netdev is empty (checked on guest 0). Guest 2 sits on the same
@@ -88,6 +92,78 @@ if [ "$mode" = main ]; then
     # compare, server checksum): no need to fall back to 256 MB.
     step "qrdma-bulk 1 GB WRITE + READ back" qrdma-bulk -d $dev -g 1 -m 1024 -t 60
     echo "data path steps took $(($(date +%s) - start))s"
+    finish guest-datapath
+    exit
+fi
+
+# ---- faults mode ----------------------------------------------------------------
+# test-faults.sh boots both guests with the device's fault hook on: every
+# RoCE frame either device sends is lost with 5% probability, duplicated
+# with 1%, held back (reordered) with 2%. The transfers must still complete
+# with every byte right.
+if [ "$mode" = faults ]; then
+    step "ib_write_bw 64 KB, lossy" ib_write_bw -d $dev -x 1 -F -s 65536 -n 200
+    step "ib_read_bw 64 KB, lossy" ib_read_bw -d $dev -x 1 -F -s 65536 -n 200
+    step "ib_send_bw 4 KB, lossy" ib_send_bw -d $dev -x 1 -F -s 4096 -n 500
+    step "ibv_rc_pingpong 4 KB with data check, lossy" \
+        ibv_rc_pingpong -d $dev -g 1 -c -s 4096 -n 200
+    step "qrdma-bulk 128 MB WRITE + READ back, lossy" qrdma-bulk -d $dev -g 1 -m 128 -c 32 -t 60
+
+    # The peer disappears mid-transfer: guest 0's server is killed with -9
+    # while guest 1's WRITEs stream (its QP and MRs vanish; the frames that
+    # still arrive find no QP and are dropped). Guest 1's outstanding WQEs
+    # must complete with "transport retry counter exceeded" (qrdma-bulk
+    # sets timeout 14 = 67 ms and retry_cnt 7: about 0.5 s of retries), not
+    # hang; then a new QP to a restarted server works.
+    roce_frames() { ethtool -S eth0 | awk '/hw_roce_frames/ { print $2 }'; }
+    case $me in
+    0)
+        qrdma-bulk -d $dev -g 1 -m 256 -c 256 -t 120 > /tmp/victim.log 2>&1 &
+        victim=$!
+        vm_signal victim-up
+        vm_wait client-up 120
+        # Kill once the WRITEs are flowing (the client fills 256 MB first).
+        r0=$(roce_frames)
+        wait_for 120 bash -c "[ \$(ethtool -S eth0 | awk '/hw_roce_frames/ { print \$2 }') -gt $((r0 + 2000)) ]"
+        kill -9 "$victim"
+        wait "$victim" 2>/dev/null
+        echo "server killed after $(( $(roce_frames) - r0 )) RoCE frames"
+        vm_signal victim-killed
+        vm_wait client-done 120
+        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -t 60 > /tmp/restart.log 2>&1 &
+        s=$!
+        vm_signal restarted
+        vm_wait client2-done 150
+        wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
+        wait "$s"
+        check "restarted server: new transfer completed" test $? = 0 ;;
+    1)
+        vm_wait victim-up 120
+        sleep 2
+        qrdma-bulk -d $dev -g 1 -m 256 -c 256 -t 120 "$server" > /tmp/survivor.log 2>&1 &
+        c=$!
+        vm_signal client-up
+        vm_wait victim-killed 150
+        t0=$(date +%s.%N)
+        wait_for 60 bash -c "! kill -0 $c 2>/dev/null"
+        dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+        wait "$c"
+        crc=$?
+        echo "survivor exited $crc, ${dt}s after it saw the kill; the end of its output:"
+        tail -n 3 /tmp/survivor.log | sed 's/^/  | /'
+        check "survivor failed the transfer instead of hanging" test "$crc" != 0
+        check "survivor's outstanding WQE completed with RETRY_EXC_ERR" \
+            grep -q 'completion with error: transport retry counter exceeded (status 12' \
+            /tmp/survivor.log
+        vm_signal client-done
+        vm_wait restarted 120
+        sleep 2
+        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -t 60 "$server" > /tmp/restart.log 2>&1
+        check "a new QP to the restarted server works" test $? = 0
+        tail -n 2 /tmp/restart.log | sed 's/^/  | /'
+        vm_signal client2-done ;;
+    esac
+    echo "fault steps took $(($(date +%s) - start))s"
     finish guest-datapath
     exit
 fi
