@@ -86,6 +86,7 @@ enum qsw_wc_opcode {
     QSW_WC_FETCH_ADD          = 4,
     QSW_WC_BIND_MW            = 5,
     QSW_WC_LOCAL_INV          = 6,
+    QSW_WC_REG_MR             = 10,     /* the kernel's IB_WC_REG_MR; not in ibv_wc_opcode */
     QSW_WC_RECV               = 128,
     QSW_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -108,6 +109,7 @@ enum qsw_wr_opcode {
     QSW_WR_ATOMIC_FETCH_AND_ADD = 6,
     QSW_WR_LOCAL_INV            = 7,
     QSW_WR_SEND_WITH_INV        = 9,
+    QSW_WR_REG_MR               = 0x20, /* the kernel's IB_WR_REG_MR (fast register) */
 };
 
 /* send_flags: the values of enum ibv_send_flags. */
@@ -189,6 +191,22 @@ struct qsw_av {
     uint32_t flow_label;    /* 20 bits; also chooses the UDP source port */
 };
 
+/*
+ * REG_MR (fast register): a new translation for a memory region the
+ * embedder allocated for it. The engine does not interpret it; it hands it
+ * to the reg_mr callback in send-queue order, like LOCAL_INV.
+ */
+struct qsw_reg_mr {
+    uint32_t key;           /* the region's new key */
+    uint32_t access;        /* QSW_ACCESS_* */
+    uint64_t iova;
+    uint64_t length;
+    uint64_t page_list;     /* the embedder's: where the page list is */
+    uint32_t page_shift;
+    uint32_t levels;        /* the embedder's: how the page list is laid out */
+    uint64_t fbo;           /* offset of byte 0 in the first page */
+};
+
 struct qsw_send_wr {
     uint64_t wr_id;
     uint32_t opcode;        /* enum qsw_wr_opcode */
@@ -209,6 +227,7 @@ struct qsw_send_wr {
         uint64_t compare_add;   /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
         uint64_t swap;
     } atomic;
+    struct qsw_reg_mr reg;      /* REG_MR */
     struct {
         struct qsw_av av;
         uint32_t remote_qpn;
@@ -285,6 +304,8 @@ struct qsw_ops {
     uint64_t (*now_ns)(void *opaque);
     /* Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV): 0 or error. */
     int (*invalidate)(void *opaque, uint32_t pd, uint32_t key);
+    /* REG_MR at the requester, in send-queue order: 0 or error (optional; without it REG_MR fails). */
+    int (*reg_mr)(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg);
 };
 
 /* Capacities chosen at QP creation (NULL: defaults). */

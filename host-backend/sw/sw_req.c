@@ -50,6 +50,8 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
         return QSW_WC_FETCH_ADD;
     case QSW_WR_LOCAL_INV:
         return QSW_WC_LOCAL_INV;
+    case QSW_WR_REG_MR:
+        return QSW_WC_REG_MR;
     default:
         return QSW_WC_SEND;
     }
@@ -333,10 +335,17 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
 
 static void local_op(struct qsw_qp *qp, struct qsw_wqe *w)
 {
+    /* The local operations (IBTA 10.6, 11.4.1.2): LOCAL_INV and fast register. */
     struct qsw_engine *eng = qp->eng;
+    int ret;
 
-    /* LOCAL_INV: the only local operation (IBTA 10.6) */
-    if (!eng->ops.invalidate || eng->ops.invalidate(eng->opaque, qp->pd, w->wr.invalidate_rkey)) {
+    if (w->wr.opcode == QSW_WR_REG_MR) {
+        ret = eng->ops.reg_mr ? eng->ops.reg_mr(eng->opaque, qp->pd, &w->wr.reg) : -1;
+    } else {
+        ret = eng->ops.invalidate ? eng->ops.invalidate(eng->opaque, qp->pd,
+                                                         w->wr.invalidate_rkey) : -1;
+    }
+    if (ret) {
         w->status = QSW_WC_LOC_QP_OP_ERR;
         qp->req.stopped = true;
     }

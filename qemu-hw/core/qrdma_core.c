@@ -303,7 +303,8 @@ void qrdma_core_reset(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
     /* What the data path carries end to end (qrdma_dp.c over host-backend/sw). */
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
-                                         QRDMA_FEATURE_SRQ | QRDMA_FEATURE_ATOMIC;
+                                         QRDMA_FEATURE_SRQ | QRDMA_FEATURE_ATOMIC |
+                                         QRDMA_FEATURE_FAST_REG;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

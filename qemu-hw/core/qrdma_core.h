@@ -504,6 +504,20 @@ struct qrdma_mr_walk {
     uint64_t left;              /* bytes still to yield */
 };
 
+/* A fast-register WQE's new translation (docs/hw-spec.md, section 19). */
+struct qrdma_fast_reg {
+    uint32_t stag;              /* MR index and its new key byte */
+    uint32_t access;            /* QRDMA_ACCESS_* */
+    uint64_t iova;
+    uint64_t length;
+    uint64_t first;             /* first PBLE: the MR's own (ALLOC_STAG arg4) */
+    uint64_t fbo;
+    unsigned page_log2;
+    unsigned levels;            /* 1 */
+};
+
+int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_fast_reg *fr);
+
 int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                        uint64_t len, unsigned access, struct qrdma_mr_walk *walk);
 int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,

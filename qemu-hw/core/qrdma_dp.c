@@ -384,6 +384,23 @@ static int cb_invalidate(void *opaque, uint32_t pd, uint32_t key)
     return 0;
 }
 
+/* FAST_REG WQEs, run by the engine in SQ order. */
+static int cb_reg_mr(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg)
+{
+    const struct qrdma_fast_reg fr = {
+        .stag = reg->key,
+        .access = reg->access,
+        .iova = reg->iova,
+        .length = reg->length,
+        .first = reg->page_list,
+        .fbo = reg->fbo,
+        .page_log2 = reg->page_shift,
+        .levels = reg->levels,
+    };
+
+    return qrdma_mr_fast_reg(opaque, pd, &fr);
+}
+
 /* ---- engine callbacks: receive WQEs ---------------------------------------- */
 
 static int read_rq_wqe(struct qrdma_core *core, uint32_t id, const struct qrdma_queue *q,
@@ -696,6 +713,7 @@ static const struct qsw_ops dp_ops = {
     .send_frame = cb_send_frame,
     .now_ns = cb_now_ns,
     .invalidate = cb_invalidate,
+    .reg_mr = cb_reg_mr,
 };
 
 /* ---- address vectors --------------------------------------------------------- */
@@ -739,6 +757,7 @@ static const struct {
     [QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP] = { QSW_WR_ATOMIC_CMP_AND_SWP, true, true, false },
     [QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD] = { QSW_WR_ATOMIC_FETCH_AND_ADD, true, true, false },
     [QRDMA_SQ_OP_LOCAL_INV] = { QSW_WR_LOCAL_INV, false, false, false },
+    [QRDMA_SQ_OP_FAST_REG] = { QSW_WR_REG_MR, false, false, false },
 };
 #define SQ_OP_VALID(op) \
     ((op) < sizeof(sq_opcodes) / sizeof(sq_opcodes[0]) && \
@@ -786,6 +805,21 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
     } else if (sq_opcodes[op].remote) {
         wr->rdma.remote_addr = qrdma_ld_le64(raw);
         wr->rdma.rkey = rkey_imm & QRDMA_SQ_RKEY_MASK;
+    }
+    if (op == QRDMA_SQ_OP_FAST_REG) {
+        uint64_t q4 = qrdma_ld_le64(raw + 32);
+
+        /* A local operation: no SGEs, no inline data; the MR checks come when it runs. */
+        wr->reg.iova = qrdma_ld_le64(raw);
+        wr->reg.length = qrdma_ld_le64(raw + 16);
+        wr->reg.page_list = qrdma_ld_le64(raw + 24);
+        wr->reg.key = q4 & QRDMA_SQ_FR_STAG_MASK;
+        wr->reg.access = (q4 & QRDMA_SQ_FR_ACCESS_MASK) >> QRDMA_SQ_FR_ACCESS_SHIFT;
+        wr->reg.page_shift = (q4 & QRDMA_SQ_FR_PAGE_MASK) >> QRDMA_SQ_FR_PAGE_SHIFT;
+        wr->reg.levels = (q4 & QRDMA_SQ_FR_LEVELS_MASK) >> QRDMA_SQ_FR_LEVELS_SHIFT;
+        wr->reg.fbo = qrdma_ld_le64(raw + 48);
+        wr->num_sge = 0;
+        return NULL;
     }
     if (qp->type == QRDMA_QP_TYPE_UD) {
         uint64_t dest = qrdma_ld_le64(raw + 32);

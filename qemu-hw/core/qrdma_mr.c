@@ -405,6 +405,89 @@ struct cqp_result qrdma_cqp_query_stag(struct qrdma_core *core, const uint64_t *
     return cqp_ok;
 }
 
+/*
+ * A fast-register WQE: MR `index` (allocated by ALLOC_STAG, FREE, of the
+ * QP's PD) gets the key byte of `stag`, ACCESS, IOVA, LENGTH, FBO and a
+ * one-level page list in the PBLEs ALLOC_STAG reserved for it, and becomes
+ * VALID. Returns 0, or -1 with the reason logged (the WQE completes with
+ * LOC_QP_OP_ERR).
+ */
+int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_fast_reg *fr)
+{
+    static const char cmd[] = "FAST_REG WQE";
+    uint32_t index = stag_index(fr->stag);
+    uint64_t page_size, pages;
+    uint8_t ctx[MR_CTX_SIZE];
+    struct cqp_result res;
+    struct qrdma_mr *slot, mr;
+    char what[48];
+
+    if (!core->obj.mr || index >= core->hmc.count[QRDMA_HMC_MR]) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: no such MR", cmd, fr->stag);
+        return -1;
+    }
+    slot = &core->obj.mr[index];
+    if (slot->type != QRDMA_MR_TYPE_FAST_REG || slot->state != QRDMA_MR_STATE_FREE ||
+        slot->pd != pd) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: MR %u is not a free fast-register MR of "
+                          "PD %u", cmd, fr->stag, index, pd);
+        return -1;
+    }
+    mr = *slot;
+    if (fr->access & ~QRDMA_ACCESS_VALID_MASK ||
+        ((fr->access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+         !(fr->access & QRDMA_ACCESS_LOCAL_WRITE))) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: ACCESS 0x%x is not valid", cmd, fr->stag,
+                          fr->access);
+        return -1;
+    }
+    if (fr->levels != 1 || fr->first != mr.first) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: the page list must be one level at the MR's "
+                          "own PBLE %" PRIu64 ", not LEVELS %u at %" PRIu64, cmd, fr->stag,
+                          mr.first, fr->levels, fr->first);
+        return -1;
+    }
+    if (fr->page_log2 > 31 || !(QRDMA_CORE_PAGE_SIZES & (1u << fr->page_log2))) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: pages of 2^%u bytes are not in "
+                          "CAP_PAGE_SIZES", cmd, fr->stag, fr->page_log2);
+        return -1;
+    }
+    page_size = 1ull << fr->page_log2;
+    if (!fr->length || fr->length > QRDMA_CORE_MAX_MR_SIZE ||
+        fr->iova + fr->length - 1 < fr->iova || fr->fbo >= page_size) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: IOVA 0x%" PRIx64 ", LENGTH 0x%" PRIx64
+                          ", FBO 0x%" PRIx64 " do not make a region", cmd, fr->stag, fr->iova,
+                          fr->length, fr->fbo);
+        return -1;
+    }
+    pages = (fr->fbo + fr->length + page_size - 1) >> fr->page_log2;
+    if (pages > mr.max_pages) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: %" PRIu64 " pages, but the MR has room for "
+                          "%u", cmd, fr->stag, pages, mr.max_pages);
+        return -1;
+    }
+    snprintf(what, sizeof(what), "%s: STag 0x%08x", cmd, fr->stag);
+    res = pble_range_check(core, mr.first, pages, what);
+    if (res.major) {
+        return -1;
+    }
+    mr.key = stag_key(fr->stag);
+    mr.access = (uint8_t)fr->access;
+    mr.iova = fr->iova;
+    mr.length = fr->length;
+    mr.fbo = (uint32_t)fr->fbo;
+    mr.levels = 1;
+    mr.page_log2 = (uint8_t)fr->page_log2;
+    mr.state = QRDMA_MR_STATE_VALID;
+    mr_ctx_render(&mr, ctx);
+    res = qrdma_obj_ctx_write(core, QRDMA_HMC_MR, index, ctx, sizeof(ctx), cmd);
+    if (res.major) {
+        return -1;
+    }
+    *slot = mr;
+    return 0;
+}
+
 /* ---- translation ----------------------------------------------------------------- */
 
 int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,

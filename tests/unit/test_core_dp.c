@@ -2240,6 +2240,202 @@ static void test_fault_limits(void)
     CHECK(strstr(err, "fault.loss_ppm") != NULL);
 }
 
+/* ---- fast register ------------------------------------------------------------------- */
+
+#define FR_INDEX    2
+#define FR_IOVA     0x60000000ull
+#define FR_FIRST    8               /* the MR's reserved PBLEs: 8..11 */
+
+static uint64_t pble_addr(struct side *s, uint32_t i)
+{
+    return HMC_RAM + r64(s, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * i;
+}
+
+/* A FAST_REG WQE (one-level list at `first`); returns its index. */
+static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32_t access,
+                              uint64_t iova, uint64_t len, uint64_t first, uint64_t fbo)
+{
+    uint32_t n = s->qp[qp].sq_posted++;
+    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
+    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
+    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+
+    memset(mem(s, a), 0, 56);
+    w64(s, a + 0, iova);
+    w64(s, a + 16, len);
+    w64(s, a + 24, first);
+    w64(s, a + 32, stag | (uint64_t)access << QRDMA_SQ_FR_ACCESS_SHIFT |
+                   12ull << QRDMA_SQ_FR_PAGE_SHIFT | 1ull << QRDMA_SQ_FR_LEVELS_SHIFT);
+    w64(s, a + 48, fbo);
+    w64(s, a + 56, QRDMA_SQ_OP_FAST_REG | QRDMA_SQ_HDR_SIGNALED |
+                   (valid ? QRDMA_SQ_HDR_VALID : 0));
+    return index;
+}
+
+/* B: ALLOC_STAG of MR 2 (key 0x20, 4 pages at PBLE 8), its pages out of order. */
+static void fast_reg_mr_alloc(void)
+{
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_ALLOC_STAG, FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x20,
+               PD | (uint64_t)MR_ACCESS << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0, FR_FIRST, 0));
+    w64(SB, pble_addr(SB, FR_FIRST + 0), DATA + 0xc3000);
+    w64(SB, pble_addr(SB, FR_FIRST + 1), DATA + 0xc1000);
+    w64(SB, pble_addr(SB, FR_FIRST + 2), DATA + 0xc5000);
+}
+
+/*
+ * Kernel fast registration: B registers its MR with a new key through a
+ * FAST_REG WQE; A writes and reads through the new rkey into the pages of
+ * the list; the old key is dead; LOCAL_INV ends it all.
+ */
+static void test_fast_reg(void)
+{
+    const uint32_t fr_stag = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x21;
+    struct wqe wr = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = FR_IOVA - IOVA,
+                      .rkey = fr_stag, .nsge = 1, .sge = { { 0x5000, 8192, 0 } } };
+    struct wqe rd = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = FR_IOVA - IOVA + 0xe00,
+                      .rkey = fr_stag, .nsge = 1, .sge = { { 0x9000, 0x400, 0 } } };
+    struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = fr_stag };
+    uint8_t ctx[64];
+
+    rc_pair();
+    fast_reg_mr_alloc();
+    memset(dbuf(SB, 0xc0000), 0xcc, 0x8000);
+    fill(SA, 0x5000, 8192, 21);
+
+    post_fast_reg(SB, QPN, fr_stag, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                  QRDMA_ACCESS_REMOTE_READ, FR_IOVA, 8192, FR_FIRST, 0x100);
+    ring_sq(SB, QPN);
+    pump();
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_REG_MR, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    /* QUERY_STAG: device truth, with the new key. */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_QUERY_STAG, fr_stag, INFO, 0, 0, 0, 0));
+    memcpy(ctx, mem(SB, INFO), 64);
+    CHECK_EQ(ctx[0] & 3, QRDMA_MR_STATE_VALID);
+    CHECK_EQ(ctx[1], 0x21);
+    CHECK_EQ(r64(SB, INFO + 16), FR_IOVA);
+    CHECK_EQ(r64(SB, INFO + 24), 8192);
+
+    post_send(SA, QPN, &wr);
+    post_send(SA, QPN, &rd);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_READ, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    /* IOVA + x is page (0x100 + x) / 4K of the list at offset (0x100 + x) % 4K. */
+    CHECK(!memcmp(dbuf(SA, 0x5000), dbuf(SB, 0xc3100), 0xf00));
+    CHECK(!memcmp(dbuf(SA, 0x5f00), dbuf(SB, 0xc1000), 0x1000));
+    CHECK(!memcmp(dbuf(SA, 0x6f00), dbuf(SB, 0xc5000), 0x100));
+    CHECK_EQ(*dbuf(SB, 0xc30ff), 0xcc);
+    CHECK_EQ(*dbuf(SB, 0xc5100), 0xcc);
+    CHECK_EQ(*dbuf(SB, 0xc2000), 0xcc);
+    /* The READ crossed the first page boundary of the list. */
+    CHECK(!memcmp(dbuf(SA, 0x9000), dbuf(SA, 0x5000 + 0xe00), 0x400));
+
+    /* LOCAL_INV, then a WRITE through the dead rkey: remote access error. */
+    post_send(SB, QPN, &inv);
+    ring_sq(SB, QPN);
+    pump();
+    EXPECT_CQE(SB, 1, QPN, 1, QSW_WC_LOCAL_INV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(SB->core.obj.mr[FR_INDEX].state, QRDMA_MR_STATE_FREE);
+    post_send(SA, QPN, &wr);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_RDMA_WRITE, QSW_WC_REM_ACCESS_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK(logged(SB, "STag 0x00000221"));
+    no_errors(SA);
+}
+
+/* Re-registering with another key: the old key stops working at once. */
+static void test_fast_reg_rekey(void)
+{
+    const uint32_t k1 = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x21;
+    const uint32_t k2 = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x22;
+    struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = k1 };
+    struct wqe wr = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = FR_IOVA - IOVA,
+                      .rkey = k2, .nsge = 1, .sge = { { 0x5000, 64, 0 } } };
+    struct wqe old = wr;
+
+    rc_pair();
+    fast_reg_mr_alloc();
+    old.rkey = k1;
+    post_fast_reg(SB, QPN, k1, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE, FR_IOVA,
+                  4096, FR_FIRST, 0);
+    post_send(SB, QPN, &inv);
+    post_fast_reg(SB, QPN, k2, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE, FR_IOVA,
+                  4096, FR_FIRST, 0);
+    ring_sq(SB, QPN);
+    pump();
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_REG_MR, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 1, QPN, 1, QSW_WC_LOCAL_INV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 1, QPN, 2, QSW_WC_REG_MR, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    fill(SA, 0x5000, 64, 3);
+    post_send(SA, QPN, &wr);
+    post_send(SA, QPN, &old);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_WRITE, QSW_WC_REM_ACCESS_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK(!memcmp(dbuf(SA, 0x5000), dbuf(SB, 0xc3000), 64));
+}
+
+/*
+ * Bad fast registrations complete with LOC_QP_OP_ERR, flush what follows,
+ * and leave the MR as it was: a MEM MR, a VALID one, more pages than
+ * reserved, another PBLE range, bad ACCESS.
+ */
+static void test_fast_reg_bad(void)
+{
+    const uint32_t k = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x21;
+    const uint32_t rw = QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE;
+    static const struct {
+        const char *log;
+        uint32_t stag, access;
+        uint64_t len, first, fbo;
+        bool make_valid;
+    } cases[] = {
+        { "not a free fast-register MR", MR_STAG, rw, 4096, FR_FIRST, 0, false },
+        { "not a free fast-register MR", k, rw, 4096, FR_FIRST, 0, true },
+        { "5 pages, but the MR has room for 4", k, rw, 4 * 4096, FR_FIRST, 0x10, false },
+        { "must be one level at the MR's own PBLE", k, rw, 4096, FR_FIRST + 1, 0, false },
+        { "ACCESS 0x2 is not valid", k, QRDMA_ACCESS_REMOTE_WRITE, 4096, FR_FIRST, 0, false },
+        { "do not make a region", k, rw, 0, FR_FIRST, 0, false },
+        { "do not make a region", k, rw, 4096, FR_FIRST, 4096, false },
+        { "no such MR", 500u << QRDMA_STAG_INDEX_SHIFT, rw, 4096, FR_FIRST, 0, false },
+    };
+    struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 16, 0 } } };
+    unsigned c;
+
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        uint32_t idx = 0;
+
+        rc_pair();
+        fast_reg_mr_alloc();
+        if (cases[c].make_valid) {
+            post_fast_reg(SB, QPN, k, rw, FR_IOVA, 4096, FR_FIRST, 0);
+            ring_sq(SB, QPN);
+            pump();
+            EXPECT_CQE(SB, 1, QPN, idx++, QSW_WC_REG_MR, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        }
+        log_clear(SB);
+        post_fast_reg(SB, QPN, cases[c].stag, cases[c].access, FR_IOVA, cases[c].len,
+                      cases[c].first, cases[c].fbo);
+        post_send(SB, QPN, &snd);
+        ring_sq(SB, QPN);
+        pump();
+        EXPECT_CQE(SB, 1, QPN, idx, QSW_WC_REG_MR, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+        EXPECT_CQE(SB, 1, QPN, idx + 1, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ,
+                   ~0u);
+        CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_ERR);
+        if (!logged(SB, cases[c].log)) {
+            fprintf(stderr, "  case %u: no log line with '%s'\n", c, cases[c].log);
+            unit_failures++;
+        }
+        CHECK_EQ(SB->core.obj.mr[FR_INDEX].state,
+                 cases[c].make_valid ? QRDMA_MR_STATE_VALID : QRDMA_MR_STATE_FREE);
+        CHECK_EQ(SB->core.obj.mr[MR_INDEX].state, QRDMA_MR_STATE_VALID);
+    }
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_ring_wrap),
@@ -2271,6 +2467,9 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
     UNIT_TEST(test_destroy_in_flight),
+    UNIT_TEST(test_fast_reg),
+    UNIT_TEST(test_fast_reg_rekey),
+    UNIT_TEST(test_fast_reg_bad),
     UNIT_TEST(test_fault_hook),
     UNIT_TEST(test_fault_limits),
 };
