@@ -6,6 +6,7 @@
 #   make unit    device-core unit tests only (seconds, no VM)
 #   make fuzz    libFuzzer on the device core (FUZZ_SECONDS, default 600)
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
+#   make stress  long lifecycle stress in a guest (kills, driver reloads)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
@@ -37,7 +38,7 @@ FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-h
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
 
-.PHONY: all bench check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
+.PHONY: all bench stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -98,6 +99,11 @@ check:
 # VM tests against QEMU built with ASan and UBSan (slow first build).
 check-asan: setup guest
 	@bash scripts/vm-test-asan.sh
+
+# Long lifecycle stress in a guest: 100 processes killed mid-work, 50 driver
+# reloads with traffic running (make check runs 20 and 5).
+stress: qemu guest
+	@QRDMA_STRESS_KILLS=100 QRDMA_STRESS_RELOADS=50 bash tests/vm/test-lifecycle.sh
 
 bench:
 	@bash bench/run-bench.sh

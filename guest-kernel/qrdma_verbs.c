@@ -253,6 +253,18 @@ static void qrdma_dealloc_ucontext(struct ib_ucontext *ibuctx)
 	atomic_dec(&to_qdev(ibuctx->device)->num_ucontexts);
 }
 
+/*
+ * Device removal (rmmod, unbind, reset) with processes still holding
+ * contexts: the core destroys their objects through our destroy verbs and
+ * zaps every rdma_user_mmap_io() mapping itself, the doorbell page being
+ * our only one, so nothing of the device stays reachable from user space
+ * and there is nothing left to do here. Having the op lets removal proceed
+ * instead of waiting for those processes to exit.
+ */
+static void qrdma_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+}
+
 static int qrdma_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;
@@ -452,6 +464,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dealloc_ucontext = qrdma_dealloc_ucontext,
 	.del_gid = qrdma_del_gid,
+	.disassociate_ucontext = qrdma_disassociate_ucontext,
 	.dereg_mr = qrdma_dereg_mr,
 	.destroy_ah = qrdma_destroy_ah,
 	.destroy_cq = qrdma_destroy_cq,

@@ -21,3 +21,47 @@ vm_barrier() {
     for i in $(seq 0 $((QRDMA_GUESTS - 1))); do vm_wait "$1-$i" "${2:-120}" || return 1; done
 }
 peer_ip() { echo "10.0.0.$(( (QRDMA_GUEST + 1) % QRDMA_GUESTS + 1 ))"; }
+# vm_rss NAME: this guest's QEMU resident set size in kB (vm-run reads it).
+vm_rss() {
+    vm_signal "rss-$1-$QRDMA_GUEST"
+    wait_for 30 test -e "$QRDMA_JOB/rss-$1-$QRDMA_GUEST" && cat "$QRDMA_JOB/rss-$1-$QRDMA_GUEST"
+}
+
+# Object counters of qrdma0: in the driver (res_*) and in the device's own
+# registers (hw_*). "Idle" is what the device holds with no user process:
+# ib_core's MAD layer owns the GSI QP (QP 1), its CQ, PD and DMA MR.
+qdev_sys=/sys/class/infiniband/qrdma0
+zero_counters="res_ucontexts res_pds res_qps res_cqs res_srqs res_mrs res_ahs res_pbles hw_qps hw_cqs hw_srqs hw_mrs hw_ahs"
+counters() {
+    local c
+    for c in $zero_counters hmc_backed_pages hw_destroy_errors; do
+        printf '%s=%s ' "$c" "$(cat "$qdev_sys/$c" 2>/dev/null || echo missing)"
+    done
+    echo
+}
+declare -A idle
+idle_snapshot() {
+    local c
+    for c in $zero_counters hmc_backed_pages; do idle[$c]=$(cat "$qdev_sys/$c"); done
+}
+# Only the MAD layer's objects: no context, at most the GSI QP, its CQ(s), PD, MR.
+idle_is_mad_only() {
+    [ "${idle[res_ucontexts]}" = 0 ] && [ "${idle[res_qps]}" -le 1 ] &&
+        [ "${idle[res_cqs]}" -le 2 ] && [ "${idle[res_pds]}" -le 1 ] &&
+        [ "${idle[res_mrs]}" -le 1 ] && [ "${idle[res_srqs]}" = 0 ] &&
+        [ "${idle[hw_qps]}" = "${idle[res_qps]}" ] && [ "${idle[hw_cqs]}" = "${idle[res_cqs]}" ]
+}
+counters_at_zero() {
+    local c
+    for c in $zero_counters hmc_backed_pages; do
+        [ "$(cat "$qdev_sys/$c" 2>/dev/null)" = "${idle[$c]}" ] || return 1
+    done
+    [ "$(cat "$qdev_sys/hw_destroy_errors")" = 0 ]
+}
+# After a driver reload: the netdev back up with its address, so the port
+# has its GIDs again.
+netdev_up() {
+    local n
+    n=$(ls "$qdev_sys/device/net" | head -n1)
+    ip link set "$n" up && ip addr replace "$QRDMA_IP/24" dev "$n"
+}

@@ -6,49 +6,10 @@
 # then a process killed with objects open must leave nothing behind and
 # must not keep the driver from unloading and loading again.
 #
-# "Idle" is what the device holds with no user process: ib_core's MAD
-# layer owns the GSI QP (QP 1), its CQ, PD and DMA MR. Those counts are
-# recorded before the test, must be that small, and every count must come
-# back to exactly them.
+# The idle counts (guest-lib.sh) are recorded before the test, must be
+# that small, and every count must come back to exactly them.
 . "$(dirname "$0")/guest-lib.sh"
 dev=/sys/class/infiniband/qrdma0
-# Object counts in the driver (res_*) and in the device's own registers (hw_*).
-zero_counters="res_ucontexts res_pds res_qps res_cqs res_srqs res_mrs res_ahs res_pbles hw_qps hw_cqs hw_srqs hw_mrs hw_ahs"
-
-counters() {
-    local c
-    for c in $zero_counters hmc_backed_pages hw_destroy_errors; do
-        printf '%s=%s ' "$c" "$(cat "$dev/$c" 2>/dev/null || echo missing)"
-    done
-    echo
-}
-declare -A idle
-idle_snapshot() {
-    local c
-    for c in $zero_counters hmc_backed_pages; do idle[$c]=$(cat "$dev/$c"); done
-}
-# Only the MAD layer's objects: no context, at most the GSI QP, its CQ(s), PD, MR.
-idle_is_mad_only() {
-    [ "${idle[res_ucontexts]}" = 0 ] && [ "${idle[res_qps]}" -le 1 ] &&
-        [ "${idle[res_cqs]}" -le 2 ] && [ "${idle[res_pds]}" -le 1 ] &&
-        [ "${idle[res_mrs]}" -le 1 ] && [ "${idle[res_srqs]}" = 0 ] &&
-        [ "${idle[hw_qps]}" = "${idle[res_qps]}" ] && [ "${idle[hw_cqs]}" = "${idle[res_cqs]}" ]
-}
-counters_at_zero() {
-    local c
-    for c in $zero_counters hmc_backed_pages; do
-        [ "$(cat "$dev/$c" 2>/dev/null)" = "${idle[$c]}" ] || return 1
-    done
-    [ "$(cat "$dev/hw_destroy_errors")" = 0 ]
-}
-# After a driver reload: the netdev back up with its address, so the port
-# has its GIDs again.
-netdev_up() {
-    local n
-    n=$(ls "$dev/device/net" | head -n1)
-    ip link set "$n" up && ip addr replace "$QRDMA_IP/24" dev "$n"
-}
-
 check "qrdma0 registered" wait_for 10 test -d "$dev"
 for c in $zero_counters hmc_backed_pages hw_destroy_errors; do
     check "driver exposes $c" test -r "$dev/$c"
