@@ -19,8 +19,8 @@ run_stage() {
 
 rc=0
 run_stage setup bash scripts/setup-host.sh || rc=$?
-[ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory unit || rc=$?; }
-[ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory fuzz-smoke || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory -j"$(nproc)" unit || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory -j"$(nproc)" fuzz-smoke || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
