@@ -262,8 +262,8 @@ static bool qrdma_net_can_receive(NetClientState *nc)
 }
 
 /*
- * Returns 0 when receive is on but no buffer is posted: QEMU's net layer
- * then holds the frame until qrdma_env_rx_ready flushes it.
+ * The core takes every frame (it holds LAN frames that find no buffer in
+ * its own backlog, so RoCE frames never wait behind them in QEMU's queue).
  */
 static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {

@@ -199,7 +199,7 @@
 #define QRDMA_REG_LAN_STAT_RX_BYTES	0x4090
 #define QRDMA_REG_LAN_STAT_RX_ERRORS	0x4094	/* bad descriptors, oversize */
 #define QRDMA_REG_LAN_STAT_RX_FILTERED	0x4098	/* dropped by the address filter */
-#define QRDMA_REG_LAN_STAT_RX_DROPPED	0x409c	/* arrived while receive was off */
+#define QRDMA_REG_LAN_STAT_RX_DROPPED	0x409c	/* receive off, or no buffer and backlog full */
 #define QRDMA_REG_LAN_STAT_ROCE_FRAMES	0x40a0	/* steered to the RDMA engine */
 #define QRDMA_REG_LAN_STAT_FIRST	QRDMA_REG_LAN_STAT_TX_FRAMES
 #define QRDMA_REG_LAN_STAT_LAST		QRDMA_REG_LAN_STAT_ROCE_FRAMES

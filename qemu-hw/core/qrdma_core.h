@@ -154,6 +154,9 @@ struct qrdma_lan_ring {
 /* LAN registers kept as plain storage: the block up to the counters. */
 #define QRDMA_LAN_NUM_REGS (QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4
 
+/* LAN frames the device holds while no receive buffer is posted. */
+#define QRDMA_LAN_BACKLOG_FRAMES 32
+
 struct qrdma_lan {
     uint32_t regs[QRDMA_LAN_NUM_REGS];  /* by (offset - LAN_BASE) / 4 */
     struct qrdma_lan_ring tx;
@@ -161,6 +164,15 @@ struct qrdma_lan {
     uint32_t pending;           /* QRDMA_LAN_INT_CAUSE_* written back, not yet signalled */
     uint32_t stats[QRDMA_LAN_NUM_STATS];
     uint8_t frame[QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
+    /*
+     * Frames for the LAN that found no receive buffer wait here, not in
+     * QEMU's queue, so RoCE frames behind them still reach the engine.
+     */
+    struct {
+        uint32_t head, count;
+        uint16_t len[QRDMA_LAN_BACKLOG_FRAMES];
+        uint8_t data[QRDMA_LAN_BACKLOG_FRAMES][QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
+    } backlog;
 };
 
 /* The control QP: the device's copy of what the context said. */

@@ -314,15 +314,98 @@ static bool lan_rx_on(struct qrdma_core *core)
     return (lan_ctrl(core) & QRDMA_LAN_CTRL_RX_ENABLE) && core->lan.rx.len;
 }
 
+/*
+ * Store one frame in the next good receive buffer. Returns false when no
+ * buffer is posted (the frame is not consumed), true otherwise (stored, or
+ * dropped for a buffer too short).
+ */
+static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame, size_t len)
+{
+    struct qrdma_lan_ring *ring = &core->lan.rx;
+    uint32_t budget;
+
+    /* Skip (and report) bad descriptors until one takes the frame. */
+    for (budget = ring->len; budget; budget--) {
+        uint64_t addr, cmd;
+        uint32_t idx = ring->head;
+        const char *bad = NULL;
+
+        if (idx == ring->tail) {
+            return false;   /* no buffer */
+        }
+        ring->head = (idx + 1) & (ring->len - 1);
+        if (!desc_read(core, ring, idx, &addr, &cmd)) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u at 0x%" PRIx64
+                              " is not in guest RAM", idx, ring_desc_addr(ring, idx));
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            continue;
+        }
+        /*
+         * A zero-length or unreachable buffer is a bad descriptor: skip it
+         * and try the next. A good buffer too short for this frame drops
+         * the frame (frames are never spread over buffers).
+         */
+        if (!(cmd & QRDMA_LAN_DESC_LEN_MASK)) {
+            bad = "zero-length buffer";
+        } else if ((cmd & QRDMA_LAN_DESC_LEN_MASK) < len) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u: buffer of %u bytes for a frame of "
+                              "%zu; frame dropped", idx,
+                              (uint32_t)(cmd & QRDMA_LAN_DESC_LEN_MASK), len);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+            return true;
+        } else if (core->env.dma_write(core->env.opaque, addr, frame, len)) {
+            bad = "buffer outside guest RAM";
+        }
+        if (bad) {
+            qrdma_guest_error(core, "LAN RX: descriptor %u skipped: %s", idx, bad);
+            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
+            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+            continue;
+        }
+        desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | len);
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_FRAMES)++;
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_BYTES) += (uint32_t)len;
+        lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+        return true;
+    }
+    return false;
+}
+
+/* Move held frames into the buffers the driver posted, oldest first. */
+static void lan_backlog_drain(struct qrdma_core *core)
+{
+    typeof(core->lan.backlog) *b = &core->lan.backlog;
+
+    while (b->count && lan_rx_on(core) &&
+           lan_rx_store(core, b->data[b->head], b->len[b->head])) {
+        b->head = (b->head + 1) % QRDMA_LAN_BACKLOG_FRAMES;
+        b->count--;
+    }
+}
+
+static void lan_backlog_clear(struct qrdma_core *core)
+{
+    core->lan.backlog.head = core->lan.backlog.count = 0;
+}
+
+
+
+/*
+ * Always: the device never makes QEMU hold frames, since RoCE frames must
+ * not wait behind LAN frames that have no buffer yet (those go to the
+ * backlog, and are dropped when it is full, as a NIC out of descriptors).
+ */
 bool qrdma_core_lan_can_receive(struct qrdma_core *core)
 {
-    return !lan_rx_on(core) || core->lan.rx.head != core->lan.rx.tail;
+    return true;
 }
 
 size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
 {
-    struct qrdma_lan_ring *ring = &core->lan.rx;
-    uint32_t budget;
+    typeof(core->lan.backlog) *b = &core->lan.backlog;
 
     if (len < ETH_HLEN) {
         LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
@@ -346,54 +429,23 @@ size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, siz
         return len;
     }
 
-    /* Skip (and report) bad descriptors until one takes the frame. */
-    for (budget = ring->len; budget; budget--) {
-        uint64_t addr, cmd;
-        uint32_t idx = ring->head;
-        const char *bad = NULL;
-
-        if (idx == ring->tail) {
-            return 0;   /* no buffer: the embedding holds the frame for now */
-        }
-        ring->head = (idx + 1) & (ring->len - 1);
-        if (!desc_read(core, ring, idx, &addr, &cmd)) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u at 0x%" PRIx64
-                              " is not in guest RAM", idx, ring_desc_addr(ring, idx));
-            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
-            continue;
-        }
-        /*
-         * A zero-length or unreachable buffer is a bad descriptor: skip it
-         * and try the next. A good buffer too short for this frame drops
-         * the frame (frames are never spread over buffers).
-         */
-        if (!(cmd & QRDMA_LAN_DESC_LEN_MASK)) {
-            bad = "zero-length buffer";
-        } else if ((cmd & QRDMA_LAN_DESC_LEN_MASK) < len) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u: buffer of %u bytes for a frame of "
-                              "%zu; frame dropped", idx,
-                              (uint32_t)(cmd & QRDMA_LAN_DESC_LEN_MASK), len);
-            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
-            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
-            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
-            return len;
-        } else if (core->env.dma_write(core->env.opaque, addr, frame, len)) {
-            bad = "buffer outside guest RAM";
-        }
-        if (bad) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u skipped: %s", idx, bad);
-            LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
-            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
-            lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
-            continue;
-        }
-        desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | len);
-        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_FRAMES)++;
-        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_BYTES) += (uint32_t)len;
-        lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
+    /* Frames keep their order: while some wait, a new one waits behind them. */
+    lan_backlog_drain(core);
+    if (!b->count && lan_rx_store(core, frame, len)) {
         return len;
     }
-    return 0;
+    if (b->count == QRDMA_LAN_BACKLOG_FRAMES) {
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_DROPPED)++;
+        return len;
+    }
+    {
+        uint32_t slot = (b->head + b->count) % QRDMA_LAN_BACKLOG_FRAMES;
+
+        memcpy(b->data[slot], frame, len);
+        b->len[slot] = (uint16_t)len;
+        b->count++;
+    }
+    return len;
 }
 
 /* ---- registers ----------------------------------------------------------- */
@@ -444,6 +496,9 @@ static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset, uint32_
         ring->len = value;
         ring->head = ring->tail = 0;
         ring->discard_to_eop = false;
+        if (ring == &core->lan.rx) {
+            lan_backlog_clear(core);
+        }
         break;
     }
     LAN_REG(core, offset) = value;
@@ -467,6 +522,7 @@ static void reg_write_tail(struct qrdma_core *core, uint32_t offset, uint32_t va
     if (ring == &core->lan.tx) {
         core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX);
     } else {
+        lan_backlog_drain(core);
         core->env.rx_ready(core->env.opaque);
     }
 }
@@ -490,7 +546,11 @@ static void reg_write_lan_ctrl(struct qrdma_core *core, uint32_t offset, uint32_
         core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX);
     }
     if ((value & QRDMA_LAN_CTRL_RX_ENABLE) && !(was & QRDMA_LAN_CTRL_RX_ENABLE)) {
+        lan_backlog_drain(core);
         core->env.rx_ready(core->env.opaque);
+    }
+    if (!(value & QRDMA_LAN_CTRL_RX_ENABLE)) {
+        lan_backlog_clear(core);    /* receive off: what waited is dropped with it */
     }
 }
 

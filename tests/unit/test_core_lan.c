@@ -707,16 +707,65 @@ static void test_rx_no_buffer(void)
     fake.rx_ready_calls = 0;
     rx_setup(8);
     CHECK_EQ(fake.rx_ready_calls, 1);       /* enabling receive */
-    CHECK(!qrdma_core_lan_can_receive(&core));
-    CHECK_EQ(qrdma_core_lan_receive(&core, f, sizeof(f)), 0);
+    /* The device never asks QEMU to hold frames: a held LAN frame would block RoCE. */
+    CHECK(qrdma_core_lan_can_receive(&core));
+    CHECK_EQ(qrdma_core_lan_receive(&core, f, sizeof(f)), sizeof(f));
     CHECK_EQ(rd(QRDMA_REG_LAN_RXQ_HEAD), 0);
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_FRAMES), 0);
+    /* Posting a buffer delivers the held frame. */
     rx_post(1, RX_BUF_LEN);
     CHECK_EQ(fake.rx_ready_calls, 2);
-    CHECK(qrdma_core_lan_can_receive(&core));
-    check_rx_at(0, f, sizeof(f));
-    CHECK(!qrdma_core_lan_can_receive(&core));
+    CHECK_EQ(desc_cmd(RXQ, 0), DD | sizeof(f));
+    CHECK(!memcmp(gpa(rx_buf(0)), f, sizeof(f)));
     CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_FRAMES), 1);
     CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_DROPPED), 0);
+}
+
+/*
+ * With no buffer, LAN frames wait in the backlog in order, up to 32; the
+ * next is dropped (RX_DROPPED). Buffers posted later take the held frames
+ * first, oldest first, and only then new ones. RoCE frames pass meanwhile.
+ */
+static void test_rx_backlog(void)
+{
+    uint8_t f[QRDMA_LAN_BACKLOG_FRAMES + 2][100];
+    unsigned i;
+
+    setup();
+    rx_setup(64);
+    for (i = 0; i < QRDMA_LAN_BACKLOG_FRAMES + 1; i++) {
+        eth_frame(f[i], own_mac, sizeof(f[i]), 40 + i);
+        CHECK_EQ(qrdma_core_lan_receive(&core, f[i], sizeof(f[i])), sizeof(f[i]));
+    }
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_DROPPED), 1);
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_FRAMES), 0);
+    /* 8 buffers: the 8 oldest. */
+    rx_post(8, RX_BUF_LEN);
+    for (i = 0; i < 8; i++) {
+        CHECK_EQ(desc_cmd(RXQ, i), DD | sizeof(f[i]));
+        CHECK(!memcmp(gpa(rx_buf(i)), f[i], sizeof(f[i])));
+    }
+    /* A new frame queues behind the 24 still held, not ahead of them. */
+    eth_frame(f[QRDMA_LAN_BACKLOG_FRAMES + 1], own_mac, 100, 99);
+    CHECK_EQ(qrdma_core_lan_receive(&core, f[QRDMA_LAN_BACKLOG_FRAMES + 1], 100), 100);
+    rx_post(32, RX_BUF_LEN);
+    for (i = 8; i < QRDMA_LAN_BACKLOG_FRAMES; i++) {
+        CHECK(!memcmp(gpa(rx_buf(i)), f[i], sizeof(f[i])));
+    }
+    CHECK(!memcmp(gpa(rx_buf(QRDMA_LAN_BACKLOG_FRAMES)), f[QRDMA_LAN_BACKLOG_FRAMES + 1], 100));
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_FRAMES), QRDMA_LAN_BACKLOG_FRAMES + 1);
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_DROPPED), 1);
+    /* Receive off empties the backlog. */
+    setup();
+    rx_setup(8);
+    CHECK_EQ(qrdma_core_lan_receive(&core, f[0], sizeof(f[0])), sizeof(f[0]));
+    CHECK_EQ(qrdma_core_lan_receive(&core, f[1], sizeof(f[1])), sizeof(f[1]));
+    lan_ctrl_clear(QRDMA_LAN_CTRL_RX_ENABLE);
+    lan_ctrl_set(QRDMA_LAN_CTRL_RX_ENABLE);
+    rx_post(2, RX_BUF_LEN);
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_FRAMES), 0);
+    CHECK_EQ(desc_cmd(RXQ, 0), RX_BUF_LEN);
+    CHECK_EQ(fake.guest_errors, 0);
 }
 
 static void test_rx_disabled(void)
@@ -1163,6 +1212,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_tx_checksum_offload),
     UNIT_TEST(test_rx_deliver_and_wrap),
     UNIT_TEST(test_rx_no_buffer),
+    UNIT_TEST(test_rx_backlog),
     UNIT_TEST(test_rx_disabled),
     UNIT_TEST(test_rx_bad_frame_length),
     UNIT_TEST(test_rx_bad_buffers_skipped),

@@ -14,7 +14,7 @@ for want in "qrdma: write of 0x0 to read-only register SIGNATURE" \
             "qrdma: BAR0 read of 1 bytes at 0x0: registers take 32-bit accesses" \
             "sets reserved bits 0xfffffffe" \
             "qrdma: write of 0x1 to read-only register HMC_SD_COUNT" \
-            "doorbell 0x1234 on page 1 offset 0x0: no queue exists" \
+            "doorbell 0x1234 at page 1 offset 0x0: no QP of this page has that ID" \
             "qrdma: BAR0 read at 0x3ffc: no register there" \
             "doorbells are write-only"; do
     if ! grep -qF "$want" "$out"; then
