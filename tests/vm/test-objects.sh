@@ -4,11 +4,12 @@
 # input, the driver's object counters, and a process killed with objects
 # open followed by a driver reload.
 #
-# Memory: the guest's root is a ~300 MB initramfs in RAM; the test adds
+# Memory: the guest's root is a ~450 MB initramfs unpacked in RAM (the
+# archive itself is in RAM while it unpacks: 1 GB is too little); the test adds
 # 64 MB of hugetlb pages, 64 MB + 16 MB of MR pools pinned many times over
 # (pinning shares pages, it does not copy them), a 64 MB pool in the killed
 # process, rings for ~1000 CQs and QPs and up to 16 MB of PBLEs lent to
-# the device: 1 GB leaves room.
+# the device: 2 GB leaves room.
 here=$(cd "$(dirname "$0")" && pwd)
-exec "$here/../../scripts/vm-run" --guests 1 --mem 1024 --timeout 1200 --share "$here" \
+exec "$here/../../scripts/vm-run" --guests 1 --mem 2048 --timeout 1200 --share "$here" \
     --run 'bash guest-objects.sh'
