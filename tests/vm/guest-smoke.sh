@@ -34,7 +34,8 @@ expect_eq "device modalias" "$(cat $dev/device/modalias | cut -c1-22)" "pci:v000
 rdma link | tee /tmp/rdmalink
 check "rdma link lists qrdma0/1 ACTIVE" grep -q 'link qrdma0/1 state ACTIVE' /tmp/rdmalink
 
-check "provider verbs" qrdma-verbs-smoke --expect-fw 0.1.0 --expect-max-qp 1024 --pds 200
+# max_qp: the 1024 QPs of the device less QP 0 and QP 1 (GSI), which no verb can create.
+check "provider verbs" qrdma-verbs-smoke --expect-fw 0.1.0 --expect-max-qp 1022 --pds 200
 check "HMC layout committed at probe" sh -c "dmesg | grep -Eq 'qrdma .*HMC: 1024 QPs, 2048 CQs, 256 SRQs, 16384 MRs, 4096 AHs, [0-9]+ PBLEs in [0-9]+ SDs'"
 
 # A second function without a netdev (test-smoke.sh adds it): a NIC whose
