@@ -105,8 +105,17 @@ static void comp_run(struct qsw_qp *qp)
 /* The WQE at the head fails with status; the QP goes to ERR (RC). */
 static void req_fail(struct qsw_qp *qp, uint32_t status)
 {
-    if (qp->sq_head != qp->sq_cur) {
-        struct qsw_wqe *w = wqe_at(qp, qp->sq_head);
+    uint32_t i;
+
+    /*
+     * Blame the oldest WQE not done yet if it has started. The cursor is no
+     * guide: a long message that filled the send window leaves sq_cur on
+     * its own WQE, the oldest, though its packets are on the wire.
+     */
+    for (i = qp->sq_head; i != qp->sq_tail && wqe_at(qp, i)->state == WQE_DONE; i++) {
+    }
+    if (i != qp->sq_tail && wqe_at(qp, i)->state != WQE_PENDING) {
+        struct qsw_wqe *w = wqe_at(qp, i);
 
         w->state = WQE_DONE;
         w->status = (uint8_t)status;

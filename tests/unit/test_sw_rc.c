@@ -594,6 +594,40 @@ static void remote_error_case(enum qsw_wr_opcode op, uint32_t mr_access, uint64_
     rc_done(&r);
 }
 
+/*
+ * The peer vanishes during a message longer than the send window (1 MB at
+ * MTU 1024: 1024 packets, 256 in flight): the requester's cursor is still
+ * on that first WQE when the retries run out, and the error must be
+ * reported on it, not as a QP fatal event with every WR flushed.
+ */
+static void test_retry_exceeded_mid_message(void)
+{
+    struct tb_conn c = { .mtu = QSW_MTU_1024, .psn_a = 1, .psn_b = 2, .retry_cnt = 2,
+                         .rnr_retry = 7, .timeout = 12 };
+    struct rc r;
+    struct qsw_send_wr wr;
+    const struct qsw_wc *wc;
+
+    rc_setup_conn(&r, &c);
+    r.tb->drop_all = true;
+    for (uint64_t id = 1; id <= 3; id++) {
+        wr = tb_wr(id, QSW_WR_RDMA_WRITE, id == 2 ? QSW_SEND_SIGNALED : 0);
+        tb_wr_sge(&wr, tb_va(SRC), 1u << 20, r.ka);
+        wr.rdma.remote_addr = tb_va(DST);
+        wr.rdma.rkey = r.kb;
+        CHECK_EQ(qsw_post_send(r.a, &wr), 0);
+    }
+    wc = wait_wc(&r, r.na, 1, false);
+    CHECK(wc && wc->status == QSW_WC_RETRY_EXC_ERR);
+    for (uint64_t id = 2; id <= 3; id++) {
+        wc = tb_find_wc(r.na, id, false);
+        CHECK(wc && wc->status == QSW_WC_WR_FLUSH_ERR);
+    }
+    CHECK_EQ(qsw_qp_state(r.a), QSW_QPS_ERR);
+    CHECK(tb_run_idle(r.tb, 1000000000ull));
+    rc_done(&r);
+}
+
 static void test_remote_access_errors(void)
 {
     const uint32_t all = 0xf, rw = QSW_ACCESS_REMOTE_WRITE | QSW_ACCESS_REMOTE_READ |
@@ -991,6 +1025,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rnr_recover),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retry_exceeded),
+    UNIT_TEST(test_retry_exceeded_mid_message),
     UNIT_TEST(test_remote_access_errors),
     UNIT_TEST(test_responder_length_error),
     UNIT_TEST(test_local_length_error),
