@@ -286,6 +286,7 @@ struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_t
     qp->max_inline = inl;
     qp->sq_mask = n - 1;
     qp->state = QSW_QPS_RESET;
+    qp->req.cwnd = qp->req.ssthresh = QSW_MAX_UNACKED;
     qp->mtu = 256;
     qp->attr.path_mtu = QSW_MTU_256;
     qp->attr.retry_cnt = 7;

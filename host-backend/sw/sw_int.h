@@ -146,6 +146,7 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 #define QSW_MAX_FRAME   (ETH_HLEN + IPV6_HLEN + UDP_HLEN + BTH_LEN + ATMETH_LEN + 4096 + 4 + ICRC_LEN)
 #define QSW_MAX_UNACKED 256     /* request PSNs in flight before the requester waits */
 #define QSW_ACKREQ_EVERY 32     /* AckReq at least this often within long messages */
+#define QSW_MIN_CWND    8       /* the send window never shrinks below this */
 #define QSW_ACK_EVERY   16      /* responder ACKs unprompted after this many packets */
 #define QSW_QP_QUANTUM  16      /* frames a QP sends before the next QP's turn */
 
@@ -204,6 +205,14 @@ struct qsw_qp {
         bool stopped;           /* a local error: send nothing more, let the completer finish */
         unsigned rd_atomic;     /* outstanding READ/ATOMIC */
         bool drained_sent;
+        /*
+         * Send window in packets (QSW_MIN_CWND..QSW_MAX_UNACKED): halved on
+         * a NAK or a gap, down to the minimum on a timeout, grown again by
+         * acknowledgements (doubling below ssthresh, then one packet per
+         * window). Go-back-N resends everything after a loss, so a lossy
+         * path is cheaper with fewer packets in flight.
+         */
+        uint32_t cwnd, ssthresh, ca_acc;
     } req;
     struct {
         uint32_t psn;           /* oldest PSN not yet acknowledged */

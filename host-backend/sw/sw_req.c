@@ -159,10 +159,49 @@ static void rewind_to(struct qsw_qp *qp, uint32_t psn)
     qsw_qp_activate(qp);
 }
 
+/* Acknowledged packets open the send window again. */
+static void cwnd_grow(struct qsw_qp *qp, uint32_t acked)
+{
+    if (qp->req.cwnd < qp->req.ssthresh) {
+        qp->req.cwnd += acked;
+    } else {
+        qp->req.ca_acc += acked;
+        while (qp->req.ca_acc >= qp->req.cwnd) {
+            qp->req.ca_acc -= qp->req.cwnd;
+            qp->req.cwnd++;
+        }
+    }
+    if (qp->req.cwnd > QSW_MAX_UNACKED) {
+        qp->req.cwnd = QSW_MAX_UNACKED;
+    }
+}
+
+/*
+ * AckReq every quarter window (at most every QSW_ACKREQ_EVERY packets): in
+ * a small window one lost ACK must not stall it until the timeout.
+ */
+static uint32_t ackreq_every(const struct qsw_qp *qp)
+{
+    uint32_t n = qp->req.cwnd / 4;
+
+    return n < 1 ? 1 : n > QSW_ACKREQ_EVERY ? QSW_ACKREQ_EVERY : n;
+}
+
+/* A loss: half the window (a timeout: the minimum) goes on; the rest is resent later. */
+static void cwnd_cut(struct qsw_qp *qp, bool timeout)
+{
+    uint32_t half = qp->req.cwnd / 2;
+
+    qp->req.ssthresh = half > QSW_MIN_CWND ? half : QSW_MIN_CWND;
+    qp->req.cwnd = timeout ? QSW_MIN_CWND : qp->req.ssthresh;
+    qp->req.ca_acc = 0;
+}
+
 /* Forward progress: counters refill (IBTA 9.7). */
 static void progress(struct qsw_qp *qp, uint32_t psn)
 {
     if (psn_cmp(psn, qp->comp.psn) > 0) {
+        cwnd_grow(qp, psn_sub(psn, qp->comp.psn));
         qp->comp.psn = psn;
         qp->comp.retry_left = qp->attr.retry_cnt;
         qp->comp.rnr_left = qp->attr.rnr_retry;
@@ -196,13 +235,14 @@ static bool ack_before(struct qsw_qp *qp, uint32_t limit)
     return false;
 }
 
-static void retry(struct qsw_qp *qp)
+static void retry(struct qsw_qp *qp, bool timeout)
 {
     if (!qp->comp.retry_left) {
         req_fail(qp, QSW_WC_RETRY_EXC_ERR);
         return;
     }
     qp->comp.retry_left--;
+    cwnd_cut(qp, timeout);
     rewind_to(qp, qp->comp.psn);
 }
 
@@ -328,7 +368,14 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
         qp->req.psn = psn_add(psn, 1);
     }
     /* IBTA 9.7.2: AckReq on the last packet, and now and then in long messages */
-    ackreq = qp->type == QSW_QPT_RC && (last || ++qp->req.noack >= QSW_ACKREQ_EVERY);
+    /*
+     * AckReq also on the packet that fills the window and on the last one
+     * of a resend: their ACKs are what reopen the window.
+     */
+    ackreq = qp->type == QSW_QPT_RC &&
+             (last || ++qp->req.noack >= ackreq_every(qp) ||
+              psn_sub(psn, qp->comp.psn) + 1 == qp->req.cwnd ||
+              psn_add(psn, 1) == qp->req.hi_psn);
     if (ackreq) {
         qp->req.noack = 0;
     }
@@ -412,7 +459,13 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                 qp->req.rd_atomic++;
             }
         }
-        if (qp->type == QSW_QPT_RC && psn_sub(qp->req.psn, qp->comp.psn) >= QSW_MAX_UNACKED) {
+        /*
+         * The window limits new packets; a go-back-N resend goes up to
+         * what was sent before (the responder may have it all, and its
+         * ACK for it is only taken once the resend is there).
+         */
+        if (qp->type == QSW_QPT_RC && psn_cmp(qp->req.psn, qp->req.hi_psn) >= 0 &&
+            psn_sub(qp->req.psn, qp->comp.psn) >= qp->req.cwnd) {
             break;                          /* window full: wait for ACKs */
         }
         ret = send_pkt(qp, w);
@@ -449,7 +502,7 @@ void qsw_req_timeout(struct qsw_qp *qp, uint64_t now)
         qp->comp.rto_deadline = 0;
         qp->eng->st.timeouts++;
         if (qp->comp.psn != qp->req.psn) {
-            retry(qp);
+            retry(qp, true);
         }
     }
     qsw_qp_timer_update(qp);
@@ -475,6 +528,7 @@ void qsw_req_reset(struct qsw_qp *qp)
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->req.psn = qp->comp.psn = qp->req.hi_psn = qp->attr.sq_psn;
+    qp->req.cwnd = qp->req.ssthresh = QSW_MAX_UNACKED;
     qp->comp.retry_left = qp->attr.retry_cnt;
     qp->comp.rnr_left = qp->attr.rnr_retry;
 }
@@ -595,7 +649,7 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             /* responses missing before this one: resend from comp.psn, once per gap */
             eng->st.dup_responses++;
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
-                retry(qp);
+                retry(qp, false);
             }
             return;
         }
@@ -608,14 +662,14 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     case AETH_ACK:
         eng->st.rx_acks++;
         if (ack_upto(qp, psn_add(psn, 1)) && qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
-            retry(qp);                  /* the responder is past a READ we lack */
+            retry(qp, false);                  /* the responder is past a READ we lack */
         }
         return;
     case AETH_RNR_NAK:
         eng->st.rx_rnr_naks++;
         if (ack_upto(qp, psn)) {
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
-                retry(qp);
+                retry(qp, false);
             }
             return;
         }
@@ -645,7 +699,7 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         }
         if (ack_upto(qp, psn)) {
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
-                retry(qp);
+                retry(qp, false);
             }
             return;
         }
@@ -656,7 +710,7 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         case NAK_PSN_SEQ:
             /* IBTA 9.7: resend from psn, unless a resend from there is under way */
             if (!qp->comp.rewound) {
-                retry(qp);
+                retry(qp, false);
             }
             break;
         case NAK_INV_REQ:
