@@ -19,7 +19,9 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 CORE_SRCS  := $(wildcard qemu-hw/core/*.c) $(wildcard host-backend/sw/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
-CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS)
+# The core-dp suite's two-core bed, linked by that suite and bench/native only.
+DP_TESTBED := tests/unit/dp_testbed.c
+CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS) $(DP_TESTBED)
 UNIT_TESTS := $(sort $(basename $(notdir $(wildcard tests/unit/test_core_*.c))))
 
 # The software RoCEv2 transport (host-backend/sw/) is tested on its own,
@@ -44,13 +46,15 @@ all: unit
 setup:
 	@bash scripts/setup-host.sh
 
+$(BUILD)/unit/test_core_dp $(BUILD)/unit-asan/test_core_dp: UNIT_EXTRA := $(DP_TESTBED)
+
 $(BUILD)/unit/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) -o $@ $< $(UNIT_EXTRA) $(TEST_SRCS) $(CORE_SRCS)
 
 $(BUILD)/unit-asan/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(UNIT_EXTRA) $(TEST_SRCS) $(CORE_SRCS)
 
 $(BUILD)/unit-sw/%: tests/unit/%.c $(SW_SRCS) $(SW_TEST_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
