@@ -106,6 +106,20 @@ check-asan: setup guest
 bench:
 	@bash bench/run-bench.sh
 
+# Native microbenchmarks, no VM: (a) host-backend/bench/sw_bench.c, the
+# transport alone; (b) bench/native/core_bench.c, device core and transport.
+# Optimised, no sanitizers.
+BENCH_CFLAGS := -std=gnu11 -O2 -g -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter \
+		-Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/sw -Itests/unit
+
+$(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c $(SW_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(SW_SRCS) -lm
+
+$(BUILD)/bench/core_bench: bench/native/core_bench.c $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(DP_TESTBED) $(CORE_SRCS) -lm
+
 demo: setup qemu guest
 	@bash scripts/demo.sh
 
