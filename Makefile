@@ -7,6 +7,8 @@
 #   make fuzz    libFuzzer on the device core (FUZZ_SECONDS, default 600)
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
+#   make bench-native  the transport and the device core without VMs;
+#                bench/results/native.md
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -39,7 +41,7 @@ FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-h
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
 
-.PHONY: all bench check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
+.PHONY: all bench bench-native check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -106,11 +108,14 @@ check-asan: setup guest
 bench:
 	@bash bench/run-bench.sh
 
-# Native microbenchmarks, no VM: (a) host-backend/bench/sw_bench.c, the
-# transport alone; (b) bench/native/core_bench.c, device core and transport.
-# Optimised, no sanitizers.
+# Native microbenchmarks, no VM (bench/native/README.md): (a) the transport
+# alone, (b) device core and transport, two cores in one process, (c) the
+# same in two processes over Unix datagram sockets as the VMs' netdev.
+# Optimised, no sanitizers; results in NATIVE_OUT (native.md, native.txt).
 BENCH_CFLAGS := -std=gnu11 -O2 -g -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter \
 		-Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/sw -Itests/unit
+BENCH_SECONDS ?= 1
+NATIVE_OUT ?= bench/results
 
 $(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c $(SW_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
@@ -119,6 +124,9 @@ $(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c $(SW_SRCS) $(SW_HDRS)
 $(BUILD)/bench/core_bench: bench/native/core_bench.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(DP_TESTBED) $(CORE_SRCS) -lm
+
+bench-native: $(BUILD)/bench/sw_bench $(BUILD)/bench/core_bench
+	@bash bench/native/run-native.sh $(BUILD)/bench $(NATIVE_OUT) $(BENCH_SECONDS)
 
 demo: setup qemu guest
 	@bash scripts/demo.sh
