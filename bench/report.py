@@ -5,13 +5,14 @@ Input: result lines "<setup> <test> <size> <rep> <value|fail> <unit>" and
 host lines "limit <name> <value> <unit>". Output: a Markdown table of
 medians per setup with the ratio qrdma/rxe and, for bandwidths, the fraction
 of single-core memcpy bandwidth; gnuplot data files and a PNG drawn by
-gnuplot (Debian's gnuplot-nox).
+gnuplot (Debian's gnuplot-nox). With NATIVE (the lines of `make
+bench-native`), the native microbenchmarks' table too.
 
-With --native: the native microbenchmarks' table as bench/results/native.md,
-from lines "native <bench> <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>"
+With --native, only that table, as bench/results/native.md: lines
+"native <bench> <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>"
 ("-" where a column does not apply) from sw_bench and core_bench.
 
-usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE
+usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE [NATIVE]
        report.py --native NATIVE OUT.md MACHINE-NOTE
 """
 import collections
@@ -88,6 +89,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--native":
     sys.exit(0)
 
 raw, limits_file, outdir, machine = sys.argv[1:5]
+native_raw = sys.argv[5] if len(sys.argv) > 5 else None
 
 results = collections.defaultdict(list)     # (setup, test, size) -> [values]
 units = {}
@@ -160,6 +162,10 @@ with open(os.path.join(outdir, "README.md"), "w") as out:
     out.write("## Host limits\n\n| limit | value |\n|---|---:|\n")
     for k, (v, u) in sorted(limits.items()):
         out.write(f"| {k} | {v:g} {u} |\n")
+    if native_raw and os.path.exists(native_raw):
+        out.write("\n## Native microbenchmarks (no VM)\n\n")
+        out.write(f"{NATIVE_NOTE}\n\n")
+        out.write("\n".join(native_table(native_raw)) + "\n")
     out.write("\n![bandwidth and latency](bench.png)\n")
 
 # gnuplot: bandwidth of write/read/send against size, latency against size.
