@@ -526,7 +526,8 @@ static void local_drain(void)
     }
 }
 
-static void local_bw(struct result *r, enum test t, uint32_t size)
+/* noinline: a profiler can collect just this (valgrind --toggle-collect=local_bw). */
+static __attribute__((noinline)) void local_bw(struct result *r, enum test t, uint32_t size)
 {
     const struct wqe w = bw_wqe(t, size);
     uint64_t t0, t1, c0 = 0, end, warm, p0 = drvs[0].posted, r0 = drvs[1].received;
@@ -558,6 +559,11 @@ static void local_bw(struct result *r, enum test t, uint32_t size)
     r->msgs = (drvs[0].completed - c0) / ((t1 - t0) / 1e9);
     r->gbps = r->msgs * size / 1e9;
     local_drain();
+    if (getenv("QRDMA_BENCH_DEBUG")) {
+        /* For per-message costs from a profile of local_bw (callgrind --toggle-collect). */
+        fprintf(stderr, "[%s %u] %" PRIu64 " messages in all, warm-up included\n", test_name[t],
+                size, drvs[0].posted - p0);
+    }
     if (t == SEND_BW && drvs[1].received - r0 != drvs[0].posted - p0) {
         die("%" PRIu64 " SENDs completed, %" PRIu64 " received", drvs[0].posted - p0,
             drvs[1].received - r0);
