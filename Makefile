@@ -8,6 +8,8 @@
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
 #   make stress  long lifecycle stress in a guest (kills, driver reloads)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
+#   make bench-native  the transport and the device core without VMs;
+#                bench/results/native.md
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -20,7 +22,9 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 CORE_SRCS  := $(wildcard qemu-hw/core/*.c) $(wildcard host-backend/sw/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
-CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS)
+# The core-dp suite's two-core bed, linked by that suite and bench/native only.
+DP_TESTBED := tests/unit/dp_testbed.c
+CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS) $(DP_TESTBED)
 UNIT_TESTS := $(sort $(basename $(notdir $(wildcard tests/unit/test_core_*.c))))
 
 # The software RoCEv2 transport (host-backend/sw/) is tested on its own,
@@ -38,20 +42,22 @@ FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-h
 FUZZ_SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
 
-.PHONY: all bench stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
+.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
 
 all: unit
 
 setup:
 	@bash scripts/setup-host.sh
 
+$(BUILD)/unit/test_core_dp $(BUILD)/unit-asan/test_core_dp: UNIT_EXTRA := $(DP_TESTBED)
+
 $(BUILD)/unit/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) -o $@ $< $(UNIT_EXTRA) $(TEST_SRCS) $(CORE_SRCS)
 
 $(BUILD)/unit-asan/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
+	$(CC) $(CFLAGS_UNIT) $(SAN_FLAGS) -o $@ $< $(UNIT_EXTRA) $(TEST_SRCS) $(CORE_SRCS)
 
 $(BUILD)/unit-sw/%: tests/unit/%.c $(SW_SRCS) $(SW_TEST_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
@@ -107,6 +113,26 @@ stress: qemu guest
 
 bench:
 	@bash bench/run-bench.sh
+
+# Native microbenchmarks, no VM (bench/native/README.md): (a) the transport
+# alone, (b) device core and transport, two cores in one process, (c) the
+# same in two processes over Unix datagram sockets as the VMs' netdev.
+# Optimised, no sanitizers; results in NATIVE_OUT (native.md, native.txt).
+BENCH_CFLAGS := -std=gnu11 -O2 -g -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter \
+		-Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/sw -Itests/unit
+BENCH_SECONDS ?= 1
+NATIVE_OUT ?= bench/results
+
+$(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c $(SW_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(SW_SRCS) -lm
+
+$(BUILD)/bench/core_bench: bench/native/core_bench.c $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(DP_TESTBED) $(CORE_SRCS) -lm
+
+bench-native: $(BUILD)/bench/sw_bench $(BUILD)/bench/core_bench
+	@bash bench/native/run-native.sh $(BUILD)/bench $(NATIVE_OUT) $(BENCH_SECONDS)
 
 demo: setup qemu guest
 	@bash scripts/demo.sh

@@ -5,9 +5,15 @@ Input: result lines "<setup> <test> <size> <rep> <value|fail> <unit>" and
 host lines "limit <name> <value> <unit>". Output: a Markdown table of
 medians per setup with the ratio qrdma/rxe and, for bandwidths, the fraction
 of single-core memcpy bandwidth; gnuplot data files and a PNG drawn by
-gnuplot (Debian's gnuplot-nox).
+gnuplot (Debian's gnuplot-nox). With NATIVE (the lines of `make
+bench-native`), the native microbenchmarks' table too.
 
-usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE
+With --native, only that table, as bench/results/native.md: lines
+"native <bench> <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>"
+("-" where a column does not apply) from sw_bench and core_bench.
+
+usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE [NATIVE]
+       report.py --native NATIVE OUT.md MACHINE-NOTE
 """
 import collections
 import os
@@ -15,7 +21,75 @@ import statistics
 import subprocess
 import sys
 
+NATIVE_BENCHES = [
+    ("sw", "(a) transport alone, 1 process"),
+    ("core", "(b) device core + transport, 1 process"),
+    ("core-dgram", "(c) device core + transport, 2 processes, Unix dgram"),
+]
+NATIVE_TESTS = ["write_bw", "send_bw", "read_bw", "wire_bw", "write_lat", "send_lat"]
+# The issue's targets: (bench, test, size, column, at least, what).
+NATIVE_TARGETS = [
+    ("sw", "write_bw", 65536, "gbps", 5.0, "(a) 64 KB RDMA WRITE, GB/s"),
+    ("sw", "write_bw", 64, "msgs", 2e6, "(a) 64 B RDMA WRITE, msgs/s"),
+    ("core", "write_bw", 65536, "gbps", 5.0, "(b) 64 KB RDMA WRITE, GB/s"),
+    ("core", "write_bw", 64, "msgs", 2e6, "(b) 64 B RDMA WRITE, msgs/s"),
+    ("core-dgram", "write_bw", 65536, "gbps", 2.0, "(c) 64 KB RDMA WRITE, GB/s"),
+]
+
+
+def native_table(path):
+    """Markdown lines for the native microbenchmarks' results in path."""
+    rows = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) != 9 or f[0] != "native":
+            continue
+        bench, test, size, mtu = f[1], f[2], int(f[3]), int(f[4])
+        num = [None if v == "-" else float(v) for v in f[5:9]]
+        rows[(bench, test, size, mtu)] = dict(zip(("msgs", "gbps", "med", "p99"), num))
+
+    def cell(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    out = ["| bench | test | size (B) | MTU | msgs/s | GB/s | latency median (us) | latency p99 (us) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    order = {b: i for i, (b, _) in enumerate(NATIVE_BENCHES)}
+    names = dict(NATIVE_BENCHES)
+    for key in sorted(rows, key=lambda k: (order.get(k[0], 99), NATIVE_TESTS.index(k[1])
+                                           if k[1] in NATIVE_TESTS else 99, k[2], k[3])):
+        r = rows[key]
+        out.append(f"| {names.get(key[0], key[0])} | {key[1]} | {key[2]} | {key[3]} | "
+                   f"{cell(r['msgs'], ',.0f')} | {cell(r['gbps'], '.3f')} | "
+                   f"{cell(r['med'], '.2f')} | {cell(r['p99'], '.2f')} |")
+    out += ["", "| target (issue) | at least | measured | met |", "|---|---:|---:|---|"]
+    for bench, test, size, col, goal, what in NATIVE_TARGETS:
+        v = rows.get((bench, test, size, 4096), {}).get(col)
+        spec = ",.0f" if col == "msgs" else ".3f"
+        out.append(f"| {what} | {format(goal, spec)} | {cell(v, spec)} | "
+                   f"{'n/a' if v is None else 'yes' if v >= goal else 'no'} |")
+    return out
+
+
+NATIVE_NOTE = ("No VM. (a) host-backend/bench/sw_bench.c: two transport engines over an "
+               "in-memory wire. (b) bench/native/core_bench.c: two device cores with fake guest "
+               "memory, driven through doorbells, WQEs and CQEs as the provider drives them, "
+               "over the same kind of wire. (c) the same with one core per process over Unix "
+               "datagram sockets, as QEMU's dgram netdev in the VM tests; wire_bw is that "
+               "socket path alone. RC; bandwidth with 128 WRs in flight, GB/s = 1e9 bytes of "
+               "payload per second; latency one way, half of an 8-byte ping-pong's round trip. "
+               "One CPU per process. See docs/performance-native.md.")
+
+if len(sys.argv) > 1 and sys.argv[1] == "--native":
+    native_raw, out_md, note = sys.argv[2:5]
+    with open(out_md, "w") as out:
+        out.write("# make bench-native: the transport and the device core without VMs\n\n")
+        out.write(f"{note}\n\n{NATIVE_NOTE}\n\n")
+        out.write("\n".join(native_table(native_raw)) + "\n")
+    print(open(out_md).read())
+    sys.exit(0)
+
 raw, limits_file, outdir, machine = sys.argv[1:5]
+native_raw = sys.argv[5] if len(sys.argv) > 5 else None
 
 results = collections.defaultdict(list)     # (setup, test, size) -> [values]
 units = {}
@@ -88,6 +162,10 @@ with open(os.path.join(outdir, "README.md"), "w") as out:
     out.write("## Host limits\n\n| limit | value |\n|---|---:|\n")
     for k, (v, u) in sorted(limits.items()):
         out.write(f"| {k} | {v:g} {u} |\n")
+    if native_raw and os.path.exists(native_raw):
+        out.write("\n## Native microbenchmarks (no VM)\n\n")
+        out.write(f"{NATIVE_NOTE}\n\n")
+        out.write("\n".join(native_table(native_raw)) + "\n")
     out.write("\n![bandwidth and latency](bench.png)\n")
 
 # gnuplot: bandwidth of write/read/send against size, latency against size.

@@ -2,9 +2,12 @@
 # make bench: qrdma against Linux soft-RoCE (rdma_rxe over virtio-net) in
 # two guests booted the same way (accelerator, memory, CPUs, QEMU dgram
 # netdev over Unix sockets), the perftest matrix in both, the host's own
-# limits, and a report with a table and a plot in bench/results/.
+# limits, the native microbenchmarks (make bench-native: the transport and
+# the device core without VMs), and a report with a table and a plot in
+# bench/results/.
 #
-# Environment: BENCH_REPS (default 3), BENCH_SETUPS (default "rxe qrdma").
+# Environment: BENCH_REPS (default 3), BENCH_SETUPS (default "rxe qrdma"),
+# BENCH_SECONDS (per native case, default 1).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$QRDMA_TOP"
@@ -18,6 +21,7 @@ trap 'rm -rf "$work"' EXIT
 stage setup bash scripts/setup-host.sh || exit 1
 stage host-limits bash -c "cc -O2 -Wall -o '$work/host-limits' bench/host-limits.c &&
     '$work/host-limits' | tee '$work/limits'" || exit 1
+stage bench-native make -s bench-native NATIVE_OUT="$work/native" || exit 1
 stage qemu bash scripts/build-qemu.sh >/dev/null || exit 1
 stage guest bash scripts/build-guest.sh >/dev/null || exit 1
 
@@ -43,5 +47,7 @@ QEMU $QEMU_VERSION, dgram netdev over Unix sockets. $reps repetitions, $(date -u
 rm -rf "$results" && mkdir -p "$results"
 cp "$work/raw" "$results/raw.txt"
 cp "$work/limits" "$results/host-limits.txt"
+cp "$work/native/native.md" "$work/native/native.txt" "$results/"
 [ -d "$work/logs" ] && cp -r "$work/logs" "$results/logs"
-stage report python3 bench/report.py "$work/raw" "$work/limits" "$results" "$machine"
+stage report python3 bench/report.py "$work/raw" "$work/limits" "$results" "$machine" \
+    "$work/native/native.txt"

@@ -3,11 +3,16 @@
  * engines in one process over an in-memory wire (a ring of frame slots,
  * no allocation per frame), flat memory without key checks, the real
  * clock. RDMA WRITE and SEND of 64 B and 64 KB at a path MTU of 1024 and
- * 4096, one RC QP pair, 128 WRs in flight.
+ * 4096, one RC QP pair, 128 WRs in flight; and the latency of 8-byte RDMA
+ * WRITE and SEND ping-pongs (one way: half a round trip, median and 99th
+ * percentile).
  *
- *   cc -std=gnu11 -O2 -Ihost-backend/include -Ihost-backend/sw \
- *      host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o build/sw_bench
- *   ./build/sw_bench [seconds per case, default 1]
+ *   make build/bench/sw_bench      (or: cc -std=gnu11 -O2 -Ihost-backend/include \
+ *      -Ihost-backend/sw host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o sw_bench)
+ *   ./build/bench/sw_bench [seconds per case, default 1]
+ *
+ * After the table, one line per case for bench/report.py (make bench-native):
+ *   native sw <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -34,6 +39,10 @@ struct node {
 };
 
 static struct node nodes[2];
+
+/* Machine-readable lines, printed at the end. */
+static char lines[32][128];
+static int n_lines;
 static uint8_t ring[RING][SLOT];
 static size_t ring_len[RING];
 static int ring_to[RING];
@@ -267,6 +276,106 @@ static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len, enum
     printf("%-22s mtu %4u  %10.0f msg/s  %7.3f GB/s  (%" PRIu64 " frames, %" PRIu64 " retransmits)\n",
            name, qsw_mtu_bytes(mtu), done / ((t1 - t0) / 1e9),
            (double)done * len / ((t1 - t0) / 1e9) / 1e9, st.tx_frames, st.retransmits);
+    if (n_lines < 32) {
+        snprintf(lines[n_lines++], sizeof(lines[0]), "native sw %s %u %u %.0f %.4f - -",
+                 op == QSW_WR_RDMA_WRITE ? "write_bw" : op == QSW_WR_SEND ? "send_bw" : "read_bw",
+                 len, qsw_mtu_bytes(mtu), done / ((t1 - t0) / 1e9),
+                 (double)done * len / ((t1 - t0) / 1e9) / 1e9);
+    }
+    teardown();
+}
+
+static void deliver(void)
+{
+    while (ring_head != ring_tail) {
+        unsigned slot = ring_head++ % RING;
+
+        qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot], ring_len[slot]);
+    }
+}
+
+static void pump_both(void)
+{
+    qsw_engine_poll(nodes[0].eng, 256);
+    deliver();
+    qsw_engine_poll(nodes[1].eng, 256);
+    deliver();
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+#define PING_SRC    (2u << 20)
+#define PING_DST    (3u << 20)
+#define LAT_SAMPLES 1000000
+
+/*
+ * Ping-pong of 8-byte WRITEs (each side polls the memory the peer's WRITE
+ * lands in) or SENDs (each side waits for its receive completion).
+ */
+static void run_lat(const char *name, enum qsw_wr_opcode op, enum qsw_mtu mtu, double seconds)
+{
+    static uint64_t rtt[LAT_SAMPLES];
+    uint64_t t0, end, n = 0, v;
+
+    setup(mtu);
+    t0 = now_ns(NULL);
+    end = t0 + (uint64_t)(seconds * 1e9);
+    for (v = 1; n < LAT_SAMPLES; v++) {
+        uint64_t start = now_ns(NULL);
+
+        if (start >= end) {
+            break;
+        }
+        for (int dir = 0; dir < 2; dir++) {
+            struct node *s = &nodes[dir], *d = &nodes[1 - dir];
+            uint64_t recvd = d->recv_wcs, got;
+            struct qsw_send_wr wr;
+
+            memset(&wr, 0, sizeof(wr));
+            wr.opcode = op;
+            wr.send_flags = QSW_SEND_SIGNALED;
+            wr.num_sge = 1;
+            wr.sg_list[0].addr = PING_SRC;
+            wr.sg_list[0].length = 8;
+            wr.rdma.remote_addr = PING_DST;
+            wr.wr_id = v;
+            memcpy(s->mem + PING_SRC, &v, 8);
+            if (op == QSW_WR_SEND) {
+                d->recv_posted++;
+            }
+            if (qsw_post_send(s->qp, &wr)) {
+                fprintf(stderr, "post failed\n");
+                exit(1);
+            }
+            for (;;) {
+                pump_both();
+                if (op == QSW_WR_SEND) {
+                    if (d->recv_wcs != recvd) {
+                        break;
+                    }
+                } else {
+                    memcpy(&got, d->mem + PING_DST, 8);
+                    if (got == v) {
+                        break;
+                    }
+                }
+            }
+        }
+        rtt[n++] = now_ns(NULL) - start;
+    }
+    qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
+    printf("%-22s mtu %4u  %8.2f us median  %8.2f us p99 one way  (%" PRIu64 " round trips)\n",
+           name, qsw_mtu_bytes(mtu), rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3, n);
+    if (n_lines < 32) {
+        snprintf(lines[n_lines++], sizeof(lines[0]), "native sw %s 8 %u - - %.3f %.3f",
+                 op == QSW_WR_RDMA_WRITE ? "write_lat" : "send_lat", qsw_mtu_bytes(mtu),
+                 rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3);
+    }
     teardown();
 }
 
@@ -281,8 +390,13 @@ int main(int argc, char **argv)
         run_case("SEND 64 KB", QSW_WR_SEND, 65536, m, s);
         run_case("RDMA READ 64 KB", QSW_WR_RDMA_READ, 65536, m, s);
     }
+    run_lat("RDMA WRITE 8 B latency", QSW_WR_RDMA_WRITE, QSW_MTU_4096, s);
+    run_lat("SEND 8 B latency", QSW_WR_SEND, QSW_MTU_4096, s);
     if (dropped) {
         printf("(%" PRIu64 " frames dropped by a full wire ring)\n", dropped);
+    }
+    for (int i = 0; i < n_lines; i++) {
+        printf("%s\n", lines[i]);
     }
     return 0;
 }

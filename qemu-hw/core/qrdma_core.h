@@ -117,7 +117,7 @@ struct qrdma_core_config {
      * (parts per million; all zero = none). The Ethernet function's frames
      * are never touched. Same seed, same faults.
      */
-    struct {
+    struct qrdma_core_fault_cfg {
         uint32_t loss_ppm;
         uint32_t dup_ppm;
         uint32_t reorder_ppm;

@@ -39,25 +39,29 @@ struct qrdma_reg_desc {
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
                                .write_mask = (mask), .read = (rd), .write = (wr) }
 
-/* Little-endian qwords of guest descriptors, byte by byte (no alignment). */
+/*
+ * Little-endian qwords of guest descriptors, byte by byte (no alignment).
+ * Spelled out rather than looped: compilers turn the straight-line forms
+ * into one load or store, but at -O2 keep a loop a loop (eight shifts per
+ * qword on the data path's every WQE, CQE and SGE).
+ */
 static inline uint64_t qrdma_ld_le64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | p[i];
-    }
-    return v;
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
+           (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
 }
 
 static inline void qrdma_st_le64(uint8_t *p, uint64_t v)
 {
-    int i;
-
-    for (i = 0; i < 8; i++) {
-        p[i] = v >> (8 * i);
-    }
+    p[0] = v;
+    p[1] = v >> 8;
+    p[2] = v >> 16;
+    p[3] = v >> 24;
+    p[4] = v >> 32;
+    p[5] = v >> 40;
+    p[6] = v >> 48;
+    p[7] = v >> 56;
 }
 
 /* The same for the 32- and 16-bit fields of info buffers. */

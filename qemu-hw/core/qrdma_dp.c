@@ -1178,7 +1178,7 @@ void qrdma_dp_process(struct qrdma_core *core)
 
 int qrdma_dp_init(struct qrdma_core *core)
 {
-    const typeof(core->cfg.fault) *f = &core->cfg.fault;
+    const struct qrdma_core_fault_cfg *f = &core->cfg.fault;
 
     core->dp.eng = qsw_engine_new(&dp_ops, core, core->cfg.mac);
     core->dp.deadline = UINT64_MAX;

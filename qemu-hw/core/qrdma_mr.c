@@ -571,13 +571,19 @@ static int mr_page(struct qrdma_core *core, const struct qrdma_mr *mr, uint32_t 
     return qrdma_pble_get(core, index, page, what) ? QRDMA_MR_ERR_PBLE : 0;
 }
 
-int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
-                       uint64_t *len)
+/*
+ * The next piece of a walk. With probe, its first and last byte are read
+ * so that a piece outside guest RAM is reported here, before the caller's
+ * DMA; mr_copy() does its DMA at once and reports such a piece the same
+ * way, so it walks without the two extra reads.
+ */
+static int mr_walk_step(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
+                        uint64_t *len, bool probe)
 {
     uint32_t index = stag_index(walk->stag);
     const struct qrdma_mr *mr;
     uint64_t page_size, off, chunk, page;
-    uint8_t probe;
+    uint8_t byte;
     int err;
 
     *len = 0;
@@ -614,8 +620,8 @@ int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint
     }
     /* The DMA itself checks every byte; this names the cause at the right page. */
     if (page + off + chunk - 1 < page ||
-        core->env.dma_read(core->env.opaque, page + off, &probe, 1) ||
-        core->env.dma_read(core->env.opaque, page + off + chunk - 1, &probe, 1)) {
+        (probe && (core->env.dma_read(core->env.opaque, page + off, &byte, 1) ||
+                   core->env.dma_read(core->env.opaque, page + off + chunk - 1, &byte, 1)))) {
         qrdma_guest_error(core, "STag 0x%08x: 0x%" PRIx64 " bytes at 0x%" PRIx64
                           " are not guest RAM", walk->stag, chunk, page + off);
         return QRDMA_MR_ERR_NOT_RAM;
@@ -627,6 +633,12 @@ int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint
     return 0;
 }
 
+int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
+                       uint64_t *len)
+{
+    return mr_walk_step(core, walk, gpa, len, true);
+}
+
 static int mr_copy(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                    uint8_t *buf, const uint8_t *src, uint64_t len, unsigned access)
 {
@@ -636,7 +648,7 @@ static int mr_copy(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t
 
     err = qrdma_mr_translate(core, stag, pd, iova, len, access, &walk);
     while (!err && walk.left) {
-        err = qrdma_mr_walk_next(core, &walk, &gpa, &n);
+        err = mr_walk_step(core, &walk, &gpa, &n, false);
         if (err) {
             break;
         }

@@ -1,0 +1,39 @@
+#!/bin/bash
+# make bench-native: the native microbenchmarks, no VM (bench/native/README.md).
+#   (a) sw_bench: the software RoCEv2 transport alone, two engines in one process
+#   (b) core_bench: device core + transport, two cores in one process
+#   (c) core_bench --dgram: the same, two processes over Unix datagram sockets
+# Each prints its table; their "native ..." lines go to OUT/native.txt and
+# bench/report.py --native turns them into OUT/native.md.
+#
+# usage: run-native.sh BINDIR OUTDIR [SECONDS-PER-CASE]
+set -uo pipefail
+. "$(dirname "$0")/../../scripts/lib.sh"
+cd "$QRDMA_TOP"
+
+bin=$1
+out=$2
+secs=${3:-1}
+work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-native.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# run NAME LOG CMD...: a stage that shows the benchmark's table as it goes and keeps all
+# of its output in LOG.
+run() {
+    local name=$1 log=$2
+    shift 2
+    stage "$name" bash -c 'set -o pipefail; "${@:2}" | tee "$1" | grep --line-buffered -v "^native "' \
+        _ "$log" "$@"
+}
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+run "native-a sw_bench" "$work/a" "$bin/sw_bench" "$secs" || exit 1
+run "native-b core_bench" "$work/b" "$bin/core_bench" -s "$secs" || exit 1
+run "native-c core_bench --dgram" "$work/c" "$bin/core_bench" --dgram -s "$secs" || exit 1
+
+machine="Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), \
+load average $load at the start. ${secs} s per case (plus 0.1 s of warm-up in (b) and (c)), \
+$(date -u +%Y-%m-%d)."
+mkdir -p "$out"
+cat "$work/a" "$work/b" "$work/c" | grep '^native ' > "$out/native.txt"
+stage native-report python3 bench/report.py --native "$out/native.txt" "$out/native.md" "$machine"
