@@ -444,6 +444,16 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                 if ((w->mask & (M_READ | M_ATOMIC)) && qp->req.rd_atomic >= max_rd) {
                     break;
                 }
+                /*
+                 * A READ's responses count against the window too: with
+                 * others outstanding, it waits until its whole response
+                 * fits. A lost response then restarts one READ's stream,
+                 * not those of every READ queued behind it.
+                 */
+                if ((w->mask & M_READ) && qp->comp.psn != qp->req.psn &&
+                    psn_sub(qp->req.psn, qp->comp.psn) + npkts_of(qp, w) > qp->req.cwnd) {
+                    break;
+                }
             } else if (qp->type == QSW_QPT_UD && w->len > qp->mtu) {
                 w->status = QSW_WC_LOC_LEN_ERR;     /* UD: one packet per message */
                 w->state = WQE_DONE;

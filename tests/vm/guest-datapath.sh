@@ -107,7 +107,7 @@ if [ "$mode" = faults ]; then
     step "ib_send_bw 4 KB, lossy" ib_send_bw -d $dev -x 1 -F -s 4096 -n 500
     step "ibv_rc_pingpong 4 KB with data check, lossy" \
         ibv_rc_pingpong -d $dev -g 1 -c -s 4096 -n 200
-    step "qrdma-bulk 128 MB WRITE + READ back, lossy" qrdma-bulk -d $dev -g 1 -m 128 -c 32 -t 60
+    step "qrdma-bulk 64 MB WRITE + READ back, lossy" qrdma-bulk -d $dev -g 1 -m 64 -c 16 -w 256 -t 60
 
     # The peer disappears mid-transfer: guest 0's server is killed with -9
     # while guest 1's WRITEs stream (its QP and MRs vanish; the frames that
@@ -130,7 +130,7 @@ if [ "$mode" = faults ]; then
         echo "server killed after $(( $(roce_frames) - r0 )) RoCE frames"
         vm_signal victim-killed
         vm_wait client-done 120
-        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -t 60 > /tmp/restart.log 2>&1 &
+        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -w 256 -t 60 > /tmp/restart.log 2>&1 &
         s=$!
         vm_signal restarted
         vm_wait client2-done 150
@@ -158,7 +158,7 @@ if [ "$mode" = faults ]; then
         vm_signal client-done
         vm_wait restarted 120
         sleep 2
-        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -t 60 "$server" > /tmp/restart.log 2>&1
+        qrdma-bulk -d $dev -g 1 -m 16 -c 16 -w 256 -t 60 "$server" > /tmp/restart.log 2>&1
         check "a new QP to the restarted server works" test $? = 0
         tail -n 2 /tmp/restart.log | sed 's/^/  | /'
         vm_signal client2-done ;;
