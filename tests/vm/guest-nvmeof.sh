@@ -15,6 +15,7 @@
 nqn=nqn.2026-11.org.qemu:qrdma-test
 me=$QRDMA_GUEST
 vm_barrier up 150
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 
 case $me in
 0)
@@ -101,6 +102,8 @@ case $me in
 esac
 # No oops, WARN or driver error in either guest.
 check "no kernel WARN/BUG/oops" bash -c "! dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace'"
-check "no qrdma errors" bash -c "! dmesg | grep -E 'qrdma.*(error|fail|timed out)'"
-dmesg | grep -E 'qrdma.*(error|fail|timed out)|WARNING|BUG' | head -n 10 | sed 's/^/  dmesg: /'
+# The driver's own messages name the PCI function ("qrdma 0000:00:01.0: ...").
+bad='qrdma [0-9a-f]{4}:[0-9a-f:.]+: .*(error|fail|timed out)|nvme.*(error|fail)'
+check "no qrdma or nvme errors" bash -c "! dmesg | grep -Ei '$bad'"
+dmesg | grep -Ei "$bad|WARNING|BUG" | head -n 10 | sed 's/^/  dmesg: /'
 finish guest-nvmeof
