@@ -181,6 +181,9 @@ static int post_send(struct ibv_qp *qp, struct env *e, enum ibv_wr_opcode op, ui
 	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
 				  .send_flags = flags }, *bad;
 
+	/* RDMA ops target the upper half of the same buffer, through the MR's rkey. */
+	wr.wr.rdma.remote_addr = (uintptr_t)e->buf + BUF_SIZE / 2 + off;
+	wr.wr.rdma.rkey = e->mr->rkey;
 	return ibv_post_send(qp, &wr, &bad);
 }
 
@@ -455,7 +458,14 @@ static void rc_checks(struct env *e)
 		for (j = 0; j < 4; j++)
 			lap_ok &= !post_send(a, e, IBV_WR_RDMA_WRITE, 1000 + i + j, 0, 64,
 					     j == 3 ? IBV_SEND_SIGNALED : 0);
-		lap_ok &= wait_wc(scq, 1, wc) == 1 && wc[0].wr_id == (uint64_t)(1003 + i);
+		n = wait_wc(scq, 1, wc);
+		if (n != 1 || wc[0].wr_id != (uint64_t)(1003 + i) || wc[0].status != IBV_WC_SUCCESS) {
+			printf("# lap %d: %d CQE(s), wr_id %" PRIu64 " status %s (%d), expected %d\n",
+			       i, n, n == 1 ? wc[0].wr_id : 0,
+			       ibv_wc_status_str(n == 1 ? wc[0].status : 0), n == 1 ? wc[0].status : 0,
+			       1003 + i);
+			lap_ok = 0;
+		}
 	}
 	check(lap_ok, "256 WRITEs, one signaled in four: each CQE names the signaled WR");
 
