@@ -195,6 +195,13 @@ static int qrdma_fill_fast_reg(struct qrdma_dev *dev, const struct ib_reg_wr *re
 		return -EINVAL;
 	for (i = 0; i < mr->npages; i++)
 		qrdma_pble_set(dev, &mr->pbles, i, mr->pages[i]);
+	/*
+	 * The device takes the new key byte when it runs the WQE, and later
+	 * commands (DEALLOC_STAG) must name the MR by it. Should the WQE fail,
+	 * the device keeps the old key and a dealloc fails safely (the pages
+	 * stay lent until the next reset).
+	 */
+	mr->stag = stag;
 	/* The device reads the PBLEs when it runs the WQE (ordered by dma_wmb later). */
 	h->remote_addr = cpu_to_le64(mr->ibmr.iova);
 	h->compare_add = cpu_to_le64(mr->ibmr.length);
