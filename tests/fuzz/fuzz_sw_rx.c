@@ -14,8 +14,12 @@
  * responses have something to match. The rest of the input is a program:
  *
  *   config byte: bits 0-2 MTU of QP 0 (0: 256), bit 3 QP 0 over IPv6,
- *     bits 4-5 posts the completion callback may make (0, 1, 4, 16),
- *     bit 6 no initial traffic
+ *     bits 4-5 posts the callbacks may make (0, 1, 4, 16), bit 6 no
+ *     initial traffic
+ *   callback byte: which callbacks post a send WR (and query a QP), as
+ *     the API allows from inside a callback: bit 0 complete, 1 send_frame,
+ *     2 get_recv, 3 qp_event, 4 sge_read/sge_write; bit 5 onto another
+ *     QP of the engine rather than the callback's own
  *   then up to 256 ops, one byte each (low 4 bits pick from op_table):
  *   FRAME   ctl, then a template (qp, opcode, PSN delta, BTH flags, the
  *           opcode's extended headers, payload length and fill, length
@@ -35,7 +39,9 @@
  *           modify with every attribute from the input, destroy and
  *           re-create, RESET to RTR
  *   MR      invalidate, re-register with a new key, change access
- *   WIRE    deliver, drop, reorder or duplicate frames on the wire
+ *   WIRE    deliver, drop, reorder or duplicate frames on the wire; drop them
+ *           all; turn a node's fault injection (loss, duplication,
+ *           reordering, corruption, delay) on or off
  *
  * and the input ends with a settling run, every QP moved to ERR and the
  * checks below.
@@ -146,6 +152,7 @@ struct fz_node {
     unsigned nappr;
     bool appr_overflow;
     uint64_t next;              /* what the last poll returned */
+    bool corrupting;            /* fault injection flips bits in what it sends */
     uint64_t progress;          /* frames sent, completions and events so far */
     unsigned spins;
     unsigned nrecent;
@@ -163,7 +170,8 @@ static struct {
     uint64_t now;
     struct fz_frame *qhead, *qtail;
     unsigned qlen;
-    unsigned reposts;           /* posts the completion callback may still make */
+    unsigned reposts;           /* posts the callbacks may still make */
+    uint8_t cb_plan;            /* CB_*: which callbacks post */
     unsigned in_cb;
     uint8_t cfg;
 #ifdef FUZZ_SW_SEEDGEN
@@ -171,6 +179,16 @@ static struct {
     void (*capture)(const uint8_t *f, size_t len);
 #endif
 } fz;
+
+/* The callback byte: which callbacks post a send WR. */
+#define CB_COMPLETE   0x01
+#define CB_SEND_FRAME 0x02
+#define CB_GET_RECV   0x04
+#define CB_EVENT      0x08
+#define CB_SGE        0x10
+#define CB_OTHER_QP   0x20
+
+static void cb_post(struct fz_node *n, struct fz_qp *q, unsigned where);
 
 /* Outside fz: kept across inputs. */
 static struct qsw_engine *checker;          /* parses every frame the engines emit */
@@ -360,6 +378,7 @@ static int sge_io(struct fz_node *n, struct qsw_qp *qp, const struct qsw_sge *sg
         len -= chunk;
         off = 0;
     }
+    cb_post(n, q, CB_SGE);
     return len ? -QSW_WC_LOC_LEN_ERR : 0;
 }
 
@@ -474,6 +493,7 @@ static int cb_get_recv(void *o, struct qsw_qp *qp, struct qsw_recv_wr *out)
 {
     struct fz_qp *q = live(o, qp);
 
+    cb_post(o, q, CB_GET_RECV);
     if (q->held) {
         BUG("QP %#x: a receive WR popped while WR %#llx is held and not completed", q->qpn,
             (unsigned long long)q->held_wr.wr_id);
@@ -506,8 +526,23 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
     }
 }
 
-static int post_send(struct fz_qp *q, const struct qsw_send_wr *wr);
 static void simple_send(struct fz_qp *q, uint32_t seed);
+
+/* From inside a callback the API allows qsw_post_send() and qsw_qp_query(), on any QP. */
+static void cb_post(struct fz_node *n, struct fz_qp *q, unsigned where)
+{
+    struct qsw_qp_attr attr;
+
+    if (!fz.reposts || !(fz.cb_plan & where)) {
+        return;
+    }
+    fz.reposts--;
+    if (!q || (fz.cb_plan & CB_OTHER_QP)) {
+        q = &n->qp[((q ? q->idx : 0) + 1 + fz.reposts % (FZ_NQP - 1)) % FZ_NQP];
+    }
+    qsw_qp_query(q->qp, &attr);
+    simple_send(q, fz.reposts * 37 + where);
+}
 
 static void cb_complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
 {
@@ -536,6 +571,7 @@ static void cb_complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
                 (unsigned long long)cap);
         }
         q->held = false;
+        cb_post(n, q, CB_COMPLETE);
         return;
     }
     for (unsigned i = q->sq_head; i != q->sq_tail; i++) {
@@ -552,11 +588,7 @@ static void cb_complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
             BUG("QP %#x: unsignaled WR %#llx reported", q->qpn, (unsigned long long)w->wr_id);
         }
         q->sq_head = i + 1;         /* in order: everything before it is finished */
-        if (fz.reposts) {
-            /* allowed from inside a callback (qrdma_sw.h) */
-            fz.reposts--;
-            simple_send(q, (uint32_t)wc->wr_id);
-        }
+        cb_post(n, q, CB_COMPLETE);
         return;
     }
     BUG("QP %#x: send completion of WR %#llx, not outstanding (twice or out of order)", q->qpn,
@@ -580,6 +612,7 @@ static void cb_qp_event(void *o, struct qsw_qp *qp, enum qsw_event ev)
     default:
         BUG("QP %#x: event %d", q->qpn, (int)ev);
     }
+    cb_post(n, q, CB_EVENT);
 }
 
 /* What the engine sends must be what it accepts: lengths, checksums, ICRC. */
@@ -606,10 +639,13 @@ static void cb_send_frame(void *o, const void *frame, size_t len)
     struct fz_frame *f;
     unsigned slot = n->nrecent++ % FZ_RECENT;
 
-    check_frame(frame, len);
+    if (!n->corrupting) {
+        check_frame(frame, len);
+    }
     n->progress++;
     memcpy(recent[n->idx][slot], frame, len);
     recent_len[n->idx][slot] = len;
+    cb_post(n, NULL, CB_SEND_FRAME);
 #ifdef FUZZ_SW_SEEDGEN
     if (fz.capture && fz.capture_to == 1 - n->idx) {
         fz.capture(frame, len);
@@ -899,10 +935,11 @@ static void node_setup(struct fz_node *n, int idx)
 }
 
 /* Both nodes' QPs connected; node 0's in their spec's state, node 1's in RTS. */
-static void setup(uint8_t cfg)
+static void setup(uint8_t cfg, uint8_t cb_plan)
 {
     memset(&fz, 0, sizeof(fz));
     fz.cfg = cfg;
+    fz.cb_plan = cb_plan;
     fz.now = 1000000000ull;
     fz.reposts = (unsigned[]){ 0, 1, 4, 16 }[(cfg >> 4) & 3];
     for (int i = 0; i < 2; i++) {
@@ -1683,6 +1720,32 @@ static void op_wire(struct input *in)
             rx(fz.qhead->to, fz.qhead->data, fz.qhead->len);     /* a duplicate */
         }
         break;
+    case 5:
+    case 6: {
+        /* the engine's own fault injection on what a node sends */
+        struct fz_node *n = &fz.node[(b & 7) - 5];
+        uint8_t r = (uint8_t)take(in, 1);
+        struct qsw_fault f;
+
+        memset(&f, 0, sizeof(f));
+        f.loss_ppm = r & 1 ? 50000 : 0;
+        f.dup_ppm = r & 2 ? 50000 : 0;
+        f.reorder_ppm = r & 4 ? 200000 : 0;
+        f.corrupt_ppm = r & 8 ? 20000 : 0;
+        f.delay_ns = r & 0x10 ? take(in, 2) * 100 : 0;
+        f.reorder_window_ns = r & 0x20 ? take(in, 2) * 1000 : 0;
+        f.seed = take(in, 2);
+        /* frames corrupted earlier may still be held back: until faults are off */
+        n->corrupting |= f.corrupt_ppm != 0;
+        qsw_engine_set_fault(n->eng, &f);
+        break;
+    }
+    case 7:
+        for (int i = 0; i < 2; i++) {
+            qsw_engine_set_fault(fz.node[i].eng, NULL);
+            fz.node[i].corrupting = false;
+        }
+        break;
     default:
         while (fz.qhead) {
             struct fz_frame *f = fz.qhead;
@@ -1787,6 +1850,10 @@ static void run_program(struct input *in)
 /* Settle, then every QP to ERR: everything the engine holds must come back. */
 static void finish(void)
 {
+    for (int i = 0; i < 2; i++) {
+        qsw_engine_set_fault(fz.node[i].eng, NULL);     /* held frames leave now */
+        fz.node[i].corrupting = false;
+    }
     run(8, true);
     for (int i = 0; i < 2; i++) {
         for (unsigned k = 0; k < FZ_NQP; k++) {
@@ -1829,7 +1896,9 @@ static void run_input(const uint8_t *data, size_t size)
 {
     struct input in = { data, size };
 
-    setup((uint8_t)take(&in, 1));
+    uint8_t cfg = (uint8_t)take(&in, 1);
+
+    setup(cfg, (uint8_t)take(&in, 1));
     run_program(&in);
 #ifdef FUZZ_SW_SEEDGEN
     qsw_engine_stats(fz.node[0].eng, &seed_stats);
@@ -1933,13 +2002,14 @@ static void flush_caught(void)
 }
 
 /* The program starts with the config byte and an empty wire; node 1 hears what node 0 sent. */
-static void begin(uint8_t cfg)
+static void begin_plan(uint8_t cfg, uint8_t cb_plan)
 {
     prog.n = 0;
     e1(cfg);
+    e1(cb_plan);
     eop(P_WIRE);
     e1(4);
-    setup(cfg);
+    setup(cfg, cb_plan);
     while (fz.qhead) {
         if (fz.qhead->to == 1) {
             deliver_one();
@@ -1956,6 +2026,11 @@ static void begin(uint8_t cfg)
     fz.capture_to = 0;
     ncaught = 0;
     flush_caught();
+}
+
+static void begin(uint8_t cfg)
+{
+    begin_plan(cfg, 0);                 /* no posts from callbacks */
 }
 
 /* Node 1 talks, node 0 answers, the clock stands still; node 1's frames go into the program. */
@@ -2119,10 +2194,11 @@ static void tmpl_seed(const char *dir, const char *name, uint8_t cfg, const stru
 {
     prog.n = 0;
     e1(cfg);
+    e1(0);
     for (unsigned i = 0; i < n; i++) {
         e_tmpl(&t[i]);
     }
-    setup(cfg);
+    setup(cfg, 0);
     end(dir, name);
 }
 
@@ -2185,7 +2261,7 @@ int main(int argc, char **argv)
     /* responses to node 0's requests in flight (config without bit 6) */
     begin(0x00); converse(); end(dir, "responses-mtu256");
     begin(0x0c); converse(); end(dir, "responses-v6-mtu2048");
-    begin(0x35); converse(); end(dir, "responses-mtu4096-repost");
+    begin_plan(0x35, CB_COMPLETE | CB_OTHER_QP); converse(); end(dir, "responses-mtu4096-repost");
 
     /* templates */
     {
@@ -2239,15 +2315,17 @@ int main(int argc, char **argv)
     /* programs of ops only */
     prog.n = 0;
     e1(0x10);
+    e1(CB_COMPLETE | CB_SEND_FRAME);
     eop(P_RUN); e1(0x10 | 3);
     eop(P_REPLAY); e1(1); e1(F_ICRC);                            /* node 1's last frame again */
     eop(P_REPLAY); e1(1 | 2 << 1); e1(F_MUT | F_ICRC); e1(0); en(60, 2); e1(0x01);
     eop(P_RUN); e1(0x10 | 15);
-    setup(0x10);
+    setup(0x10, CB_COMPLETE | CB_SEND_FRAME);
     end(dir, "ops-replay");
 
     prog.n = 0;
-    e1(0x40);
+    e1(0x40 | 0x20);                    /* 4 posts from callbacks, onto other QPs */
+    e1(CB_GET_RECV | CB_SGE | CB_EVENT | CB_OTHER_QP);
     eop(P_POST_SEND); e1(0x80); e1(0); e1(0x10); e1(MR_LOCAL); en(0, 2); en(500, 2);
     eop(P_POST_SEND); e1(0x80); e1(5); e1(0x10); e1(MR_LOCAL); en(0, 2); en(900, 2); e1(MR_RW); en(0, 2);
     eop(P_POST_SEND); e1(0x80); e1(7); e1(0x10); e1(MR_LOCAL); en(8, 2); en(8, 2); e1(MR_ATOM); en(0, 2); en(1, 2); en(0, 2);
@@ -2256,11 +2334,12 @@ int main(int argc, char **argv)
     eop(P_RUN); e1(0x10 | 15);
     eop(P_CLOCK); e1(0xf0);
     eop(P_RUN); e1(0x10 | 15);
-    setup(0x40);
+    setup(0x40 | 0x20, CB_GET_RECV | CB_SGE | CB_EVENT | CB_OTHER_QP);
     end(dir, "ops-post");
 
     prog.n = 0;
-    e1(0x00);
+    e1(0x30);                           /* 16 posts from completions */
+    e1(CB_COMPLETE);
     eop(P_MODIFY); e1(0x00); e1(3);                               /* node 0 QP 0 to SQD */
     eop(P_RUN); e1(0x10 | 7);
     eop(P_MODIFY); e1(0x00); e1(4);                               /* back to RTS */
@@ -2271,7 +2350,7 @@ int main(int argc, char **argv)
     eop(P_MODIFY); e1(0x06); e1(6);                               /* destroy and re-create QP 6 */
     eop(P_WIRE); e1(2 | 3 << 3);
     eop(P_RUN); e1(0x10 | 15);
-    setup(0x00);
+    setup(0x30, CB_COMPLETE);
     end(dir, "ops-modify");
     return 0;
 }
