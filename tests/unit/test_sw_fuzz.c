@@ -166,10 +166,53 @@ static void test_mtu_change_read_responses(void)
     tb_free(p.tb);
 }
 
+/*
+ * A modify with SQ_PSN right after a go-back: the retransmit timer fired
+ * in a poll that had no budget left to resend, which leaves sq_cur back
+ * at sq_head and req.psn == comp.psn while the WQE there still owns its
+ * PSNs. The modify took that for "nothing in flight" and moved req.psn,
+ * so the resend computed its packet index from a PSN before the WQE's
+ * first: an offset of gigabytes, read from past the WQE's inline slot.
+ */
+static void test_sq_psn_after_go_back(void)
+{
+    struct pair p;
+    struct qsw_send_wr wr;
+    struct qsw_qp_attr a;
+    static uint8_t data[300];
+    const struct qsw_wc *wc;
+
+    pair_setup(&p, QSW_MTU_256, 1);
+    for (unsigned i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)(i * 3 + 2);
+    }
+    tb_post_recv(p.b, 1, tb_va(0), 1000, p.kb);
+    wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED | QSW_SEND_INLINE);
+    wr.inline_data = data;
+    wr.inline_len = sizeof(data);
+    CHECK_EQ(qsw_post_send(p.a, &wr), 0);
+    p.tb->drop_all = true;
+    tb_run(p.tb, NULL, NULL, 0);            /* PSNs 100 and 101 sent, lost */
+    p.tb->now += 1000000000ull;             /* past the retransmit timeout */
+    qsw_engine_poll(p.na->eng, 0);          /* the timer goes back to 100, nothing resent yet */
+    memset(&a, 0, sizeof(a));
+    a.sq_psn = 100 - 101;
+    CHECK_EQ(qsw_qp_modify(p.a, &a, QSW_QP_SQ_PSN), 0);
+    p.tb->drop_all = false;
+    CHECK(tb_run_wcs(p.tb, 0, 1, DAY_NS));
+    wc = tb_find_wc(p.na, 1, false);
+    CHECK(wc && wc->status == QSW_WC_SUCCESS);
+    wc = tb_find_wc(p.nb, 1, true);
+    CHECK(wc && wc->status == QSW_WC_SUCCESS && wc->byte_len == sizeof(data));
+    CHECK(memcmp(p.nb->mem, data, sizeof(data)) == 0);
+    tb_free(p.tb);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_mtu_change_resend_inline),
     UNIT_TEST(test_mtu_change_resend_sge),
     UNIT_TEST(test_mtu_change_read_responses),
+    UNIT_TEST(test_sq_psn_after_go_back),
 };
 
 int main(void)
