@@ -189,6 +189,7 @@ static struct {
 #define CB_OTHER_QP   0x20
 
 static void cb_post(struct fz_node *n, struct fz_qp *q, unsigned where);
+static bool trace;              /* FUZZ_SW_TRACE=1: ops and polls on stderr, to read a finding */
 
 /* Outside fz: kept across inputs. */
 static struct qsw_engine *checker;          /* parses every frame the engines emit */
@@ -1052,8 +1053,29 @@ static void teardown(void)
 static uint64_t do_poll(struct fz_node *n, unsigned budget)
 {
     uint64_t before = n->progress;
+    struct qsw_stats st0, st;
 
+    qsw_engine_stats(n->eng, &st0);
     n->next = qsw_engine_poll(n->eng, budget);
+    qsw_engine_stats(n->eng, &st);
+    before -= st.tx_frames - st0.tx_frames;     /* frames held back by fault injection are work */
+    if (trace) {
+        struct qsw_engine *e = n->eng;
+
+        fprintf(stderr, "  poll node %d budget %u -> %llu, %llu callbacks;", n->idx, budget,
+                (unsigned long long)n->next, (unsigned long long)(n->progress - before));
+        for (struct qsw_qp *a = e->active.head; a; a = a->anext) {
+            fprintf(stderr, " active %#x (state %u sq %u/%u/%u psn %#x/%#x rnr %llu)", a->qpn,
+                    a->state, a->sq_head, a->sq_cur, a->sq_tail, a->comp.psn, a->req.psn,
+                    (unsigned long long)a->comp.rnr_deadline);
+        }
+        for (struct qsw_qp *t = e->timers; t; t = t->tnext) {
+            fprintf(stderr, " timer %#x (rto %llu rnr %llu)", t->qpn,
+                    (unsigned long long)t->comp.rto_deadline,
+                    (unsigned long long)t->comp.rnr_deadline);
+        }
+        fputc('\n', stderr);
+    }
     /* "the current time when work is left": then the next poll must do some */
     if (budget && n->next <= fz.now && n->progress == before) {
         if (++n->spins >= FZ_SPINS) {
@@ -1781,7 +1803,6 @@ static const uint8_t op_table[16] = {
     P_RUN, P_RUN, P_CLOCK, P_POST_SEND, P_POST_RECV, P_MODIFY, P_MR, P_WIRE,
 };
 
-static bool trace;              /* FUZZ_SW_TRACE=1: one line per op on stderr, to read a finding */
 
 static void run_program(struct input *in)
 {
