@@ -395,7 +395,8 @@ static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
 }
 
 /*
- * No WQE owns PSNs, so the send PSN may move. sq_cur == sq_head and
+ * No WQE owns PSNs: the send PSN may move, and an SQD QP is drained
+ * (pending WQEs wait for RTS). sq_cur == sq_head and
  * req.psn == comp.psn are not enough: right after a go-back (a timer that
  * fired in a poll with no budget left to resend) they hold while the WQE
  * at sq_cur is in flight with its PSNs, and moving req.psn under it would
@@ -680,8 +681,8 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
         if (used == quantum) {
             qsw_qp_activate(qp);            /* more to do: back of the line */
         }
-        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent && qp->sq_head == qp->sq_cur &&
-            qp->comp.psn == qp->req.psn) {
+        /* not right after a go-back whose resend has not started (see sq_unstarted) */
+        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent && sq_unstarted(qp)) {
             qp->req.drained_sent = true;
             qp_event(qp, QSW_EV_SQ_DRAINED);
         }

@@ -208,11 +208,71 @@ static void test_sq_psn_after_go_back(void)
     tb_free(p.tb);
 }
 
+/* A tap that keeps node 1's frames instead of delivering them. */
+static bool grab1_fn(struct tb *tb, int from, uint8_t *f, size_t *len, void *arg)
+{
+    return grab_fn(tb, 1 - from, f, len, arg);
+}
+
+/*
+ * SQ_DRAINED while a WQE is unacknowledged: poll took "sq_cur == sq_head
+ * and req.psn == comp.psn" for drained, which also holds right after a
+ * go-back when the QP's responder used its whole turn (16 READ responses)
+ * before the requester could resend.
+ */
+static void test_sq_drained_after_go_back(void)
+{
+    static struct grab g;
+    struct pair p;
+    struct qsw_send_wr wr;
+    struct qsw_qp_attr a;
+    const struct qsw_wc *wc;
+
+    pair_setup(&p, QSW_MTU_256, 16);
+    tb_post_recv(p.b, 1, tb_va(0), 1000, p.kb);
+    wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED);
+    tb_wr_sge(&wr, tb_va(0), 100, p.ka);
+    CHECK_EQ(qsw_post_send(p.a, &wr), 0);
+    p.tb->drop_all = true;
+    tb_run(p.tb, NULL, NULL, 0);            /* the SEND, lost */
+    p.tb->drop_all = false;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QSW_QPS_SQD;
+    CHECK_EQ(qsw_qp_modify(p.a, &a, QSW_QP_STATE), 0);
+    qsw_engine_poll(p.na->eng, 64);
+    CHECK_EQ(p.na->events[QSW_EV_SQ_DRAINED], 0);
+    /* b READs 32 packets from a: a's responder has more than one turn of work */
+    wr = tb_wr(2, QSW_WR_RDMA_READ, QSW_SEND_SIGNALED);
+    tb_wr_sge(&wr, tb_va(65536), 8192, p.kb);
+    wr.rdma.remote_addr = tb_va(65536);
+    wr.rdma.rkey = p.ka;
+    CHECK_EQ(qsw_post_send(p.b, &wr), 0);
+    memset(&g, 0, sizeof(g));
+    p.tb->tap = grab1_fn;
+    p.tb->tap_arg = &g;
+    qsw_engine_poll(p.nb->eng, 64);
+    p.tb->tap = NULL;
+    CHECK_EQ(g.n, 1);
+    qsw_rx_frame(p.na->eng, g.f[0], g.len[0]);
+    p.tb->now += 1000000000ull;             /* a's retransmit timer is due: a go-back */
+    qsw_engine_poll(p.na->eng, 64);
+    CHECK_EQ(p.na->events[QSW_EV_SQ_DRAINED], 0);
+    CHECK(tb_run_wcs(p.tb, 0, 1, DAY_NS));
+    CHECK(tb_run_idle(p.tb, DAY_NS));
+    wc = tb_find_wc(p.na, 1, false);
+    CHECK(wc && wc->status == QSW_WC_SUCCESS);
+    CHECK_EQ(p.na->events[QSW_EV_SQ_DRAINED], 1);   /* once, when it really is */
+    wc = tb_find_wc(p.nb, 2, false);
+    CHECK(wc && wc->status == QSW_WC_SUCCESS);
+    tb_free(p.tb);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_mtu_change_resend_inline),
     UNIT_TEST(test_mtu_change_resend_sge),
     UNIT_TEST(test_mtu_change_read_responses),
     UNIT_TEST(test_sq_psn_after_go_back),
+    UNIT_TEST(test_sq_drained_after_go_back),
 };
 
 int main(void)
