@@ -57,8 +57,8 @@
  * atomic; popping a second receive WR while holding one; a completion
  * for a WR not outstanding, out of order, reported twice, or a success
  * for an unsignaled WR; a frame it emits that it would not accept itself
- * (lengths, checksums, ICRC); a poll that keeps saying work is left and
- * does none; after ERR, a receive WR not flushed, a signaled send WR
+ * (lengths, checksums, ICRC); SQ_DRAINED while a WQE is outstanding; a
+ * poll that keeps saying work is left and does none; after ERR, a receive WR not flushed, a signaled send WR
  * never completed, or an engine that is not idle. ASan and UBSan catch
  * the rest, LeakSanitizer what an input leaves allocated.
  *
@@ -612,6 +612,12 @@ static void cb_qp_event(void *o, struct qsw_qp *qp, enum qsw_event ev)
         break;
     default:
         BUG("QP %#x: event %d", q->qpn, (int)ev);
+    }
+    if (ev == QSW_EV_SQ_DRAINED &&
+        (qp->state != QSW_QPS_SQD || qp->sq_head != qp->sq_cur || qp->req.psn != qp->comp.psn ||
+         (qp->sq_cur != qp->sq_tail && qp->sq[qp->sq_cur & qp->sq_mask].state != WQE_PENDING))) {
+        BUG("QP %#x: SQ_DRAINED in state %u with work outstanding (sq %u/%u/%u, psn %#x/%#x)",
+            q->qpn, qp->state, qp->sq_head, qp->sq_cur, qp->sq_tail, qp->comp.psn, qp->req.psn);
     }
     cb_post(n, q, CB_EVENT);
 }
