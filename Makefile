@@ -4,7 +4,8 @@
 #                under ASan+UBSan), QEMU and guest builds, the VM tests
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
-#   make fuzz    libFuzzer on the device core (FUZZ_SECONDS, default 600)
+#   make fuzz    libFuzzer on the device core and on the transport's receive
+#                path (FUZZ_SECONDS each, default 600)
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
 #   make stress  long lifecycle stress in a guest (kills, driver reloads)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
@@ -40,9 +41,12 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 600
-FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_SMOKE_SECONDS ?= 20
+# fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
+FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke setup qemu guest vm-check demo clean
+.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke \
+	fuzz-corpus-sw fuzz-seeds-sw setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -81,14 +85,43 @@ $(BUILD)/fuzz/fuzz_core: tests/fuzz/fuzz_core.c $(TEST_SRCS) $(CORE_SRCS) $(CORE
 	@mkdir -p $(@D)/corpus
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(TEST_SRCS) $(CORE_SRCS)
 
-fuzz: $(BUILD)/fuzz/fuzz_core
-	cd $(BUILD)/fuzz && ./fuzz_core -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
+# libFuzzer on the software transport's receive path: frames against live
+# QPs of two engines. Its corpus, build/fuzz/corpus-sw, starts from the
+# committed seeds; its crashes are build/fuzz/sw-crash-*.
+$(BUILD)/fuzz/fuzz_sw_rx: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)/corpus-sw
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Ihost-backend/sw -o $@ $< $(SW_SRCS)
 
-fuzz-smoke: $(BUILD)/fuzz/fuzz_core
-	@cd $(BUILD)/fuzz && { ./fuzz_core -max_total_time=$(FUZZ_SMOKE_SECONDS) \
-		-print_final_stats=1 corpus > smoke.log 2>&1; rc=$$?; \
-		grep -E '^(stat::|#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY)' smoke.log; \
-		[ $$rc -eq 0 ] || tail -40 smoke.log; exit $$rc; }
+fuzz-corpus-sw:
+	@mkdir -p $(BUILD)/fuzz/corpus-sw && cp tests/fuzz/seeds-sw/* $(BUILD)/fuzz/corpus-sw/
+
+# The seed generator is the same harness built without libFuzzer; this
+# rewrites tests/fuzz/seeds-sw/ (after a change to the harness's set-up).
+$(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_SW) -DFUZZ_SW_SEEDGEN -o $@ $< $(SW_SRCS)
+
+fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
+	rm -rf tests/fuzz/seeds-sw && $< tests/fuzz/seeds-sw
+
+fuzz: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx fuzz-corpus-sw
+	cd $(BUILD)/fuzz && ./fuzz_core -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
+	cd $(BUILD)/fuzz && ./fuzz_sw_rx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		$(FUZZ_SW_ARGS) corpus-sw
+
+# One harness for FUZZ_SMOKE_SECONDS: its stat lines, the log's tail if it failed.
+define fuzz_smoke_one
+	{ ./$(1) -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=1 $(2) > smoke-$(1).log 2>&1; \
+	  r=$$?; echo "== $(1)"; \
+	  grep -E '^(stat::|#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY|fuzz_sw_rx: engine bug)' smoke-$(1).log; \
+	  [ $$r -eq 0 ] || { tail -40 smoke-$(1).log; rc=$$r; }; }
+endef
+
+fuzz-smoke: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx fuzz-corpus-sw
+	@cd $(BUILD)/fuzz && rc=0; \
+	$(call fuzz_smoke_one,fuzz_core,corpus); \
+	$(call fuzz_smoke_one,fuzz_sw_rx,$(FUZZ_SW_ARGS) corpus-sw); \
+	exit $$rc
 
 qemu: setup
 	@bash scripts/build-qemu.sh >/dev/null

@@ -395,6 +395,20 @@ static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
     }
 }
 
+/*
+ * No WQE owns PSNs: the send PSN may move, and an SQD QP is drained
+ * (pending WQEs wait for RTS). sq_cur == sq_head and
+ * req.psn == comp.psn are not enough: right after a go-back (a timer that
+ * fired in a poll with no budget left to resend) they hold while the WQE
+ * at sq_cur is in flight with its PSNs, and moving req.psn under it would
+ * make its packet index (req.psn - first_psn) wrap.
+ */
+static bool sq_unstarted(const struct qsw_qp *qp)
+{
+    return qp->sq_head == qp->sq_cur && qp->req.psn == qp->comp.psn &&
+           (qp->sq_cur == qp->sq_tail || qp->sq[qp->sq_cur & qp->sq_mask].state == WQE_PENDING);
+}
+
 int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
 {
     unsigned cur = qp->state, next = mask & QSW_QP_STATE ? a->qp_state : cur;
@@ -460,7 +474,7 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
     }
     if (mask & QSW_QP_SQ_PSN) {
         qp->attr.sq_psn = a->sq_psn & PSN_MASK;
-        if (qp->sq_head == qp->sq_cur && qp->req.psn == qp->comp.psn) {    /* nothing in flight */
+        if (sq_unstarted(qp)) {
             qp->req.psn = qp->comp.psn = qp->req.hi_psn = qp->attr.sq_psn;
         }
     }
@@ -669,8 +683,8 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
         if (used == quantum) {
             qsw_qp_activate(qp);            /* more to do: back of the line */
         }
-        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent && qp->sq_head == qp->sq_cur &&
-            qp->comp.psn == qp->req.psn) {
+        /* not right after a go-back whose resend has not started (see sq_unstarted) */
+        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent && sq_unstarted(qp)) {
             qp->req.drained_sent = true;
             qp_event(qp, QSW_EV_SQ_DRAINED);
         }

@@ -157,6 +157,8 @@ struct qsw_wqe {
     uint8_t *inl;               /* inline payload (QSW_SEND_INLINE) */
     uint32_t len;               /* message bytes */
     uint32_t first_psn, last_psn, npkts;
+    uint32_t mtu;               /* path MTU when it started: its packets keep this size even
+                                   when a modify changes the MTU before they are all acked */
     uint32_t mask;              /* M_SEND / M_WRITE / M_READ / M_ATOMIC, 0: local */
     uint8_t state;
     uint8_t status;
@@ -170,6 +172,7 @@ struct qsw_res {
     uint32_t start_psn, cur_psn;    /* this run of responses: from start_psn, next cur_psn */
     uint64_t va;
     uint32_t rkey, len;
+    uint32_t mtu;               /* READ: response size, the path MTU when it was accepted */
     uint64_t orig;              /* ATOMIC: the value returned */
 };
 #define RES_NONE   0

@@ -253,7 +253,7 @@ static uint32_t npkts_of(const struct qsw_qp *qp, const struct qsw_wqe *w)
     if (w->mask == M_ATOMIC || qp->type == QSW_QPT_UD || !w->len) {
         return 1;
     }
-    return (w->len + qp->mtu - 1) / qp->mtu;
+    return (w->len + w->mtu - 1) / w->mtu;
 }
 
 static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
@@ -290,7 +290,7 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
     uint16_t sport = qp->type == QSW_QPT_UD ?
                      qsw_udp_sport(av->flow_label, qp->qpn, dqpn) : qp->sport;
     uint32_t psn = qp->req.psn, idx = psn_sub(psn, w->first_psn);
-    uint64_t off = (uint64_t)idx * qp->mtu;
+    uint64_t off = (uint64_t)idx * w->mtu;
     uint8_t *bth = qsw_tx_begin(eng, av, ipv6), *h = bth + BTH_LEN;
     uint32_t paylen = 0, m;
     unsigned pad = 0;
@@ -347,8 +347,8 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
             h += IETH_LEN;
         }
         paylen = w->len - (uint32_t)off;
-        if (paylen > qp->mtu) {
-            paylen = qp->mtu;
+        if (paylen > w->mtu) {
+            paylen = w->mtu;
         }
         if (paylen) {
             if (w->wr.send_flags & QSW_SEND_INLINE) {
@@ -462,6 +462,7 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                 break;
             }
             w->first_psn = qp->req.psn;
+            w->mtu = qp->mtu;
             w->npkts = npkts_of(qp, w);
             w->last_psn = psn_add(w->first_psn, w->npkts - 1);
             w->state = WQE_INFLIGHT;
@@ -570,7 +571,7 @@ static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         return;
     }
     idx = psn_sub(pkt->psn, w->first_psn);
-    off = (uint64_t)idx * qp->mtu;
+    off = (uint64_t)idx * w->mtu;
     if (w->mask == M_ATOMIC) {
         uint8_t orig[8];
 
@@ -589,7 +590,7 @@ static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         bool last = pkt->mask & M_LAST;
 
         /* IBTA 9.7: only the last response may be short */
-        if (off + pkt->paylen > w->len || (!last && pkt->paylen != qp->mtu) ||
+        if (off + pkt->paylen > w->len || (!last && pkt->paylen != w->mtu) ||
             (last && (pkt->psn != w->last_psn || off + pkt->paylen != w->len))) {
             req_fail(qp, QSW_WC_BAD_RESP_ERR);
             return;

@@ -350,6 +350,7 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         r->va = va;
         r->rkey = rkey;
         r->len = len;
+        r->mtu = qp->mtu;
         r->active = true;
         qp->resp.msn = psn_add(qp->resp.msn, 1);
         qp->resp.psn = psn_add(r->last_psn, 1);
@@ -505,7 +506,7 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
         h += AETH_LEN + ATMACK_LEN;
         eng->st.tx_atomic_acks++;
     } else {
-        uint64_t off = (uint64_t)psn_sub(psn, r->first_psn) * qp->mtu;
+        uint64_t off = (uint64_t)psn_sub(psn, r->first_psn) * r->mtu;
         bool first = psn == r->start_psn, last = psn == r->last_psn;
 
         opcode = first && last ? OP_READ_RESP_ONLY : first ? OP_READ_RESP_FIRST :
@@ -517,8 +518,8 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
             h += AETH_LEN;
         }
         paylen = r->len - (uint32_t)off;
-        if (paylen > qp->mtu) {
-            paylen = qp->mtu;
+        if (paylen > r->mtu) {
+            paylen = r->mtu;
         }
         if (paylen && eng->ops.rkey_read(eng->opaque, qp->pd, r->rkey, r->va + off, h, paylen)) {
             struct qsw_pkt p = { .psn = psn };
