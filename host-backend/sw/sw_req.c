@@ -451,7 +451,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                  * not those of every READ queued behind it.
                  */
                 if ((w->mask & M_READ) && qp->comp.psn != qp->req.psn &&
-                    psn_sub(qp->req.psn, qp->comp.psn) + npkts_of(qp, w) > qp->req.cwnd) {
+                    psn_sub(qp->req.psn, qp->comp.psn) + (w->len + qp->mtu - 1) / qp->mtu >
+                        qp->req.cwnd) {
                     break;
                 }
             } else if (qp->type == QSW_QPT_UD && w->len > qp->mtu) {
