@@ -91,6 +91,15 @@ if [ "$mode" = main ]; then
     # 2-CPU host, so the step takes ~45 s in all (fill, write, read back,
     # compare, server checksum): no need to fall back to 256 MB.
     step "qrdma-bulk 1 GB WRITE + READ back" qrdma-bulk -d $dev -g 1 -m 1024 -t 60
+    # XRC is not offered: ibv_xsrq_pingpong must fail cleanly with EOPNOTSUPP (95).
+    if [ "$me" = 0 ]; then
+        timeout 30 ibv_xsrq_pingpong -d $dev -g 1 > /tmp/xsrq.log 2>&1
+        xrc=$?
+        sed 's/^/  | /' /tmp/xsrq.log | head -n 3
+        check "ibv_xsrq_pingpong fails cleanly without XRC (exit $xrc)" test "$xrc" = 1
+        check "ibv_xsrq_pingpong names the missing XRC domain with EOPNOTSUPP" \
+            grep -q 'XRC Domain 95' /tmp/xsrq.log
+    fi
     echo "data path steps took $(($(date +%s) - start))s"
     finish guest-datapath
     exit
