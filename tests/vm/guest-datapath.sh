@@ -39,7 +39,7 @@ step() {
     t0=$(date +%s.%N)
     case $me in
     0)
-        timeout 90 "$@" > "$log" 2>&1 &
+        timeout 90 "$@" > "$log" 2> "$log.err" &
         s=$!
         vm_signal "srv-$n"
         vm_wait "cli-$n" 120
@@ -50,7 +50,7 @@ step() {
     1)
         if vm_wait "srv-$n" 120; then
             sleep 2
-            timeout 90 "$@" "$server" > "$log" 2>&1
+            timeout 90 "$@" "$server" > "$log" 2> "$log.err"
             rc=$?
         else
             rc=1
@@ -63,10 +63,14 @@ step() {
     dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     check "step $n, $name: $role exited 0 (${dt}s)" test "$rc" = 0
     if [ "$rc" != 0 ]; then
-        echo "  $role exit status $rc; the end of its output:"
+        # stderr apart: stdout is block-buffered into the file, so an error
+        # message would sit above lines printed before it.
+        echo "  $role exit status $rc; its errors, then the end of its output:"
+        sed 's/^/  ! /' "$log.err"
         tail -n 25 "$log" | sed 's/^/  | /'
     elif [ "$me" = 1 ]; then
         # Results only: perftest's table rows, the pingpongs' summaries.
+        cat "$log.err" >> "$log"
         grep -E '^ *[0-9]|bytes in|iters in|^client:' "$log" | sed 's/^/  | /'
     fi
     vm_barrier "b-$n" 150
