@@ -113,7 +113,7 @@ fuzz: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx fuzz-corpus-sw
 define fuzz_smoke_one
 	{ ./$(1) -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=1 $(2) > smoke-$(1).log 2>&1; \
 	  r=$$?; echo "== $(1)"; \
-	  grep -E '^(stat::|#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY|fuzz_sw_rx: engine bug)' smoke-$(1).log; \
+	  grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|==[0-9]+== ?ERROR|SUMMARY|fuzz_sw_rx: engine bug)' smoke-$(1).log; \
 	  [ $$r -eq 0 ] || { tail -40 smoke-$(1).log; rc=$$r; }; }
 endef
 

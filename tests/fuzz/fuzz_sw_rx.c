@@ -1518,8 +1518,12 @@ static void op_post_send(struct input *in)
         for (unsigned i = 0; i < nsge; i++) {
             uint8_t s = (uint8_t)take(in, 1);
             uint64_t off = take(in, 2);
+            uint32_t len = (uint32_t)take(in, 2);
 
-            sge_set(&wr.sg_list[i], &self->mr[s % FZ_NMR], off, (uint32_t)take(in, 2));
+            if (s & 0x40) {
+                len |= (uint32_t)take(in, 2) << 16;     /* messages up to 2^31 and past */
+            }
+            sge_set(&wr.sg_list[i], &self->mr[s % FZ_NMR], off, len);
             if (s & 0x80) {
                 wr.sg_list[i].lkey = (uint32_t)take(in, 4);
             }
@@ -1582,8 +1586,12 @@ static void op_post_recv(struct input *in)
             for (unsigned i = 0; i < nsge; i++) {
                 uint8_t s = (uint8_t)take(in, 1);
                 uint64_t off = take(in, 2);
+                uint32_t len = (uint32_t)take(in, 2);
 
-                sge_set(&sg[i], &q->node->mr[s % FZ_NMR], off, (uint32_t)take(in, 2));
+                if (s & 0x40) {
+                    len |= (uint32_t)take(in, 2) << 16;
+                }
+                sge_set(&sg[i], &q->node->mr[s % FZ_NMR], off, len);
                 if (s & 0x80) {
                     sg[i].lkey = (uint32_t)take(in, 4);
                 }
