@@ -2,12 +2,12 @@
 # Where QEMU's time goes on the qrdma path: two guests run ib_write_bw
 # (64 KB) and then ib_write_lat (8 B) for a fixed time while perf samples
 # the client guest's QEMU process (call graphs); the reports go to
-# bench/results/profile-write_bw.txt and profile-write_lat.txt. Used for
+# bench/profile/profile-write_bw.txt and profile-write_lat.txt. Used for
 # docs/performance.md.
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$QRDMA_TOP"
-out="$QRDMA_TOP/bench/results"
+out="$QRDMA_TOP/bench/profile"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-prof.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
@@ -47,10 +47,8 @@ for name in write_bw write_lat; do
     [ -n "$pid" ] || die "no QEMU process for guest 1"
     stage "perf-$name" perf record -F 999 -g -p "$pid" -o "$work/$name.data" -- sleep 20 \
         > /dev/null 2>&1
-    {
-        perf report -i "$work/$name.data" --no-children --sort dso,symbol --stdio \
-            --percent-limit 0.7 -g none 2>/dev/null | grep -v '^$'
-    } > "$out/profile-$name.txt"
+    perf report -i "$work/$name.data" --no-children --sort dso,symbol --stdio \
+        --percent-limit 0.7 -g none 2>/dev/null | grep -v '^$' > "$out/profile-$name.txt"
 done
 wait "$vm"
 grep -E 'profile: .* result' "$work/vm.log"

@@ -199,9 +199,12 @@ set key left top
 set xlabel 'message size (bytes)'
 set ylabel 'MiB/s'
 set title 'bandwidth'
+set xtics ("64" 64, "256" 256, "1K" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
 plot {series(["write_bw", "read_bw", "send_bw"], "MiB/s")}
 set ylabel 'microseconds'
 set title 'latency'
+set key right center
+set xtics ("8" 8, "32" 32, "128" 128, "512" 512, "2K" 2048, "4K" 4096)
 plot {series(["write_lat", "send_lat", "read_lat"], "us")}
 unset multiplot
 """
