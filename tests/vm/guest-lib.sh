@@ -59,9 +59,14 @@ counters_at_zero() {
     [ "$(cat "$qdev_sys/hw_destroy_errors")" = 0 ]
 }
 # After a driver reload: the netdev back up with its address, so the port
-# has its GIDs again.
+# has its GIDs again. The netdev may register a moment after the RDMA
+# device, and the RoCE GIDs follow the address asynchronously: wait for
+# both, or connections would fail to resolve their path.
 netdev_up() {
-    local n
+    local n gid
+    wait_for 30 test -d "$qdev_sys/device/net" || return 1
     n=$(ls "$qdev_sys/device/net" | head -n1)
-    ip link set "$n" up && ip addr replace "$QRDMA_IP/24" dev "$n"
+    ip link set "$n" up && ip addr replace "$QRDMA_IP/24" dev "$n" || return 1
+    gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${QRDMA_IP//./ })
+    wait_for 30 grep -qsx "$gid" "$qdev_sys"/ports/1/gids/*
 }

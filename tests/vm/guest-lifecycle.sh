@@ -60,7 +60,7 @@ for i in $(seq "$reloads"); do
     wait "$s" "$c" 2>/dev/null
     check "reload $i: modprobe" modprobe qrdma
     check "reload $i: qrdma0 back" wait_for 30 test -d "$dev"
-    wait_for 30 test -d "$dev/device/net" && netdev_up
+    check "reload $i: netdev up with its RoCE GID" netdev_up
 done
 check "after $reloads reloads: counters at idle" wait_for 60 counters_at_zero
 echo "counters: $(counters)"

@@ -51,7 +51,7 @@ check "modprobe qrdma" modprobe qrdma
 check "qrdma0 back after modprobe" wait_for 10 test -d "$dev"
 ibv_devices | tee /tmp/devices
 check "ibv_devices lists qrdma0 again" grep -q 'qrdma0' /tmp/devices
-netdev_up
+check "netdev up again with its address and RoCE GID" netdev_up
 idle_snapshot
 check "idle after reload: only the MAD layer's objects" idle_is_mad_only
 check "object verbs after reload" qrdma-objects --cqs 20 --qps 20 --mrs 100 --no-exhaust
