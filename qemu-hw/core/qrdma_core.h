@@ -168,7 +168,7 @@ struct qrdma_lan {
      * Frames for the LAN that found no receive buffer wait here, not in
      * QEMU's queue, so RoCE frames behind them still reach the engine.
      */
-    struct {
+    struct qrdma_lan_backlog {
         uint32_t head, count;
         uint16_t len[QRDMA_LAN_BACKLOG_FRAMES];
         uint8_t data[QRDMA_LAN_BACKLOG_FRAMES][QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];

@@ -1179,24 +1179,22 @@ void qrdma_dp_process(struct qrdma_core *core)
 int qrdma_dp_init(struct qrdma_core *core)
 {
     const struct qrdma_core_fault_cfg *f = &core->cfg.fault;
+    /* All zero (the default) leaves the engine's fault injection off. */
+    const struct qsw_fault fault = {
+        .loss_ppm = f->loss_ppm,
+        .dup_ppm = f->dup_ppm,
+        .reorder_ppm = f->reorder_ppm,
+        .corrupt_ppm = f->corrupt_ppm,
+        .delay_ns = (uint64_t)f->delay_us * 1000,
+        .seed = f->seed,
+    };
 
     core->dp.eng = qsw_engine_new(&dp_ops, core, core->cfg.mac);
     core->dp.deadline = UINT64_MAX;
     if (!core->dp.eng) {
         return -1;
     }
-    if (f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_us) {
-        struct qsw_fault fault = {
-            .loss_ppm = f->loss_ppm,
-            .dup_ppm = f->dup_ppm,
-            .reorder_ppm = f->reorder_ppm,
-            .corrupt_ppm = f->corrupt_ppm,
-            .delay_ns = (uint64_t)f->delay_us * 1000,
-            .seed = f->seed,
-        };
-
-        qsw_engine_set_fault(core->dp.eng, &fault);
-    }
+    qsw_engine_set_fault(core->dp.eng, &fault);
     return 0;
 }
 

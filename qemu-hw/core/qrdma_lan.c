@@ -377,7 +377,7 @@ static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame, size_t l
 /* Move held frames into the buffers the driver posted, oldest first. */
 static void lan_backlog_drain(struct qrdma_core *core)
 {
-    typeof(core->lan.backlog) *b = &core->lan.backlog;
+    struct qrdma_lan_backlog *b = &core->lan.backlog;
 
     while (b->count && lan_rx_on(core) &&
            lan_rx_store(core, b->data[b->head], b->len[b->head])) {
@@ -391,8 +391,6 @@ static void lan_backlog_clear(struct qrdma_core *core)
     core->lan.backlog.head = core->lan.backlog.count = 0;
 }
 
-
-
 /*
  * Always: the device never makes QEMU hold frames, since RoCE frames must
  * not wait behind LAN frames that have no buffer yet (those go to the
@@ -405,7 +403,7 @@ bool qrdma_core_lan_can_receive(struct qrdma_core *core)
 
 size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
 {
-    typeof(core->lan.backlog) *b = &core->lan.backlog;
+    struct qrdma_lan_backlog *b = &core->lan.backlog;
 
     if (len < ETH_HLEN) {
         LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;

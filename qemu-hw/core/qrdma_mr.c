@@ -62,6 +62,19 @@ static void mr_ctx_render(const struct qrdma_mr *mr, uint8_t *ctx)
 
 /* ---- checks at registration -------------------------------------------------------- */
 
+/* A page size this device translates (CAP_PAGE_SIZES). */
+static bool page_size_supported(unsigned log2)
+{
+    return log2 <= 31 && (QRDMA_CORE_PAGE_SIZES & (1u << log2));
+}
+
+/* IB: a peer may write only where the owner may (Linux's ib_check_mr_access agrees). */
+static bool access_consistent(unsigned access)
+{
+    return !(access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) ||
+           (access & QRDMA_ACCESS_LOCAL_WRITE);
+}
+
 /* STAG in arg0 names an index of the layout: the MR there, or a failure. */
 static struct cqp_result stag_check(struct qrdma_core *core, uint64_t arg0, const char *cmd,
                                     struct qrdma_mr **mrp)
@@ -118,9 +131,7 @@ static struct cqp_result pd_access_check(struct qrdma_core *core, struct qrdma_m
                               "%s: STag 0x%08x: ACCESS 0x%x is not within 0x%x", cmd, stag,
                               mr->access, QRDMA_ACCESS_VALID_MASK);
     }
-    /* IB: a peer may write only where the owner may (Linux's ib_check_mr_access agrees). */
-    if ((mr->access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
-        !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
+    if (!access_consistent(mr->access)) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
                               "%s: STag 0x%08x: ACCESS 0x%x grants remote write or atomic "
                               "without local write", cmd, stag, mr->access);
@@ -274,7 +285,7 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
             return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
                                   "%s: STag 0x%08x: LEVELS %u", cmd, stag, mr.levels);
         }
-        if (mr.page_log2 > 31 || !(QRDMA_CORE_PAGE_SIZES & (1u << mr.page_log2))) {
+        if (!page_size_supported(mr.page_log2)) {
             return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
                                   "%s: STag 0x%08x: pages of 2^%u bytes are not in "
                                   "CAP_PAGE_SIZES 0x%x", cmd, stag, mr.page_log2,
@@ -434,9 +445,7 @@ int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_f
         return -1;
     }
     mr = *slot;
-    if (fr->access & ~QRDMA_ACCESS_VALID_MASK ||
-        ((fr->access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
-         !(fr->access & QRDMA_ACCESS_LOCAL_WRITE))) {
+    if ((fr->access & ~QRDMA_ACCESS_VALID_MASK) || !access_consistent(fr->access)) {
         qrdma_guest_error(core, "%s: STag 0x%08x: ACCESS 0x%x is not valid", cmd, fr->stag,
                           fr->access);
         return -1;
@@ -447,7 +456,7 @@ int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_f
                           mr.first, fr->levels, fr->first);
         return -1;
     }
-    if (fr->page_log2 > 31 || !(QRDMA_CORE_PAGE_SIZES & (1u << fr->page_log2))) {
+    if (!page_size_supported(fr->page_log2)) {
         qrdma_guest_error(core, "%s: STag 0x%08x: pages of 2^%u bytes are not in "
                           "CAP_PAGE_SIZES", cmd, fr->stag, fr->page_log2);
         return -1;
