@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/qrdma_core_int.h"
 #include "unit.h"
 
 /* ---- the two sides' embedding ------------------------------------------------------- */
@@ -152,9 +153,9 @@ uint8_t *mem(struct side *s, uint64_t addr)
 }
 
 /*
- * n bytes at a, all checked to be in RAM. The accessors below are spelled
- * out byte by byte so that the compiler makes one load or store of each
- * (the benchmarks post WQEs and poll CQEs through them).
+ * n bytes at a, all checked to be in RAM. The accessors below use the
+ * device core's own little-endian helpers, one load or store each (the
+ * benchmarks post WQEs and poll CQEs through them).
  */
 static uint8_t *span(struct side *s, uint64_t a, size_t n)
 {
@@ -169,43 +170,22 @@ void w8(struct side *s, uint64_t a, uint8_t v)
 
 void w16(struct side *s, uint64_t a, uint16_t v)
 {
-    uint8_t *p = span(s, a, 2);
-
-    p[0] = v;
-    p[1] = v >> 8;
+    qrdma_st_le16(span(s, a, 2), v);
 }
 
 void w32(struct side *s, uint64_t a, uint32_t v)
 {
-    uint8_t *p = span(s, a, 4);
-
-    p[0] = v;
-    p[1] = v >> 8;
-    p[2] = v >> 16;
-    p[3] = v >> 24;
+    qrdma_st_le32(span(s, a, 4), v);
 }
 
 void w64(struct side *s, uint64_t a, uint64_t v)
 {
-    uint8_t *p = span(s, a, 8);
-
-    p[0] = v;
-    p[1] = v >> 8;
-    p[2] = v >> 16;
-    p[3] = v >> 24;
-    p[4] = v >> 32;
-    p[5] = v >> 40;
-    p[6] = v >> 48;
-    p[7] = v >> 56;
+    qrdma_st_le64(span(s, a, 8), v);
 }
 
 uint64_t r64(struct side *s, uint64_t a)
 {
-    const uint8_t *p = span(s, a, 8);
-
-    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-           (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
-           (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+    return qrdma_ld_le64(span(s, a, 8));
 }
 
 /* Host pointer to byte off of the data area (the MR). */
