@@ -49,6 +49,11 @@ if [ "$share" = 1 ]; then
         log "ERROR: cannot mount the host share"
 fi
 
+# Interfaces on the test segment have unique MACs: skip IPv6 duplicate
+# address detection, so link-local addresses (and their RoCE GIDs) are
+# usable the moment an interface comes up, here and after a driver reload.
+echo 0 > /proc/sys/net/ipv6/conf/default/accept_dad 2>/dev/null || true
+
 # What udev would do at boot: load the RDMA stack and our driver.
 for m in ib_core ib_uverbs rdma_ucm qrdma; do
     modprobe "$m" || log "ERROR: modprobe $m failed"

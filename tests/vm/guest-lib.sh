@@ -61,12 +61,23 @@ counters_at_zero() {
 # After a driver reload: the netdev back up with its address, so the port
 # has its GIDs again. The netdev may register a moment after the RDMA
 # device, and the RoCE GIDs follow the address asynchronously: wait for
-# both, or connections would fail to resolve their path.
+# both, or connections would fail to resolve their path. The IPv6
+# link-local address (and its GID) comes up tentative: until duplicate
+# address detection ends, a path to it does not resolve (ETIMEDOUT), so
+# wait for that too.
 netdev_up() {
     local n gid
     wait_for 30 test -d "$qdev_sys/device/net" || return 1
     n=$(ls "$qdev_sys/device/net" | head -n1)
     ip link set "$n" up && ip addr replace "$QRDMA_IP/24" dev "$n" || return 1
     gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${QRDMA_IP//./ })
-    wait_for 30 grep -qsx "$gid" "$qdev_sys"/ports/1/gids/*
+    wait_for 30 grep -qsx "$gid" "$qdev_sys"/ports/1/gids/* || return 1
+    wait_for 30 link_local_ready "$n"
+}
+# link_local_ready NETDEV: it has an IPv6 link-local address that is no
+# longer tentative.
+link_local_ready() {
+    local a
+    a=$(ip -6 -o addr show dev "$1" scope link)
+    [ -n "$a" ] && ! grep -q tentative <<< "$a"
 }
