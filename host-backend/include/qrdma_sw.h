@@ -48,6 +48,7 @@ enum qsw_err {
     QSW_ENOMEM  = 12,   /* allocation failed or the send queue is full */
     QSW_EEXIST  = 17,   /* QPN already in use */
     QSW_ENOENT  = 2,    /* get_recv: no receive WR (the responder sends RNR NAK) */
+    QSW_EIO     = 5,    /* get_recv: the receive queue is broken (a local QP error) */
     QSW_EACCES  = 13,   /* a key callback refused the access */
 };
 
@@ -295,7 +296,13 @@ struct qsw_ops {
     /* 8 bytes at va (8-byte aligned, checked by the engine); *orig gets the old value. */
     int (*rkey_atomic)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
                        uint64_t compare_add, uint64_t swap, uint64_t *orig);
-    /* Pop the next receive WR of the QP (its RQ or SRQ): 0, or -QSW_ENOENT. */
+    /*
+     * Pop the next receive WR of the QP (its RQ or SRQ): 0; -QSW_ENOENT when
+     * there is none; -QSW_EIO when the next one cannot be used (the embedder
+     * has completed it in error): the engine then moves the QP to ERR with
+     * QSW_EV_QP_FATAL, and an RC responder NAKs with Remote Operational
+     * Error (IBTA 9.7.5.2.4) so the requester learns why.
+     */
     int (*get_recv)(void *opaque, struct qsw_qp *qp, struct qsw_recv_wr *out);
     void (*complete)(void *opaque, struct qsw_qp *qp, const struct qsw_wc *wc);
     void (*qp_event)(void *opaque, struct qsw_qp *qp, enum qsw_event ev);

@@ -125,15 +125,18 @@ static void recv_error(struct qsw_qp *qp, uint32_t status)
     qsw_complete(qp, &wc);
 }
 
-static bool get_recv(struct qsw_qp *qp)
+/* The receive WR for the message starting now: 0, -QSW_ENOENT or -QSW_EIO. */
+static int get_recv(struct qsw_qp *qp)
 {
     struct qsw_engine *eng = qp->eng;
+    int ret;
 
     if (qp->resp.have_wr) {
-        return true;
+        return 0;
     }
-    if (eng->ops.get_recv(eng->opaque, qp, &qp->resp.wr)) {
-        return false;
+    ret = eng->ops.get_recv(eng->opaque, qp, &qp->resp.wr);
+    if (ret) {
+        return ret == -QSW_EIO ? -QSW_EIO : -QSW_ENOENT;
     }
     if (qp->resp.wr.num_sge > QSW_MAX_SGE) {
         qp->resp.wr.num_sge = QSW_MAX_SGE;
@@ -146,12 +149,25 @@ static bool get_recv(struct qsw_qp *qp)
     }
     qp->resp.have_wr = true;
     qp->resp.offset = 0;
-    return true;
+    return 0;
 }
 
-/* IBTA 9.7: no receive WR; the requester waits min_rnr_timer and resends. */
-static void rnr(struct qsw_qp *qp, const struct qsw_pkt *pkt)
+/*
+ * No receive WR for a message that needs one. None posted (IBTA 9.7): RNR
+ * NAK, the requester waits min_rnr_timer and resends. The RQ is broken:
+ * a local QP error, already completed by the embedder; Remote Operational
+ * Error NAK, and the QP to error.
+ */
+static void no_recv(struct qsw_qp *qp, const struct qsw_pkt *pkt, int why)
 {
+    if (why == -QSW_EIO) {
+        if (qp->type == QSW_QPT_UC) {
+            qsw_qp_to_error(qp, QSW_EV_QP_FATAL);
+        } else {
+            fatal(qp, pkt, NAK_REM_OP, QSW_EV_QP_FATAL);
+        }
+        return;
+    }
     if (qp->type == QSW_QPT_UC) {
         qp->eng->st.drop_uc++;
         qp->resp.uc_drop = true;
@@ -205,8 +221,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 
     if (m & M_SEND) {
-        if ((m & M_FIRST) && !get_recv(qp)) {
-            rnr(qp, pkt);
+        if ((m & M_FIRST) && (ret = get_recv(qp))) {
+            no_recv(qp, pkt, ret);
             return false;
         }
         if ((uint64_t)qp->resp.offset + pkt->paylen > qp->resp.wr_len) {
@@ -271,8 +287,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 
     if (m & M_WRITE) {
-        if ((m & M_IMM) && !get_recv(qp)) {
-            rnr(qp, pkt);               /* before any side effect of this packet */
+        if ((m & M_IMM) && (ret = get_recv(qp))) {
+            no_recv(qp, pkt, ret);      /* before any side effect of this packet */
             return false;
         }
         if (m & M_RETH) {
@@ -614,7 +630,12 @@ void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         eng->st.drop_qkey++;
         return;
     }
-    if (!get_recv(qp)) {
+    ret = get_recv(qp);
+    if (ret == -QSW_EIO) {
+        qsw_qp_to_error(qp, QSW_EV_QP_FATAL);
+        return;
+    }
+    if (ret) {
         eng->st.drop_no_recv++;         /* UD has no RNR: the message is lost */
         return;
     }

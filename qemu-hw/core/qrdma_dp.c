@@ -492,12 +492,26 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
         return 0;
     }
     if (read_rq_wqe(core, id, &qp->rq, qp->rq_head, out, &bad)) {
-        if (bad) {
-            bad_wqe(core, id, false, qp->rq_head & ((1u << qp->rq.size_log2) - 1),
-                    QSW_WC_LOC_QP_OP_ERR, "malformed or unreadable");
-            qp->rq_head++;
+        struct dp_cqe e = {
+            .qp_id = id, .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
+            .opcode = QSW_WC_RECV, .status = QSW_WC_LOC_QP_OP_ERR, .vendor_err = 1,
+        };
+
+        if (!bad) {
+            return -QSW_ENOENT;
         }
-        return -QSW_ENOENT;
+        /*
+         * Not bad_wqe(): a callback may not change the QP's state (the
+         * transport's threading contract). -QSW_EIO has the transport move
+         * the QP to error itself, with the QP_FATAL event and, for RC, a
+         * NAK that tells the requester; the transport holds no receive WR
+         * of this QP, so this error CQE is the RQ's next completion.
+         */
+        qrdma_guest_error(core, "QP %u: RQ WQE %u: malformed or unreadable", id, e.wqe_index);
+        core->dp.bad_wqes++;
+        qp->rq_head++;
+        cq_post(core, qp->recv_cq, &e);
+        return -QSW_EIO;
     }
     qp->rq_head++;
     core->dp.rq_wqes++;

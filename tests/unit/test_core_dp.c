@@ -447,12 +447,34 @@ static void test_ud(void)
     no_errors(SA);
     no_errors(SB);
 
+    /*
+     * A malformed receive WQE at the receiver: its error CQE, and the QP to
+     * error by the transport (not from inside the callback that found it).
+     * The sender's UD send completes as usual.
+     */
+    {
+        const struct sge sge = { 0x6000, 1024, 0 };
+        uint32_t n = SB->qp[UDQP].rq_posted++;
+        uint32_t index = n & ((1u << SB->qp[UDQP].rq_log2) - 1);
+
+        write_rq_wqe(SB, RQ_RING(UDQP) + ((uint64_t)index << SB->qp[UDQP].rq_stride_log2),
+                     !((n >> SB->qp[UDQP].rq_log2) & 1), 1, &sge, 4);   /* 4 SGEs claimed */
+        post_send(SA, UDQP, &w);
+        ring_sq(SA, UDQP);
+        pump();
+        EXPECT_CQE(SA, 1, UDQP, 3, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        EXPECT_CQE(SB, 2, UDQP, index, QSW_WC_RECV, QSW_WC_LOC_QP_OP_ERR, 0, ~0u);
+        CHECK(logged(SB, "RQ WQE 2: malformed or unreadable"));
+        CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, UDQP, QRDMA_AE_SRC_QP, QPCTX(UDQP)));
+        CHECK_EQ(qp_state(SB, UDQP), QRDMA_QPS_ERR);
+    }
+
     /* RDMA opcodes are refused on UD, as is an AH that does not exist. */
     w.op = QRDMA_SQ_OP_RDMA_WRITE;
     post_send(SA, UDQP, &w);
     ring_sq(SA, UDQP);
     pump();
-    EXPECT_CQE(SA, 1, UDQP, 3, QSW_WC_SEND, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, UDQP, 4, QSW_WC_SEND, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
     CHECK(logged(SA, "opcode not allowed on a UD QP"));
     CHECK(aeq_has(SA, QRDMA_AE_QP_FATAL, UDQP, QRDMA_AE_SRC_QP, QPCTX(UDQP)));
 }
@@ -918,13 +940,9 @@ static void test_too_many_sges(void)
         CHECK(logged(SB, "RQ WQE 0: malformed or unreadable"));
         CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, QPN, QRDMA_AE_SRC_QP, QPCTX(QPN)));
         CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_ERR);
-        /* The sender gets an error in the end, whatever it is. */
-        {
-            struct cqe e;
-
-            CHECK(poll_cq(SA, 1, &e));
-            CHECK(e.status != QSW_WC_SUCCESS);
-        }
+        /* The responder's NAK tells the sender why (IBTA 9.7.5.2.4). */
+        EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_REM_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_ERR);
     }
 }
 
