@@ -2,7 +2,8 @@
  * Unit tests of the software RoCEv2 engine's wire format: the ICRC against
  * two published vectors (a CNP captured from a ConnectX-4 Lx, and the UC
  * SEND of scapy's RoCE layer tests) and against a bitwise reference
- * written here apart from the engine's; the IPv4/IPv6/UDP/BTH fields and
+ * written here apart from the engine's, with each CRC implementation the
+ * CPU has forced in turn; the IPv4/IPv6/UDP/BTH fields and
  * extended headers of the frames the engine emits; and frames that are
  * truncated, malformed, corrupted or not for us, dropped and counted, plus
  * a deterministic mutation run that must not crash.
