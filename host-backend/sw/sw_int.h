@@ -131,7 +131,31 @@ static inline unsigned hdr_off(uint32_t m, uint32_t h)
 /* ---- CRC32 (the IEEE 802.3 polynomial, reflected), ICRC, checksums ------- */
 
 void qsw_crc32_init(uint32_t tab[8][256]);
+/* No pre- or post-inversion; any length, any alignment. */
 uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len);
+/*
+ * The implementations, chosen once per process: the widest carry-less
+ * multiply this CPU has (x86-64), else tables. Tests force each one.
+ */
+enum qsw_crc_impl {
+    QSW_CRC_TABLE,          /* slicing by 8, any host */
+    QSW_CRC_CLMUL,          /* PCLMULQDQ, SSE4.1 */
+    QSW_CRC_VPCLMUL256,     /* VPCLMULQDQ on AVX2 registers */
+    QSW_CRC_VPCLMUL512,     /* VPCLMULQDQ on AVX-512 registers */
+    QSW_CRC_NIMPL
+};
+extern const char *const qsw_crc_impl_name[QSW_CRC_NIMPL];
+bool qsw_crc32_supported(enum qsw_crc_impl impl);
+enum qsw_crc_impl qsw_crc32_impl(void);
+/* For tests and benchmarks: switch the whole process; -ENOTSUP if this CPU or build lacks it. */
+int qsw_crc32_select(enum qsw_crc_impl impl);
+/* The folding constants x^n mod P(x), as the code uses them (see sw_proto.c). */
+struct qsw_crc_xpow {
+    unsigned n;
+    uint64_t k;
+};
+extern const struct qsw_crc_xpow qsw_crc_xpow[];
+extern const size_t qsw_crc_nxpow;
 /*
  * ICRC of a RoCEv2 packet starting at its IP header (l3) and ending before
  * the ICRC (l3_len bytes), per Annex A17: 64 one-bits for the absent

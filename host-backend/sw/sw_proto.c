@@ -5,6 +5,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "sw_int.h"
@@ -64,97 +65,9 @@ void qsw_crc32_init(uint32_t tab[8][256])
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_CLMUL_CRC 1
-
-/*
- * CRC32 by carry-less multiplication (PCLMULQDQ), folding 512 then 128
- * bits at a time and finishing with a Barrett reduction, after Gopal et
- * al., "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ"
- * (Intel, 2009). The constants are x^n mod P(x) for the bit-reflected
- * IEEE polynomial: fold distances 4*128+32 / 4*128-32 (k1, k2), 128+32 /
- * 128-32 (k3, k4), 64 (k5), and P'(x) and mu for the reduction. Same
- * convention as the table code: no inversions. len >= 64, a multiple of 16.
- */
-__attribute__((target("pclmul,sse2")))
-static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+/* Slicing by 8; the portable code and the tail of short runs. */
+static uint32_t crc32_table(const uint32_t tab[8][256], uint32_t crc, const uint8_t *p, size_t len)
 {
-    const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596ll, 0x154442bd4ll);
-    const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009ell, 0x1751997d0ll);
-    const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124ll);
-    const __m128i poly = _mm_set_epi64x(0x1f7011641ll, 0x1db710641ll);     /* mu, P' */
-    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-    __m128i x0, x1, x2, x3, t;
-
-#define LD(i) _mm_loadu_si128((const __m128i *)(p + 16 * (i)))
-#define FOLD(x, k, d) \
-    (t = _mm_clmulepi64_si128((x), (k), 0x00), \
-     _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128((x), (k), 0x11), t), (d)))
-
-    x0 = _mm_xor_si128(LD(0), _mm_cvtsi32_si128((int)crc));
-    x1 = LD(1);
-    x2 = LD(2);
-    x3 = LD(3);
-    p += 64;
-    len -= 64;
-    while (len >= 64) {
-        x0 = FOLD(x0, k1k2, LD(0));
-        x1 = FOLD(x1, k1k2, LD(1));
-        x2 = FOLD(x2, k1k2, LD(2));
-        x3 = FOLD(x3, k1k2, LD(3));
-        p += 64;
-        len -= 64;
-    }
-    x0 = FOLD(x0, k3k4, x1);
-    x0 = FOLD(x0, k3k4, x2);
-    x0 = FOLD(x0, k3k4, x3);
-    while (len >= 16) {
-        x0 = FOLD(x0, k3k4, LD(0));
-        p += 16;
-        len -= 16;
-    }
-    /* 128 -> 64 bits */
-    x0 = _mm_xor_si128(_mm_clmulepi64_si128(x0, k3k4, 0x10), _mm_srli_si128(x0, 8));
-    /* 64 -> 32 bits */
-    x0 = _mm_xor_si128(_mm_srli_si128(x0, 4),
-                       _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), k5, 0x00));
-    /* Barrett reduction */
-    t = _mm_clmulepi64_si128(_mm_and_si128(x0, mask32), poly, 0x10);
-    t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
-    x0 = _mm_xor_si128(x0, t);
-    return (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(x0, 4));
-#undef LD
-#undef FOLD
-}
-#endif
-
-/* Slicing by 8 (and PCLMULQDQ for long runs on x86); no pre or post inversion. */
-uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-#ifdef HAVE_CLMUL_CRC
-    static int clmul_state = -1;    /* any thread may set it: always to the same value */
-
-    if (len >= 128) {
-        int clmul = __atomic_load_n(&clmul_state, __ATOMIC_RELAXED);
-
-        if (clmul < 0) {
-            __builtin_cpu_init();
-            clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
-            __atomic_store_n(&clmul_state, clmul, __ATOMIC_RELAXED);
-        }
-        if (clmul) {
-            size_t n = len & ~(size_t)15;
-
-            crc = crc32_clmul(crc, p, n);
-            p += n;
-            len -= n;
-        }
-    }
-#endif
-
     while (len >= 8) {
         uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                              (uint32_t)p[3] << 24);
@@ -170,14 +83,393 @@ uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *
     return crc;
 }
 
+/*
+ * x^n mod P(x) for the folds below, bit-reflected and shifted left by one
+ * (bit j holds the coefficient of x^(32-j)); the unit tests recompute them.
+ */
+#define CRC_XPOWS(X)                                                           \
+    X(64, 0x163cd6124) X(96, 0x0ccaa009e) X(160, 0x1751997d0)                   \
+    X(224, 0x15a546366) X(288, 0x0f1da05aa) X(352, 0x174359406)                 \
+    X(416, 0x03db1ecdc) X(480, 0x1c6e41596) X(544, 0x154442bd4)                 \
+    X(736, 0x18cb44e58) X(800, 0x0df068dc2) X(992, 0x14a7fe880)                 \
+    X(1056, 0x1e88ef372) X(1504, 0x12e958ac4) X(1568, 0x1821d8bc0)              \
+    X(2016, 0x1322d1430) X(2080, 0x11542778a)
+#define X(n, k) static const uint64_t crc_x##n = k##ull;
+CRC_XPOWS(X)
+#undef X
+#define X(n, k) { n, crc_x##n },
+const struct qsw_crc_xpow qsw_crc_xpow[] = { CRC_XPOWS(X) };
+#undef X
+const size_t qsw_crc_nxpow = sizeof(qsw_crc_xpow) / sizeof(qsw_crc_xpow[0]);
+
+/* The CRC state after the initial 0xffffffff and the ICRC's 8 bytes of ones (LRH). */
+#define ICRC_LRH_STATE 0xdebb20e3u
+/* The folds start from one 16-byte lane; shorter runs go by table. */
+#define CRC_FOLD_MIN 16
+
+#if defined(__x86_64__) && \
+    (defined(__clang__) ? __clang_major__ >= 8 : defined(__GNUC__) && __GNUC__ >= 10)
+#include <immintrin.h>
+#define HAVE_CLMUL_CRC 1
+
+/*
+ * CRC32 by carry-less multiplication, after Gopal et al., "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ" (Intel, 2009). The
+ * data is loaded little-endian, so bit i of a 128-bit lane is the
+ * coefficient of x^(127-i) relative to the lane's end. Folding a lane F
+ * bits forward multiplies its low half (the higher degrees) by
+ * x^(F+32) mod P and its high half by x^(F-32) mod P and adds the
+ * products to the lane F bits later. The last 128 bits are reduced to
+ * 32: fold 64 bits by x^96, 32 by x^64, then a Barrett reduction with
+ * mu = floor(x^64 / P) and P itself (both 33 bits, reflected). Same
+ * convention as the tables: no pre- or post-inversion. Each
+ * implementation runs with the instruction set of its target attribute,
+ * chosen at run time, so that the file builds with any flags (QEMU's).
+ */
+#define K(n) ((long long)crc_x##n)
+#define BARRETT_MU 0x1f7011641ll    /* floor(x^64 / P), reflected, 33 bits */
+#define BARRETT_P  0x1db710641ll    /* P, reflected, 33 bits */
+#define TARGET_CLMUL __attribute__((target("pclmul,sse4.1")))
+#define TARGET_V256  __attribute__((target("avx2,vpclmulqdq,pclmul")))
+#define TARGET_V512  __attribute__((target("avx512f,vpclmulqdq,pclmul")))
+
+/* pshufb indexes: 0..15 at offsets 16..31, 0x80 (a zero byte) around them */
+static const uint8_t crc_shuffle[48] __attribute__((aligned(16))) = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
+/* x folded forward by the distance of k, plus d */
+static inline __attribute__((always_inline)) TARGET_CLMUL
+__m128i fold128(__m128i x, __m128i k, __m128i d)
+{
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+                                       _mm_clmulepi64_si128(x, k, 0x11)), d);
+}
+
+/*
+ * The state x (128 bits, data before p) continued by the len bytes at p,
+ * reduced to the 32-bit CRC. A tail of fewer than 16 bytes is read as the
+ * last 16 bytes of the data (there must be 16 before its end, in x's run
+ * or here): x's first bytes move one lane up, the rest of x and the tail
+ * make the lane after.
+ */
+static inline __attribute__((always_inline)) TARGET_CLMUL
+uint32_t crc_finish128(__m128i x, const uint8_t *p, size_t len)
+{
+    const __m128i k128 = _mm_set_epi64x(K(96), K(160));
+    const __m128i k64_96 = _mm_set_epi64x(K(64), K(96));
+    const __m128i barrett = _mm_set_epi64x(BARRETT_MU, BARRETT_P);
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i t;
+
+    while (len >= 16) {
+        x = fold128(x, k128, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        len -= 16;
+    }
+    if (len) {
+        __m128i up = _mm_loadu_si128((const __m128i *)(crc_shuffle + len));
+        __m128i down = _mm_loadu_si128((const __m128i *)(crc_shuffle + 16 + len));
+        __m128i last = _mm_loadu_si128((const __m128i *)(p + len - 16));
+
+        x = fold128(_mm_shuffle_epi8(x, up), k128,
+                    _mm_blendv_epi8(_mm_shuffle_epi8(x, down), last, down));
+    }
+    /* 128 -> 96 bits: the low half (x^127..x^64) times x^96 */
+    x = _mm_xor_si128(_mm_clmulepi64_si128(x, k64_96, 0x00), _mm_srli_si128(x, 8));
+    /* 96 -> 64 bits: the low 32 bits times x^64 */
+    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), k64_96, 0x10),
+                      _mm_srli_si128(x, 4));
+    /* Barrett: quotient from the high 32 coefficients, minus quotient times P */
+    t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), barrett, 0x10);
+    t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), barrett, 0x00);
+    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x, t), 1);
+}
+
+/*
+ * 16 <= len < 80, the data ORed with mask[0..len) as it is read (the
+ * ICRC's fields of ones, applied in registers: a copy with byte stores
+ * would stall the wide loads that follow).
+ */
+TARGET_CLMUL
+static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+{
+#define LD(q, i) _mm_loadu_si128((const __m128i *)((q) + (i)))
+    const __m128i k128 = _mm_set_epi64x(K(96), K(160));
+    __m128i x = _mm_xor_si128(_mm_or_si128(LD(p, 0), LD(mask, 0)), _mm_cvtsi32_si128((int)crc));
+    size_t off = 16;
+
+    for (; off + 16 <= len; off += 16) {
+        x = fold128(x, k128, _mm_or_si128(LD(p, off), LD(mask, off)));
+    }
+    /* the tail's 16 bytes, masked, read in place by crc_finish128 */
+    if (off < len) {
+        uint8_t last[16] __attribute__((aligned(16)));
+
+        _mm_store_si128((__m128i *)last, _mm_or_si128(LD(p, len - 16), LD(mask, len - 16)));
+        return crc_finish128(x, last + 16 - (len - off), len - off);
+    }
+    return crc_finish128(x, p + off, 0);
+#undef LD
+}
+
+/*
+ * The long-run implementations: len >= 64, the first 64 bytes ORed with
+ * mask[0..64) as they are read.
+ */
+typedef uint32_t crc_fold_fn(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask);
+
+/* 128-bit PCLMULQDQ, four lanes folding 512 bits at a time. */
+TARGET_CLMUL
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+{
+#define LD(q, i) _mm_loadu_si128((const __m128i *)((q) + 16 * (i)))
+#define LDM(i) _mm_or_si128(LD(p, i), LD(mask, i))
+    const __m128i k512 = _mm_set_epi64x(K(480), K(544));
+    __m128i x0 = _mm_xor_si128(LDM(0), _mm_cvtsi32_si128((int)crc));
+    __m128i x1 = LDM(1), x2 = LDM(2), x3 = LDM(3);
+
+    p += 64;
+    len -= 64;
+    while (len >= 64) {
+        x0 = fold128(x0, k512, LD(p, 0));
+        x1 = fold128(x1, k512, LD(p, 1));
+        x2 = fold128(x2, k512, LD(p, 2));
+        x3 = fold128(x3, k512, LD(p, 3));
+        p += 64;
+        len -= 64;
+    }
+    x3 = fold128(x0, _mm_set_epi64x(K(352), K(416)), x3);
+    x3 = fold128(x1, _mm_set_epi64x(K(224), K(288)), x3);
+    x3 = fold128(x2, _mm_set_epi64x(K(96), K(160)), x3);
+    return crc_finish128(x3, p, len);
+#undef LD
+#undef LDM
+}
+
+/* 256-bit VPCLMULQDQ (AVX2): two lanes per register, four registers. */
+TARGET_V256
+static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+{
+#define LD(q, i) _mm256_loadu_si256((const __m256i *)((q) + 32 * (i)))
+#define KK(lo, hi) _mm256_set_epi64x(K(hi), K(lo), K(hi), K(lo))
+#define FOLD(y, k, d) _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128((y), (k), 0x00), \
+                                                        _mm256_clmulepi64_epi128((y), (k), 0x11)), (d))
+    const __m256i k256 = KK(288, 224);
+    __m256i y0 = _mm256_xor_si256(_mm256_or_si256(LD(p, 0), LD(mask, 0)),
+                                  _mm256_set_epi64x(0, 0, 0, crc));
+    __m256i y1 = _mm256_or_si256(LD(p, 1), LD(mask, 1));
+
+    p += 64;
+    len -= 64;
+    if (len >= 64) {
+        const __m256i k1024 = KK(1056, 992);
+        __m256i y2 = LD(p, 0), y3 = LD(p, 1);
+
+        p += 64;
+        len -= 64;
+        while (len >= 128) {
+            y0 = FOLD(y0, k1024, LD(p, 0));
+            y1 = FOLD(y1, k1024, LD(p, 1));
+            y2 = FOLD(y2, k1024, LD(p, 2));
+            y3 = FOLD(y3, k1024, LD(p, 3));
+            p += 128;
+            len -= 128;
+        }
+        y3 = FOLD(y0, KK(800, 736), y3);
+        y3 = FOLD(y1, KK(544, 480), y3);
+        y1 = FOLD(y2, k256, y3);
+    } else {
+        y1 = FOLD(y0, k256, y1);
+    }
+    while (len >= 32) {
+        y1 = FOLD(y1, k256, LD(p, 0));
+        p += 32;
+        len -= 32;
+    }
+    return crc_finish128(fold128(_mm256_castsi256_si128(y1), _mm_set_epi64x(K(96), K(160)),
+                                 _mm256_extracti128_si256(y1, 1)), p, len);
+#undef LD
+#undef KK
+#undef FOLD
+}
+
+/* 512-bit VPCLMULQDQ (AVX-512): four lanes per register, four registers. */
+TARGET_V512
+static uint32_t crc32_vpclmul512(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+{
+#define LD(q, i) _mm512_loadu_si512((const void *)((q) + 64 * (i)))
+#define KK(lo, hi) _mm512_set_epi64(K(hi), K(lo), K(hi), K(lo), K(hi), K(lo), K(hi), K(lo))
+#define FOLD(z, k, d) _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128((z), (k), 0x00), \
+                                                _mm512_clmulepi64_epi128((z), (k), 0x11), (d), 0x96)
+    const __m512i k512 = KK(544, 480);
+    __m512i z0 = _mm512_ternarylogic_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, crc),
+                                           LD(p, 0), LD(mask, 0), 0x1e);   /* a ^ (b | c) */
+    __m512i t;
+    __m128i x;
+
+    p += 64;
+    len -= 64;
+    if (len >= 192) {
+        const __m512i k2048 = KK(2080, 2016);
+        __m512i z1 = LD(p, 0), z2 = LD(p, 1), z3 = LD(p, 2);
+
+        p += 192;
+        len -= 192;
+        while (len >= 256) {
+            z0 = FOLD(z0, k2048, LD(p, 0));
+            z1 = FOLD(z1, k2048, LD(p, 1));
+            z2 = FOLD(z2, k2048, LD(p, 2));
+            z3 = FOLD(z3, k2048, LD(p, 3));
+            p += 256;
+            len -= 256;
+        }
+        z0 = FOLD(z0, KK(1568, 1504), FOLD(z1, KK(1056, 992), FOLD(z2, k512, z3)));
+    }
+    while (len >= 64) {
+        z0 = FOLD(z0, k512, LD(p, 0));
+        p += 64;
+        len -= 64;
+    }
+    /*
+     * Lanes 0, 1, 2 folded 384, 256, 128 bits onto lane 3. The zero-masking
+     * extracts: GCC 12's plain ones (and its cast) read an "undefined"
+     * register that -Winit-self (QEMU's flags) reports.
+     */
+    t = FOLD(z0, _mm512_set_epi64(0, 0, K(96), K(160), K(224), K(288), K(352), K(416)),
+             _mm512_setzero_si512());
+    x = _mm_xor_si128(_mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, t, 0),
+                                    _mm512_maskz_extracti32x4_epi32(0xf, t, 1)),
+                      _mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, t, 2),
+                                    _mm512_maskz_extracti32x4_epi32(0xf, z0, 3)));
+    return crc_finish128(x, p, len);
+#undef LD
+#undef KK
+#undef FOLD
+}
+
+static crc_fold_fn *const crc_folds[QSW_CRC_NIMPL] = {
+    [QSW_CRC_CLMUL] = crc32_clmul,
+    [QSW_CRC_VPCLMUL256] = crc32_vpclmul256,
+    [QSW_CRC_VPCLMUL512] = crc32_vpclmul512,
+};
+#endif
+
+const char *const qsw_crc_impl_name[QSW_CRC_NIMPL] = {
+    [QSW_CRC_TABLE] = "table",
+    [QSW_CRC_CLMUL] = "pclmulqdq",
+    [QSW_CRC_VPCLMUL256] = "vpclmulqdq-256",
+    [QSW_CRC_VPCLMUL512] = "vpclmulqdq-512",
+};
+
+bool qsw_crc32_supported(enum qsw_crc_impl impl)
+{
+#ifdef HAVE_CLMUL_CRC
+    __builtin_cpu_init();
+    switch (impl) {
+    case QSW_CRC_TABLE:
+        return true;
+    case QSW_CRC_CLMUL:
+        return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    case QSW_CRC_VPCLMUL256:
+        return qsw_crc32_supported(QSW_CRC_CLMUL) && __builtin_cpu_supports("vpclmulqdq") &&
+               __builtin_cpu_supports("avx2");
+    case QSW_CRC_VPCLMUL512:
+        return qsw_crc32_supported(QSW_CRC_CLMUL) && __builtin_cpu_supports("vpclmulqdq") &&
+               __builtin_cpu_supports("avx512f");
+    default:
+        return false;
+    }
+#else
+    return impl == QSW_CRC_TABLE;
+#endif
+}
+
+/* The implementation in use, the fastest supported unless a test chose one; -1 until known. */
+static int crc_impl = -1;
+
+static enum qsw_crc_impl crc_impl_get(void)
+{
+    int impl = __atomic_load_n(&crc_impl, __ATOMIC_RELAXED);
+
+    if (impl < 0) {
+        impl = QSW_CRC_NIMPL - 1;
+        while (!qsw_crc32_supported(impl)) {
+            impl--;
+        }
+        /* any thread may store it: always the same value */
+        __atomic_store_n(&crc_impl, impl, __ATOMIC_RELAXED);
+    }
+    return impl;
+}
+
+enum qsw_crc_impl qsw_crc32_impl(void)
+{
+    return crc_impl_get();
+}
+
+int qsw_crc32_select(enum qsw_crc_impl impl)
+{
+    if (!qsw_crc32_supported(impl)) {
+        return -ENOTSUP;
+    }
+    __atomic_store_n(&crc_impl, impl, __ATOMIC_RELAXED);
+    return 0;
+}
+
+#ifdef HAVE_CLMUL_CRC
+/* What the ICRC sets to ones (IBTA Annex A17.3.3), as OR masks; zeros to 80 bytes. */
+static const uint8_t crc_mask_none[80] __attribute__((aligned(64)));
+static const uint8_t icrc_mask_v4[80] __attribute__((aligned(64))) = {
+    [1] = 0xff,                             /* TOS */
+    [8] = 0xff,                             /* TTL */
+    [10] = 0xff, [11] = 0xff,               /* header checksum */
+    [IPV4_HLEN + 6] = 0xff, [IPV4_HLEN + 7] = 0xff,     /* UDP checksum */
+    [IPV4_HLEN + UDP_HLEN + 4] = 0xff,                  /* BTH resv8a */
+};
+static const uint8_t icrc_mask_v6[80] __attribute__((aligned(64))) = {
+    [0] = 0x0f, [1] = 0xff, [2] = 0xff, [3] = 0xff,     /* traffic class, flow label */
+    [7] = 0xff,                             /* hop limit */
+    [IPV6_HLEN + 6] = 0xff, [IPV6_HLEN + 7] = 0xff,     /* UDP checksum */
+    [IPV6_HLEN + UDP_HLEN + 4] = 0xff,                  /* BTH resv8a */
+};
+
+static uint32_t crc32_clmul_masked(enum qsw_crc_impl impl, uint32_t crc, const uint8_t *p,
+                                   size_t len, const uint8_t *mask)
+{
+    return len >= 64 ? crc_folds[impl](crc, p, len, mask) : crc32_clmul_short(crc, p, len, mask);
+}
+#endif
+
+uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len)
+{
+#ifdef HAVE_CLMUL_CRC
+    enum qsw_crc_impl impl = crc_impl_get();
+
+    if (impl != QSW_CRC_TABLE && len >= CRC_FOLD_MIN) {
+        return crc32_clmul_masked(impl, crc, buf, len, crc_mask_none);
+    }
+#endif
+    return crc32_table(tab, crc, buf, len);
+}
+
 uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6)
 {
-    static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
     uint8_t ph[IPV6_HLEN + UDP_HLEN + BTH_LEN];
     size_t iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
     size_t phl = iphl + UDP_HLEN + BTH_LEN;
     uint32_t crc;
 
+#ifdef HAVE_CLMUL_CRC
+    enum qsw_crc_impl impl = crc_impl_get();
+
+    if (impl != QSW_CRC_TABLE) {
+        return ~crc32_clmul_masked(impl, ICRC_LRH_STATE, l3, l3_len,
+                                   ipv6 ? icrc_mask_v6 : icrc_mask_v4);
+    }
+#endif
     memcpy(ph, l3, phl);
     if (ipv6) {
         ph[0] |= 0x0f;                      /* traffic class and flow label */
@@ -190,11 +482,8 @@ uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, 
     }
     ph[iphl + 6] = ph[iphl + 7] = 0xff;     /* UDP checksum */
     ph[iphl + UDP_HLEN + 4] = 0xff;         /* BTH resv8a */
-
-    crc = qsw_crc32_update(tab, 0xffffffffu, ones, sizeof(ones));
-    crc = qsw_crc32_update(tab, crc, ph, phl);
-    crc = qsw_crc32_update(tab, crc, l3 + phl, l3_len - phl);
-    return ~crc;
+    crc = crc32_table(tab, ICRC_LRH_STATE, ph, phl);
+    return ~crc32_table(tab, crc, l3 + phl, l3_len - phl);
 }
 
 uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum)

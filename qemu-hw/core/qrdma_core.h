@@ -285,6 +285,12 @@ struct qrdma_cq {
     struct qrdma_queue ring;
     /* The data path's: where the next CQE goes. */
     uint32_t tail;
+    /*
+     * The consumer's HEAD as last read from the shadow area. HEAD only
+     * moves forward, so the ring has at least as much room as this says;
+     * cq_post reads the shadow area again only when it looks full.
+     */
+    uint32_t head_seen;
     bool polarity;              /* VALID of the current lap */
     bool error;                 /* overflowed or unusable; no more CQEs */
 };

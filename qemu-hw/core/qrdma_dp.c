@@ -160,18 +160,26 @@ static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe
     if (!cq || cq->error || cq_id >= core->dp.ncq) {
         return false;
     }
-    if (core->env.dma_read(core->env.opaque, cq->shadow, shadow, sizeof(shadow))) {
-        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
-        return false;
-    }
-    head = qrdma_ld_le32(shadow);
-    used = cq->tail - head;
     /*
      * Right after a resize the consumer may still count CQEs of the old
      * ring; until it moves, HEAD is ahead of the new ring's tail.
      */
+    used = cq->tail - cq->head_seen;
     if ((int32_t)used < 0) {
         used = cq->tail;
+    }
+    if (used >= size) {
+        /* Full as last seen: where is the consumer now? (One DMA read per CQE saved.) */
+        if (core->env.dma_read(core->env.opaque, cq->shadow, shadow, sizeof(shadow))) {
+            cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
+            return false;
+        }
+        head = qrdma_ld_le32(shadow);
+        cq->head_seen = head;
+        used = cq->tail - head;
+        if ((int32_t)used < 0) {
+            used = cq->tail;
+        }
     }
     if (used >= size) {
         core->dp.cq_overflows++;

@@ -554,6 +554,7 @@ struct cqp_result qrdma_cqp_modify_cq(struct qrdma_core *core, const uint64_t *a
     }
     /* CQEs written before this completion are in the old ring; later ones start the new. */
     next.tail = 0;
+    next.head_seen = 0;
     next.polarity = true;
 
     cq_ctx_render(&next, id, ctx);

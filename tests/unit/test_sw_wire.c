@@ -2,13 +2,15 @@
  * Unit tests of the software RoCEv2 engine's wire format: the ICRC against
  * two published vectors (a CNP captured from a ConnectX-4 Lx, and the UC
  * SEND of scapy's RoCE layer tests) and against a bitwise reference
- * written here apart from the engine's; the IPv4/IPv6/UDP/BTH fields and
+ * written here apart from the engine's, with each CRC implementation the
+ * CPU has forced in turn; the IPv4/IPv6/UDP/BTH fields and
  * extended headers of the frames the engine emits; and frames that are
  * truncated, malformed, corrupted or not for us, dropped and counted, plus
  * a deterministic mutation run that must not crash.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "sw_int.h"
@@ -30,20 +32,17 @@ static uint32_t ref_crc32(uint32_t crc, const uint8_t *p, size_t n)
     return crc;
 }
 
-/* The ICRC of a frame, recomputed from scratch; the stored one is the 4 bytes at the end of IP. */
-static uint32_t ref_icrc(const uint8_t *frame, size_t *icrc_at)
+/* The ICRC over an IP packet without its last 4 bytes (l3_len), computed bit by bit. */
+static uint32_t ref_icrc_l3(const uint8_t *ip, size_t l3_len, bool v6)
 {
-    const uint8_t *ip = frame + 14;
-    bool v6 = frame[12] == 0x86;
-    size_t iplen = v6 ? 40u + (ip[4] << 8 | ip[5]) : (size_t)(ip[2] << 8 | ip[3]);
     size_t hl = v6 ? 40 : 20;
-    uint8_t *buf = malloc(8 + iplen);
+    uint8_t *buf = malloc(8 + l3_len);
     uint32_t crc;
 
     memset(buf, 0xff, 8);
-    memcpy(buf + 8, ip, iplen - 4);
+    memcpy(buf + 8, ip, l3_len);
     if (v6) {
-        buf[8 + 0] = 0x6f;                  /* version 6, traffic class and flow label ones */
+        buf[8 + 0] |= 0x0f;                 /* traffic class and flow label ones */
         buf[8 + 1] = buf[8 + 2] = buf[8 + 3] = 0xff;
         buf[8 + 7] = 0xff;                  /* hop limit */
     } else {
@@ -53,10 +52,20 @@ static uint32_t ref_icrc(const uint8_t *frame, size_t *icrc_at)
     }
     buf[8 + hl + 6] = buf[8 + hl + 7] = 0xff;   /* UDP checksum */
     buf[8 + hl + 8 + 4] = 0xff;                 /* BTH resv8a */
-    crc = ~ref_crc32(0xffffffffu, buf, 8 + iplen - 4);
+    crc = ~ref_crc32(0xffffffffu, buf, 8 + l3_len);
     free(buf);
-    *icrc_at = 14 + iplen - 4;
     return crc;
+}
+
+/* The ICRC of a frame, recomputed from scratch; the stored one is the 4 bytes at the end of IP. */
+static uint32_t ref_icrc(const uint8_t *frame, size_t *icrc_at)
+{
+    const uint8_t *ip = frame + 14;
+    bool v6 = frame[12] == 0x86;
+    size_t iplen = v6 ? 40u + (ip[4] << 8 | ip[5]) : (size_t)(ip[2] << 8 | ip[3]);
+
+    *icrc_at = 14 + iplen - 4;
+    return ref_icrc_l3(ip, iplen - 4, v6);
 }
 
 static uint32_t stored_icrc(const uint8_t *f, size_t at)
@@ -117,28 +126,194 @@ static void test_icrc_vectors(void)
     size_t at;
 
     qsw_crc32_init(tab);
-    CHECK_EQ(qsw_icrc((const uint32_t (*)[256])tab, cnp + 14, sizeof(cnp) - 14 - 4, false),
-             stored_icrc(cnp, sizeof(cnp) - 4));
+    /* with each CRC implementation this CPU has, the fastest last */
+    for (int i = 0; i < QSW_CRC_NIMPL; i++) {
+        if (qsw_crc32_select(i) != 0) {
+            continue;
+        }
+        CHECK_EQ(qsw_icrc((const uint32_t (*)[256])tab, cnp + 14, sizeof(cnp) - 14 - 4, false),
+                 stored_icrc(cnp, sizeof(cnp) - 4));
+        CHECK_EQ(qsw_icrc((const uint32_t (*)[256])tab, uc + 14, sizeof(uc) - 14 - 4, false),
+                 stored_icrc(uc, sizeof(uc) - 4));
+    }
     CHECK_EQ(ref_icrc(cnp, &at), stored_icrc(cnp, sizeof(cnp) - 4));
     CHECK_EQ(at, sizeof(cnp) - 4);
-    CHECK_EQ(qsw_icrc((const uint32_t (*)[256])tab, uc + 14, sizeof(uc) - 14 - 4, false),
-             stored_icrc(uc, sizeof(uc) - 4));
     CHECK_EQ(ref_icrc(uc, &at), 0xf353f378u);
     CHECK_EQ(ref_csum(uc + 14, 20, 0), 0);
-    /* the fast CRC (tables, PCLMULQDQ) against the bitwise one, lengths and alignments */
-    {
-        static uint8_t buf[5000];
+}
 
-        for (int i = 0; i < 5000; i++) {
-            buf[i] = (uint8_t)(i * 31 + 7 + (i >> 8));
+/* ---- each CRC implementation against the bitwise reference ------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 16;
+}
+
+/* x^n mod P(x) by shifting, reflected, times x (33 bits): what the folding constants must be. */
+static uint64_t ref_xpow(unsigned n)
+{
+    uint32_t r = 0x80000000u;           /* x^0: bit 31 holds the coefficient of x^0 */
+
+    while (n--) {
+        r = r & 1 ? (r >> 1) ^ 0xedb88320u : r >> 1;
+    }
+    return (uint64_t)r << 1;
+}
+
+static void test_crc_constants(void)
+{
+    CHECK(qsw_crc_nxpow >= 10);
+    for (size_t i = 0; i < qsw_crc_nxpow; i++) {
+        CHECK_EQ(qsw_crc_xpow[i].k, ref_xpow(qsw_crc_xpow[i].n));
+    }
+    /* the reference itself: x^32 mod P is P without its x^32 term */
+    CHECK_EQ(ref_xpow(32), (uint64_t)0xedb88320u << 1);
+    CHECK_EQ(ref_xpow(31), 1ull << 1);
+}
+
+/* The CRC implementations this CPU and build have, the forced one in use for each. */
+static int crc_impls(enum qsw_crc_impl out[QSW_CRC_NIMPL])
+{
+    int n = 0;
+
+    for (int i = 0; i < QSW_CRC_NIMPL; i++) {
+        if (qsw_crc32_supported(i)) {
+            out[n++] = i;
         }
-        for (size_t o = 0; o < 8; o++) {
-            for (size_t n = 0; n + o <= 5000; n += n < 300 ? 1 : 61) {
-                CHECK_EQ(qsw_crc32_update((const uint32_t (*)[256])tab, 0x12345678, buf + o, n),
-                         ref_crc32(0x12345678, buf + o, n));
+    }
+    return n;
+}
+
+static void crc_select(enum qsw_crc_impl impl)
+{
+    CHECK_EQ(qsw_crc32_select(impl), 0);
+    CHECK_EQ(qsw_crc32_impl(), impl);
+}
+
+/* The fastest one the CPU has: the last supported one. */
+static void crc_select_best(void)
+{
+    enum qsw_crc_impl impls[QSW_CRC_NIMPL];
+
+    crc_select(impls[crc_impls(impls) - 1]);
+}
+
+#define CRC_MAX_SHORT 600
+
+static void test_crc_impls(void)
+{
+    static const uint32_t inits[] = { 0xffffffffu, 0x9abcdef0u, 0 };
+    static uint32_t tab[8][256];
+    static uint8_t data[CRC_MAX_SHORT];
+    static uint32_t ref[CRC_MAX_SHORT + 1];
+    enum qsw_crc_impl impls[QSW_CRC_NIMPL];
+    int nimpl = crc_impls(impls);
+    uint64_t rng = 0xc0ffee;
+    uint8_t *big;
+
+    /* before any test chose one: the widest this CPU has */
+    CHECK_EQ(qsw_crc32_impl(), impls[nimpl - 1]);
+    CHECK_EQ(qsw_crc32_select(QSW_CRC_NIMPL), -ENOTSUP);
+    CHECK(qsw_crc32_supported(QSW_CRC_TABLE));
+    printf("# CRC32 implementations here:");
+    for (int i = 0; i < nimpl; i++) {
+        printf(" %s", qsw_crc_impl_name[impls[i]]);
+    }
+    printf("\n");
+    qsw_crc32_init(tab);
+    for (size_t i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)rng_next(&rng);
+    }
+    for (int ii = 0; ii < nimpl; ii++) {
+        crc_select(impls[ii]);
+        /* every length to CRC_MAX_SHORT at every alignment, in a buffer that ends there (ASan) */
+        for (size_t c = 0; c < sizeof(inits) / sizeof(inits[0]); c++) {
+            ref[0] = inits[c];
+            for (size_t n = 1; n <= CRC_MAX_SHORT; n++) {
+                ref[n] = ref_crc32(ref[n - 1], data + n - 1, 1);
+            }
+            for (size_t o = 0; o < 64; o++) {
+                int bad = 0;
+
+                for (size_t n = 0; n <= CRC_MAX_SHORT; n++) {
+                    uint8_t *b = malloc(o + n + 1);
+                    uint32_t got;
+
+                    memcpy(b + o, data, n);
+                    got = qsw_crc32_update((const uint32_t (*)[256])tab, inits[c], b + o, n);
+                    if (got != ref[n] && !bad++) {
+                        fprintf(stderr, "  %s: length %zu at offset %zu, init %08x\n",
+                                qsw_crc_impl_name[impls[ii]], n, o, inits[c]);
+                        CHECK_EQ(got, ref[n]);
+                    }
+                    free(b);
+                }
+                CHECK_EQ(bad, 0);
+            }
+        }
+        /* random long runs, random alignment and initial value */
+        for (int it = 0; it < 24; it++) {
+            size_t n = CRC_MAX_SHORT + rng_next(&rng) % 70000, o = rng_next(&rng) % 64;
+            uint32_t init = (uint32_t)rng_next(&rng);
+
+            big = malloc(o + n);
+            for (size_t i = 0; i < n; i++) {
+                big[o + i] = (uint8_t)rng_next(&rng);
+            }
+            CHECK_EQ(qsw_crc32_update((const uint32_t (*)[256])tab, init, big + o, n),
+                     ref_crc32(init, big + o, n));
+            free(big);
+        }
+    }
+    crc_select_best();
+}
+
+/* qsw_icrc (masked headers in a copy, then the rest in place) at every length and alignment. */
+static void test_icrc_impls(void)
+{
+    static uint32_t tab[8][256];
+    static uint8_t data[4200];
+    static uint32_t ref[2][4200 + 1];
+    enum qsw_crc_impl impls[QSW_CRC_NIMPL];
+    int nimpl = crc_impls(impls);
+    uint64_t rng = 0x1cc;
+
+    qsw_crc32_init(tab);
+    for (size_t i = 0; i < sizeof(data); i++) {
+        data[i] = (uint8_t)rng_next(&rng);
+    }
+    /* lengths every byte to 700 and from 4000 to 4200 (MTU 4096 frames) */
+    for (int v6 = 0; v6 < 2; v6++) {
+        for (size_t n = v6 ? 60 : 40; n <= sizeof(data); n += n == 700 ? 3300 : 1) {
+            ref[v6][n] = ref_icrc_l3(data, n, v6);
+        }
+    }
+    for (int ii = 0; ii < nimpl; ii++) {
+        crc_select(impls[ii]);
+        for (int v6 = 0; v6 < 2; v6++) {
+            for (size_t o = 0; o < 64; o += o < 16 ? 1 : 7) {
+                int bad = 0;
+
+                for (size_t n = v6 ? 60 : 40; n <= sizeof(data); n += n == 700 ? 3300 : 1) {
+                    uint8_t *b = malloc(o + n);
+                    uint32_t got;
+
+                    memcpy(b + o, data, n);
+                    got = qsw_icrc((const uint32_t (*)[256])tab, b + o, n, v6);
+                    if (got != ref[v6][n] && !bad++) {
+                        fprintf(stderr, "  %s: ICRC, IPv%d, length %zu at offset %zu\n",
+                                qsw_crc_impl_name[impls[ii]], v6 ? 6 : 4, n, o);
+                        CHECK_EQ(got, ref[v6][n]);
+                    }
+                    CHECK(memcmp(b + o, data, n) == 0);     /* the packet is left as it was */
+                    free(b);
+                }
+                CHECK_EQ(bad, 0);
             }
         }
     }
+    crc_select_best();
 }
 
 /* ---- what the engine emits --------------------------------------------------------------- */
@@ -530,12 +705,30 @@ static void test_mutations(void)
     tb_free(p.tb);
 }
 
+/* The engine's frames and drops with each CRC implementation, not only the fastest. */
+static void test_engine_each_crc(void)
+{
+    enum qsw_crc_impl impls[QSW_CRC_NIMPL];
+    int nimpl = crc_impls(impls);
+
+    for (int i = 0; i < nimpl; i++) {
+        crc_select(impls[i]);
+        test_frames_emitted();
+        test_malformed();
+    }
+    crc_select_best();
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_icrc_vectors),
+    UNIT_TEST(test_crc_constants),
+    UNIT_TEST(test_crc_impls),
+    UNIT_TEST(test_icrc_impls),
     UNIT_TEST(test_frames_emitted),
     UNIT_TEST(test_av_fields),
     UNIT_TEST(test_malformed),
     UNIT_TEST(test_mutations),
+    UNIT_TEST(test_engine_each_crc),
 };
 
 int main(void)
