@@ -3,6 +3,8 @@
 # qrdma-objects (objects at scale, QP state machine, CQ resize, MR
 # re-registration, running out of CQs, bad input), then every object
 # counter back at zero, in the driver (res_*) and in the device (hw_*);
+# qrdma-objects --limits (a CQ overflow; QPs, SRQs, AHs, MRs and PBLEs
+# exhausted, freed and created again), counters back at zero again;
 # then a process killed with objects open must leave nothing behind and
 # must not keep the driver from unloading and loading again.
 #
@@ -30,6 +32,15 @@ check "qrdma-objects" qrdma-objects
 echo "counters after: $(counters)"
 check "every object counter back at its idle value" counters_at_zero
 echo 0 > /proc/sys/vm/nr_hugepages
+
+# Resource limits: a CQ overflow (async events, intact CQEs, the QP in
+# error, recovery), then QPs, SRQs, AHs, MRs and PBLEs exhausted one
+# kind at a time (ENOMEM at the advertised maximum less what is in use),
+# freed and created again.
+check "driver exposes pble_count" test -r "$dev/pble_count"
+check "qrdma-objects --limits" qrdma-objects --limits
+echo "counters after the limits: $(counters)"
+check "every object counter back at its idle value after the limits" counters_at_zero
 check "ibv_devinfo -v still works" sh -c 'ibv_devinfo -v -d qrdma0 > /tmp/devinfo'
 check "ibv_devinfo: port ACTIVE" grep -Eq 'state:[[:space:]]+PORT_ACTIVE' /tmp/devinfo
 
