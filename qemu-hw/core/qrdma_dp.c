@@ -647,8 +647,9 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     }
     switch (ev) {
     case QSW_EV_QP_FATAL:
-        code = QRDMA_AE_QP_FATAL;
-        break;
+        qp_fatal(core, id, qp);
+        qp_follow_state(core, id);
+        return;
     case QSW_EV_QP_REQ_ERR:
         code = QRDMA_AE_QP_REQ_ERR;
         break;
