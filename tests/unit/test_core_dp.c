@@ -1037,6 +1037,17 @@ static void test_cq_overflow(void)
     pump();
     EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
     expect_no_cqe(SB, 1);
+    /* A malformed WQE now fails as usual, but the QP already reported its QP_FATAL. */
+    {
+        struct wqe bad = { .op = 0x0b, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+
+        post_send(SB, QPN, &bad);
+        ring_sq(SB, QPN);
+        pump();
+        EXPECT_CQE(SB, 1, QPN, 1, QSW_WC_SEND, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK_EQ(SB->core.dp.bad_wqes, 1);
+        CHECK_EQ(aeq_drain(SB), 0);
+    }
 
     /* The four unread CQEs are intact, in order. */
     for (i = 0; i < 4; i++) {
