@@ -374,6 +374,8 @@ QRDMA_RES_ATTR(res_srqs, atomic_read(&dev->srqs.live));
 QRDMA_RES_ATTR(res_mrs, atomic_read(&dev->num_mrs));
 QRDMA_RES_ATTR(res_ahs, atomic_read(&dev->num_ahs));
 QRDMA_RES_ATTR(res_pbles, READ_ONCE(dev->pble.used));
+/* The PBLE pool's size: res_pbles can reach it, max_mr and friends do not say it. */
+QRDMA_RES_ATTR(pble_count, dev->pble.count);
 QRDMA_RES_ATTR(hmc_backed_pages, READ_ONCE(dev->hmc.backed_pages));
 QRDMA_RES_ATTR(hmc_direct_sds, READ_ONCE(dev->hmc.direct_sds));
 QRDMA_RES_ATTR(hw_destroy_errors, atomic64_read(&dev->hw_errors));
@@ -400,6 +402,7 @@ static struct attribute *qrdma_dev_attrs[] = {
 	&dev_attr_res_mrs.attr,
 	&dev_attr_res_ahs.attr,
 	&dev_attr_res_pbles.attr,
+	&dev_attr_pble_count.attr,
 	&dev_attr_hmc_backed_pages.attr,
 	&dev_attr_hmc_direct_sds.attr,
 	&dev_attr_hw_destroy_errors.attr,

@@ -536,7 +536,7 @@ enum qrdma_ae_code {
 	QRDMA_AE_BAD_DOORBELL = 0x0001,	/* a doorbell named no queue of its page */
 	QRDMA_AE_CQ_OVERFLOW = 0x0002,	/* ID: CQ; ctx: CQ_CTX; the CQ is in error */
 	QRDMA_AE_CQ_ERROR = 0x0003,	/* ID: CQ; its ring or shadow area became unusable */
-	QRDMA_AE_QP_FATAL = 0x0010,	/* ID: QP; a WQE or ring the device cannot use */
+	QRDMA_AE_QP_FATAL = 0x0010,	/* ID: QP; a WQE or ring the device cannot use, or a CQE its CQ could not take */
 	QRDMA_AE_QP_ACCESS_ERR = 0x0011,	/* ID: QP; a remote access violation */
 	QRDMA_AE_QP_REQ_ERR = 0x0012,	/* ID: QP; an invalid request from the peer */
 	QRDMA_AE_QP_LAST_WQE = 0x0013,	/* ID: QP; on an SRQ QP entering error */
@@ -1117,7 +1117,12 @@ struct qrdma_rq_wqe_hdr {
  *   posted before or after, completes with WR_FLUSH_ERR (signaled or not).
  * - CQ HEAD in the shadow area counts CQEs consumed, free running modulo
  *   2^32; the device writes CQE number t at ring index t mod 2^SIZE_LOG2
- *   only while t - HEAD < 2^SIZE_LOG2, else the CQ overflows.
+ *   only while t - HEAD < 2^SIZE_LOG2, else the CQ overflows: the
+ *   device writes nothing more to it (CQEs already written stay as they
+ *   are), raises QRDMA_AE_CQ_OVERFLOW once, and every QP with a
+ *   completion for it from then on (the one that overflowed it first)
+ *   moves to ERR with QRDMA_AE_QP_FATAL; that completion is lost. Only
+ *   DESTROY_CQ ends the error.
  * - Arming: the consumer bumps ARM_SEQ with ARM_NEXT or ARM_SOLICITED in
  *   the shadow ARM qword, then writes the CQ_ARM doorbell. The next CQE
  *   written after the doorbell (for ARM_SOLICITED: the next receive CQE

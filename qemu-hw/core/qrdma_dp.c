@@ -149,8 +149,27 @@ static void cq_fail(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *cq
     qrdma_aeq_post(core, cq->cq_ctx, cq_id, code, QRDMA_AE_SRC_CQ);
 }
 
+/*
+ * QP id had a completion its CQ could not take. IBTA vol. 1 11.6.3: the
+ * CQ reports CQ Error, and a work queue that then tries to use it gets a
+ * Local Work Queue Catastrophic Error (QP_FATAL) and enters Error, so a
+ * consumer never loses completions silently. This may run inside an
+ * engine callback, where the QP cannot be modified: mark it, and
+ * qrdma_dp_process() moves it.
+ */
+static void cq_lost(struct qrdma_core *core, uint32_t id)
+{
+    struct qrdma_dp_qp *dq = dp_qp(core, id);
+
+    if (!dq || !dq->tp || dq->cq_lost) {
+        return;
+    }
+    dq->cq_lost = true;
+    dp_kick_qp(core, id);
+}
+
 /* Write one CQE to CQ cq_id; false if it could not be written (CQ in error). */
-static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
+static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
 {
     struct qrdma_cq *cq = qrdma_cq_get(core, cq_id);
     uint8_t raw[QRDMA_CQE_SIZE], shadow[8];
@@ -212,6 +231,16 @@ static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe
     return true;
 }
 
+/* A completion of QP e->qp_id for CQ cq_id: written, or the QP learns it was lost. */
+static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
+{
+    if (!cq_write(core, cq_id, e)) {
+        cq_lost(core, e->qp_id);
+        return false;
+    }
+    return true;
+}
+
 /* ---- QP errors ------------------------------------------------------------------ */
 
 /* The transport moved the QP (or we did): follow it and flush what it does not own. */
@@ -243,6 +272,20 @@ static void qp_to_error(struct qrdma_core *core, uint32_t id)
     }
 }
 
+/* AEQE QP_FATAL, once per QP until it is reset: one catastrophe is enough to report. */
+static void qp_fatal(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp)
+{
+    struct qrdma_dp_qp *dq = dp_qp(core, id);
+
+    if (dq && dq->fatal_raised) {
+        return;
+    }
+    if (dq) {
+        dq->fatal_raised = true;
+    }
+    qrdma_aeq_post(core, qp->qp_ctx, id, QRDMA_AE_QP_FATAL, QRDMA_AE_SRC_QP);
+}
+
 /* A WQE the device cannot execute: an error CQE for it, and the QP to error. */
 static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t index,
                     uint8_t status, const char *why)
@@ -265,8 +308,21 @@ static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t inde
     qp_to_error(core, id);
     if (qp) {
         cq_post(core, sq ? qp->send_cq : qp->recv_cq, &e);
-        qrdma_aeq_post(core, qp->qp_ctx, id, QRDMA_AE_QP_FATAL, QRDMA_AE_SRC_QP);
+        qp_fatal(core, id, qp);
     }
+}
+
+/* A QP whose completion was lost (cq_lost): to ERR, and QP_FATAL if not raised yet. */
+static void qp_cq_lost(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
+                       struct qrdma_dp_qp *dq)
+{
+    dq->cq_lost = false;
+    if (qp->state != QRDMA_QPS_ERR) {
+        qrdma_guest_error(core, "QP %u: a completion could not be written to its CQ; "
+                          "the QP is in error", id);
+    }
+    qp_to_error(core, id);
+    qp_fatal(core, id, qp);
 }
 
 /* ---- engine callbacks: memory ------------------------------------------------ */
@@ -613,8 +669,9 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     }
     switch (ev) {
     case QSW_EV_QP_FATAL:
-        code = QRDMA_AE_QP_FATAL;
-        break;
+        qp_fatal(core, id, qp);
+        qp_follow_state(core, id);
+        return;
     case QSW_EV_QP_REQ_ERR:
         code = QRDMA_AE_QP_REQ_ERR;
         break;
@@ -1174,6 +1231,9 @@ void qrdma_dp_process(struct qrdma_core *core)
         dq->kicked = false;
         if (!qp || !dq->tp) {
             continue;
+        }
+        if (dq->cq_lost) {
+            qp_cq_lost(core, id, qp, dq);
         }
         if (qsw_qp_state(dq->tp) == QSW_QPS_ERR && qp->state != QRDMA_QPS_ERR) {
             qp_follow_state(core, id);  /* see cb_complete() */

@@ -20,6 +20,12 @@ struct qrdma_dp_qp {
     struct qsw_qp *tp;          /* the transport's QP while the object exists */
     bool kicked;                /* on the kick FIFO */
     bool rq_flush;              /* in error: flush RQ WQEs */
+    /*
+     * A CQE of this QP could not be written (its CQ overflowed or is in
+     * error): the QP goes to ERR with AEQE QP_FATAL, outside the engine's
+     * callbacks (cq_lost), once until the next RESET (fatal_raised).
+     */
+    bool cq_lost, fatal_raised;
     /* SQ WQEs fetched (free running); the next one is at sq_fetched mod size. */
     uint32_t sq_fetched;
 };

@@ -8,12 +8,21 @@
  *
  * usage: qrdma-objects [--dev NAME] [--cqs N] [--qps N] [--mrs N] [--no-exhaust]
  *        qrdma-objects [--dev NAME] --hold
+ *        qrdma-objects [--dev NAME] --limits
  * --hold creates a mix of objects, prints "# holding", and sleeps until it
  * is killed: the VM test kills it with objects open.
+ * --limits runs only the resource-limit checks: a CQ overflow (the async
+ * events, the CQEs left intact, the QP in error, recovery), then QPs,
+ * SRQs, AHs, MRs and PBLEs each created until the first failure (ENOMEM,
+ * at the advertised maximum less what is in use), freed, and created
+ * again; after each, the driver's and the device's object counts in sysfs
+ * must be back where they were.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,12 +87,14 @@ static bool is_pow2(uint64_t v)
 }
 
 struct env {
+	const char *name;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_device_attr dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
 	int gid_index;
+	long idle[16];		/* object counts before the limit tests (res_names) */
 };
 
 /* ---- Memory for MRs ------------------------------------------------------- */
@@ -844,12 +855,635 @@ out:
 	pool_free(&b);
 }
 
+/* ---- Resource limits ------------------------------------------------------------ */
+
+/*
+ * The driver's and the device's object counts in sysfs: what is in use
+ * before a limit test, and what must be back after it.
+ */
+static const char *const res_names[] = {
+	"res_qps", "res_cqs", "res_srqs", "res_mrs", "res_ahs", "res_pbles",
+	"hw_qps", "hw_cqs", "hw_srqs", "hw_mrs", "hw_ahs",
+};
+#define N_RES (sizeof(res_names) / sizeof(res_names[0]))
+_Static_assert(N_RES <= sizeof(((struct env *)0)->idle) / sizeof(long), "env.idle");
+
+static long read_sys(const struct env *e, const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/%s", e->name, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static void res_read(const struct env *e, long *v)
+{
+	size_t i;
+
+	for (i = 0; i < N_RES; i++)
+		v[i] = read_sys(e, res_names[i]);
+}
+
+/* Every count back at the limit tests' starting point (destroys are synchronous; allow 5 s). */
+static void expect_idle(const struct env *e, const char *after)
+{
+	long now_v[N_RES];
+	size_t i, bad = N_RES;
+	double t0 = now();
+
+	do {
+		res_read(e, now_v);
+		for (i = 0; i < N_RES && now_v[i] == e->idle[i]; i++)
+			;
+		if (i == N_RES)
+			break;
+		bad = i;
+		usleep(50 * 1000);
+	} while (now() - t0 < 5);
+	check(i == N_RES, "after %s every object count is back where it was%s%s", after,
+	      i == N_RES ? "" : ": ", i == N_RES ? "" : res_names[bad]);
+	if (i != N_RES)
+		note("%s is %ld, was %ld", res_names[bad], now_v[bad], e->idle[bad]);
+}
+
+static struct ibv_qp *small_qp(struct env *e, struct ibv_cq *cq)
+{
+	return make_qp(e, IBV_QPT_UD, cq, cq, NULL, 1, 1, 1, 1, 0, NULL);
+}
+
+/*
+ * QPs until the first failure: ENOMEM, exactly at max_qp less the QPs in
+ * use. QP 1, the MAD layer's GSI QP, has its own ID outside max_qp.
+ */
+static void test_limit_qps(struct env *e)
+{
+	long in_use = read_sys(e, "res_qps");
+	int limit = e->dev.max_qp + 16, n, i, err = 0, bad = 0;
+	struct ibv_qp **qps = calloc(limit, sizeof(*qps));
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	long want = e->dev.max_qp - (in_use > 0 ? in_use - 1 : 0);
+	struct ibv_qp *extra;
+	double t0 = now();
+
+	if (!cq || !qps || in_use < 0) {
+		check(false, "a CQ and the QP count for the QP limit: %s", strerror(errno));
+		goto out;
+	}
+	for (n = 0; n < limit; n++) {
+		errno = 0;
+		qps[n] = small_qp(e, cq);
+		if (!qps[n]) {
+			err = errno;
+			break;
+		}
+	}
+	note("%d QPs before the first failure, max_qp %d, %ld in use before, in %.1f s", n,
+	     e->dev.max_qp, in_use, now() - t0);
+	check(n < limit && err == ENOMEM, "creating QPs until failure ends in ENOMEM (got %s)",
+	      n < limit ? err_name(err) : "no failure");
+	check(n == want, "the failure comes at max_qp less the QPs in use: %d QPs, expected %ld", n,
+	      want);
+	errno = 0;
+	extra = small_qp(e, cq);
+	check(!extra && errno == ENOMEM, "one more QP still fails with ENOMEM: %s",
+	      extra ? "created" : strerror(errno));
+	if (extra)
+		qps[n++] = extra;
+	if (n > 0) {
+		ibv_destroy_qp(qps[--n]);
+		extra = small_qp(e, cq);
+		check(extra, "after freeing one QP, create_qp works again: %s",
+		      extra ? "ok" : strerror(errno));
+		if (extra)
+			qps[n++] = extra;
+	}
+	for (i = 0; i < n; i++)
+		if (ibv_destroy_qp(qps[i]))
+			bad++;
+	check(!bad, "destroyed all %d QPs", n);
+	ibv_destroy_cq(cq);
+	cq = NULL;
+	expect_idle(e, "the QP limit");
+	cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	extra = cq ? make_qp(e, IBV_QPT_RC, cq, cq, NULL, 64, 64, 2, 2, 0, NULL) : NULL;
+	check(extra, "after freeing them all, a new RC QP: %s", extra ? "ok" : strerror(errno));
+	if (extra)
+		ibv_destroy_qp(extra);
+out:
+	if (cq)
+		ibv_destroy_cq(cq);
+	free(qps);
+}
+
+/* SRQs until the first failure: ENOMEM at max_srq less the SRQs in use. */
+static void test_limit_srqs(struct env *e)
+{
+	long in_use = read_sys(e, "res_srqs");
+	int limit = e->dev.max_srq + 16, n, i, err = 0, bad = 0;
+	struct ibv_srq **srqs = calloc(limit, sizeof(*srqs));
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+	struct ibv_srq *extra;
+	double t0 = now();
+
+	if (!srqs || in_use < 0) {
+		check(false, "memory and the SRQ count for the SRQ limit");
+		free(srqs);
+		return;
+	}
+	for (n = 0; n < limit; n++) {
+		errno = 0;
+		srqs[n] = ibv_create_srq(e->pd, &sa);
+		if (!srqs[n]) {
+			err = errno;
+			break;
+		}
+	}
+	note("%d SRQs before the first failure, max_srq %d, %ld in use before, in %.1f s", n,
+	     e->dev.max_srq, in_use, now() - t0);
+	check(n < limit && err == ENOMEM, "creating SRQs until failure ends in ENOMEM (got %s)",
+	      n < limit ? err_name(err) : "no failure");
+	check(n == e->dev.max_srq - in_use,
+	      "the failure comes at max_srq less the SRQs in use: %d SRQs, expected %ld", n,
+	      e->dev.max_srq - in_use);
+	if (n > 0) {
+		ibv_destroy_srq(srqs[--n]);
+		extra = ibv_create_srq(e->pd, &sa);
+		check(extra, "after freeing one SRQ, create_srq works again: %s",
+		      extra ? "ok" : strerror(errno));
+		if (extra)
+			srqs[n++] = extra;
+	}
+	for (i = 0; i < n; i++)
+		if (ibv_destroy_srq(srqs[i]))
+			bad++;
+	check(!bad, "destroyed all %d SRQs", n);
+	expect_idle(e, "the SRQ limit");
+	sa.attr.max_wr = 1000;
+	extra = ibv_create_srq(e->pd, &sa);
+	check(extra, "after freeing them all, create_srq(1000 WRs): %s",
+	      extra ? "ok" : strerror(errno));
+	if (extra)
+		ibv_destroy_srq(extra);
+	free(srqs);
+}
+
+static struct ibv_ah *own_ah(struct env *e, unsigned flow_label)
+{
+	struct ibv_ah_attr aa = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64,
+			 .flow_label = flow_label },
+	};
+
+	return ibv_create_ah(e->pd, &aa);
+}
+
+/* AHs until the first failure: ENOMEM at max_ah less the AHs in use. */
+static void test_limit_ahs(struct env *e)
+{
+	long in_use = read_sys(e, "res_ahs");
+	int limit = e->dev.max_ah + 16, n, i, err = 0, bad = 0;
+	struct ibv_ah **ahs = calloc(limit, sizeof(*ahs));
+	struct ibv_ah *extra;
+	double t0 = now();
+
+	if (!ahs || in_use < 0) {
+		check(false, "memory and the AH count for the AH limit");
+		free(ahs);
+		return;
+	}
+	for (n = 0; n < limit; n++) {
+		errno = 0;
+		ahs[n] = own_ah(e, n & 0xfffff);
+		if (!ahs[n]) {
+			err = errno;
+			break;
+		}
+	}
+	note("%d AHs before the first failure, max_ah %d, %ld in use before, in %.1f s", n,
+	     e->dev.max_ah, in_use, now() - t0);
+	check(n < limit && err == ENOMEM, "creating AHs until failure ends in ENOMEM (got %s)",
+	      n < limit ? err_name(err) : "no failure");
+	check(n == e->dev.max_ah - in_use,
+	      "the failure comes at max_ah less the AHs in use: %d AHs, expected %ld", n,
+	      e->dev.max_ah - in_use);
+	if (n > 0) {
+		ibv_destroy_ah(ahs[--n]);
+		extra = own_ah(e, 1);
+		check(extra, "after freeing one AH, create_ah works again: %s",
+		      extra ? "ok" : strerror(errno));
+		if (extra)
+			ahs[n++] = extra;
+	}
+	for (i = 0; i < n; i++)
+		if (ibv_destroy_ah(ahs[i]))
+			bad++;
+	check(!bad, "destroyed all %d AHs", n);
+	expect_idle(e, "the AH limit");
+	extra = own_ah(e, 2);
+	check(extra, "after freeing them all, create_ah: %s", extra ? "ok" : strerror(errno));
+	if (extra)
+		ibv_destroy_ah(extra);
+	free(ahs);
+}
+
+/*
+ * MRs until the first failure: ENOMEM at max_mr less the MRs in use. All
+ * of them register the same page, so this costs no memory beyond the MRs.
+ */
+static void test_limit_mrs(struct env *e)
+{
+	long in_use = read_sys(e, "res_mrs");
+	int limit = e->dev.max_mr + 16, n, i, err = 0, bad = 0;
+	struct ibv_mr **mrs = calloc(limit, sizeof(*mrs));
+	struct pool page = {};
+	struct ibv_mr *extra;
+	double t0 = now();
+
+	if (!mrs || in_use < 0 || !pool_anon(&page, 4096, false)) {
+		check(false, "memory and the MR count for the MR limit");
+		free(mrs);
+		return;
+	}
+	for (n = 0; n < limit; n++) {
+		errno = 0;
+		mrs[n] = ibv_reg_mr(e->pd, page.va, 4096, IBV_ACCESS_LOCAL_WRITE);
+		if (!mrs[n]) {
+			err = errno;
+			break;
+		}
+	}
+	note("%d MRs before the first failure, max_mr %d, %ld in use before, in %.1f s", n,
+	     e->dev.max_mr, in_use, now() - t0);
+	check(n < limit && err == ENOMEM, "registering MRs until failure ends in ENOMEM (got %s)",
+	      n < limit ? err_name(err) : "no failure");
+	check(n == e->dev.max_mr - in_use,
+	      "the failure comes at max_mr less the MRs in use: %d MRs, expected %ld", n,
+	      e->dev.max_mr - in_use);
+	if (n > 0) {
+		ibv_dereg_mr(mrs[--n]);
+		extra = ibv_reg_mr(e->pd, page.va, 4096, IBV_ACCESS_LOCAL_WRITE);
+		check(extra, "after freeing one MR, reg_mr works again: %s",
+		      extra ? "ok" : strerror(errno));
+		if (extra)
+			mrs[n++] = extra;
+	}
+	t0 = now();
+	for (i = 0; i < n; i++)
+		if (ibv_dereg_mr(mrs[i]))
+			bad++;
+	check(!bad, "deregistered all %d MRs", n);
+	note("deregistered them in %.1f s", now() - t0);
+	expect_idle(e, "the MR limit");
+	extra = ibv_reg_mr(e->pd, page.va, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	check(extra, "after freeing them all, reg_mr: %s", extra ? "ok" : strerror(errno));
+	if (extra)
+		ibv_dereg_mr(extra);
+	pool_free(&page);
+	free(mrs);
+}
+
+/*
+ * PBLEs until the pool runs out: one buffer of 4 KB pages (no huge pages,
+ * so the pages are scattered and every page needs its own PBLE) is
+ * registered over and over; the pins share the pages, so the guest spends
+ * the buffer once plus the PBLEs. The failure is ENOMEM when the PBLEs
+ * left are fewer than a registration takes; freeing every other MR leaves
+ * the pool fragmented, and exactly as many registrations fit again.
+ */
+#define PBLE_BUF (64 * MB)
+
+static void test_limit_pbles(struct env *e)
+{
+	long count = read_sys(e, "pble_count"), before = read_sys(e, "res_pbles"), used, each = 0;
+	int limit, n, i, err = 0, bad = 0, freed, again;
+	struct pool buf = {};
+	struct ibv_mr **mrs;
+	double t0 = now();
+
+	if (count <= 0 || before < 0) {
+		check(false, "the driver reports its PBLE pool (pble_count %ld, res_pbles %ld)", count,
+		      before);
+		return;
+	}
+	/* Each registration takes at least one PBLE per page of the buffer. */
+	limit = count / (PBLE_BUF / 4096) + 16;
+	mrs = calloc(limit, sizeof(*mrs));
+	if (!mrs || !pool_anon(&buf, PBLE_BUF, false)) {
+		check(false, "memory for the PBLE limit");
+		free(mrs);
+		return;
+	}
+	used = before;
+	for (n = 0; n < limit; n++) {
+		long now_used;
+
+		errno = 0;
+		mrs[n] = ibv_reg_mr(e->pd, buf.va, PBLE_BUF, IBV_ACCESS_LOCAL_WRITE);
+		if (!mrs[n]) {
+			err = errno;
+			break;
+		}
+		now_used = read_sys(e, "res_pbles");
+		if (now_used - used > each)
+			each = now_used - used;
+		used = now_used;
+	}
+	note("%d MRs of %lu MB before the first failure, %ld PBLEs each, %ld of %ld PBLEs in use, in %.1f s",
+	     n, PBLE_BUF / MB, each, used, count, now() - t0);
+	check(n < limit && err == ENOMEM,
+	      "registering %lu MB MRs until the PBLEs run out ends in ENOMEM (got %s)",
+	      PBLE_BUF / MB, n < limit ? err_name(err) : "no failure");
+	check(each >= (long)(PBLE_BUF / 4096), "a %lu MB MR of 4 KB pages takes a PBLE per page (%ld)",
+	      PBLE_BUF / MB, each);
+	check(n > 0 && count - used < each,
+	      "the failure comes when the pool is out: %ld PBLEs free, a registration takes %ld",
+	      count - used, each);
+	check(read_sys(e, "res_pbles") == used, "the failed registration kept no PBLEs");
+
+	/* Every other MR goes: holes all over the pool. */
+	freed = 0;
+	for (i = 0; i < n; i += 2) {
+		if (ibv_dereg_mr(mrs[i]))
+			bad++;
+		mrs[i] = NULL;
+		freed++;
+	}
+	check(!bad, "deregistered every other MR (%d)", freed);
+	again = 0;
+	for (i = 0; i < n; i += 2) {
+		mrs[i] = ibv_reg_mr(e->pd, buf.va, PBLE_BUF, IBV_ACCESS_LOCAL_WRITE);
+		if (!mrs[i]) {
+			err = errno;
+			break;
+		}
+		again++;
+	}
+	check(again == freed, "in the fragmented pool the same number registers again: %d of %d%s%s",
+	      again, freed, again == freed ? "" : ", then ", again == freed ? "" : err_name(err));
+	errno = 0;
+	{
+		struct ibv_mr *extra = ibv_reg_mr(e->pd, buf.va, PBLE_BUF, IBV_ACCESS_LOCAL_WRITE);
+
+		check(!extra && errno == ENOMEM, "and one more fails with ENOMEM again: %s",
+		      extra ? "registered" : strerror(errno));
+		if (extra)
+			ibv_dereg_mr(extra);
+	}
+	bad = 0;
+	for (i = 0; i < n; i++)
+		if (mrs[i] && ibv_dereg_mr(mrs[i]))
+			bad++;
+	check(!bad, "deregistered all of them");
+	expect_idle(e, "the PBLE limit");
+	mrs[0] = ibv_reg_mr(e->pd, buf.va, PBLE_BUF, IBV_ACCESS_LOCAL_WRITE);
+	check(mrs[0], "after freeing them all, a %lu MB MR: %s", PBLE_BUF / MB,
+	      mrs[0] ? "ok" : strerror(errno));
+	if (mrs[0])
+		ibv_dereg_mr(mrs[0]);
+	pool_free(&buf);
+	free(mrs);
+}
+
+/* ---- CQ overflow ------------------------------------------------------------- */
+
+static bool ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+				 .qkey = qkey };
+
+	if (modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return false;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+	if (modify(qp, &a, IBV_QP_STATE))
+		return false;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 1 };
+	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+}
+
+/* n signaled inline UD SENDs of 32 bytes from qp to QP dqpn, wr_id base + i. */
+static int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t dqpn, uint32_t qkey,
+		   uint64_t base, int n)
+{
+	char msg[32];
+	int i, ret;
+
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)msg, .length = sizeof(msg) };
+		struct ibv_send_wr wr = {
+			.wr_id = base + i, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+			.wr = { .ud = { .ah = ah, .remote_qpn = dqpn, .remote_qkey = qkey } },
+		}, *badwr;
+
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		ret = ibv_post_send(qp, &wr, &badwr);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Poll cq for up to 10 s until n completions arrived (or more would not fit wc). */
+static int poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	double t0 = now();
+	int got = 0, r;
+
+	while (got < n && now() - t0 < 10) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (!r)
+			usleep(1000);
+	}
+	return got;
+}
+
+/* Wait up to 10 s for async event type about obj (a CQ or a QP); acks what it reads. */
+static bool wait_async(struct env *e, enum ibv_event_type type, void *obj, int *others)
+{
+	double t0 = now();
+
+	while (now() - t0 < 10) {
+		struct pollfd pfd = { .fd = e->ctx->async_fd, .events = POLLIN };
+		struct ibv_async_event ev;
+		bool hit;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (ibv_get_async_event(e->ctx, &ev))
+			continue;
+		hit = ev.event_type == type &&
+		      (type == IBV_EVENT_CQ_ERR ? (void *)ev.element.cq : (void *)ev.element.qp) == obj;
+		if (!hit) {
+			note("async event %s (%d)", ibv_event_type_str(ev.event_type), ev.event_type);
+			(*others)++;
+		}
+		ibv_ack_async_event(&ev);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A UD QP completes more sends than its send CQ holds, and nobody polls:
+ * the device reports the overflow (IBV_EVENT_CQ_ERR for that CQ), the QP
+ * goes to error (IBV_EVENT_QP_FATAL), the CQEs already in the CQ are
+ * intact and in order, the QP's other CQ and another QP are untouched,
+ * and a new CQ and QP in their place work.
+ */
+static void test_cq_overflow(struct env *e)
+{
+	const uint32_t qkey = 0x51515151;
+	struct ibv_cq *scq = NULL, *rcq = NULL, *cq2 = NULL;
+	struct ibv_qp *qp = NULL, *qp2 = NULL;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc[64];
+	struct ibv_ah *ah;
+	struct pool rbuf = {};
+	struct ibv_mr *mr = NULL;
+	int flags, others = 0, n, i, cqe, ok;
+
+	flags = fcntl(e->ctx->async_fd, F_GETFL);
+	fcntl(e->ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+	ah = own_ah(e, 0);
+	scq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	rcq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	cq2 = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	qp = scq && rcq ? make_qp(e, IBV_QPT_UD, scq, rcq, NULL, 32, 4, 1, 1, 64, NULL) : NULL;
+	qp2 = cq2 ? make_qp(e, IBV_QPT_UD, cq2, cq2, NULL, 4, 4, 1, 1, 64, NULL) : NULL;
+	if (!ah || !qp || !qp2 || !ud_to_rts(qp, qkey) || !ud_to_rts(qp2, qkey) ||
+	    !pool_anon(&rbuf, 64 * 1024, false) ||
+	    !(mr = ibv_reg_mr(e->pd, rbuf.va, rbuf.bytes, IBV_ACCESS_LOCAL_WRITE))) {
+		check(false, "objects for the CQ overflow: %s", strerror(errno));
+		goto out;
+	}
+	cqe = scq->cqe;
+	note("send CQ of %d CQEs; %d sends", cqe, cqe + 4);
+	/* To itself with the wrong Q_Key: the receiver drops them, only the sends complete. */
+	check(ud_send(qp, ah, qp->qp_num, qkey + 1, 1000, cqe + 4) == 0,
+	      "posted %d signaled sends on a QP whose send CQ holds %d", cqe + 4, cqe);
+	check(wait_async(e, IBV_EVENT_CQ_ERR, scq, &others),
+	      "ibv_get_async_event: IBV_EVENT_CQ_ERR for the overflowed CQ");
+	check(wait_async(e, IBV_EVENT_QP_FATAL, qp, &others),
+	      "ibv_get_async_event: IBV_EVENT_QP_FATAL for the QP that lost a completion");
+	ok = query(qp, &qa, &ia);
+	check(ok && qa.qp_state == IBV_QPS_ERR, "the QP is in ERR: %s",
+	      ok ? state_name(qa.qp_state) : "query failed");
+
+	/* What the CQ held is intact: the first cqe sends, in order; then nothing. */
+	n = poll_n(scq, wc, cqe);
+	for (i = 0, ok = n == cqe; i < n; i++)
+		if (wc[i].wr_id != 1000u + i || wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_SEND || wc[i].qp_num != qp->qp_num)
+			ok = 0;
+	check(ok, "the overflowed CQ holds its %d CQEs intact: %d polled, wr_id %" PRIu64 "..%" PRIu64,
+	      cqe, n, n ? wc[0].wr_id : 0, n ? wc[n - 1].wr_id : 0);
+	usleep(200 * 1000);
+	n = ibv_poll_cq(scq, 64, wc);
+	check(n == 0, "nothing more in it after the overflow (%d polled)", n);
+
+	/* The QP's receive CQ still works: receives posted now flush there. */
+	for (i = 0; i < 2; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)rbuf.va, .length = 4096, .lkey = mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 2000 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		ibv_post_recv(qp, &wr, &bad);
+	}
+	n = poll_n(rcq, wc, 2);
+	check(n == 2 && wc[0].wr_id == 2000 && wc[1].wr_id == 2001 &&
+	      wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "its receive CQ takes the flushes of receives posted in ERR (%d)", n);
+
+	/* Another QP: a datagram to itself arrives intact. */
+	memset(rbuf.va, 0, 8192);
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)rbuf.va, .length = 4096, .lkey = mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 3000, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		ibv_post_recv(qp2, &wr, &bad);
+	}
+	check(ud_send(qp2, ah, qp2->qp_num, qkey, 4000, 1) == 0, "another QP sends to itself");
+	n = poll_n(cq2, wc, 2);
+	for (i = 0, ok = n == 2; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    !(wc[i].wr_id == 3000 ? wc[i].byte_len == 40 + 32 : wc[i].wr_id == 4000))
+			ok = 0;
+	for (i = 0; i < 32; i++)
+		if (rbuf.va[40 + i] != 'a')
+			ok = 0;
+	check(ok, "another QP and its CQ are untouched: a datagram to itself, data intact (%d)", n);
+	check(others == 0, "no other async event (%d)", others);
+
+	/* Destroy and create again: a CQ of the same size in its place works. */
+	check(ibv_destroy_qp(qp) == 0, "the failed QP destroyed");
+	qp = NULL;
+	check(ibv_destroy_cq(scq) == 0, "the overflowed CQ destroyed");
+	scq = ibv_create_cq(e->ctx, 4, NULL, NULL, 0);
+	qp = scq ? make_qp(e, IBV_QPT_UD, scq, rcq, NULL, 32, 4, 1, 1, 64, NULL) : NULL;
+	check(qp && ud_to_rts(qp, qkey), "a new CQ and QP in their place: %s",
+	      qp ? "ok" : strerror(errno));
+	if (qp && ud_send(qp, ah, qp->qp_num, qkey + 1, 5000, cqe - 1) == 0) {
+		n = poll_n(scq, wc, cqe - 1);
+		for (i = 0, ok = n == cqe - 1; i < n; i++)
+			if (wc[i].wr_id != 5000u + i || wc[i].status != IBV_WC_SUCCESS)
+				ok = 0;
+		check(ok, "the new CQ takes %d completions (%d)", cqe - 1, n);
+		ok = query(qp, &qa, &ia);
+		check(ok && qa.qp_state == IBV_QPS_RTS, "the new QP stays in RTS: %s",
+		      ok ? state_name(qa.qp_state) : "query failed");
+	}
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (qp2)
+		ibv_destroy_qp(qp2);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (scq)
+		ibv_destroy_cq(scq);
+	if (rcq)
+		ibv_destroy_cq(rcq);
+	if (cq2)
+		ibv_destroy_cq(cq2);
+	pool_free(&rbuf);
+	fcntl(e->ctx->async_fd, F_SETFL, flags);
+	expect_idle(e, "the CQ overflow");
+}
+
+static void test_limits(struct env *e)
+{
+	res_read(e, e->idle);
+	test_cq_overflow(e);
+	test_limit_qps(e);
+	test_limit_srqs(e);
+	test_limit_ahs(e);
+	test_limit_mrs(e);
+	test_limit_pbles(e);
+}
+
 /* ---- Running out ------------------------------------------------------------ */
 
 static void test_exhaust(struct env *e)
 {
 	int limit = e->dev.max_cq + 64, n, i, err = 0, bad = 0;
 	struct ibv_cq **cqs = calloc(limit, sizeof(*cqs));
+	long in_use = read_sys(e, "res_cqs");
 	struct ibv_cq *extra;
 	double t0 = now();
 
@@ -860,13 +1494,13 @@ static void test_exhaust(struct env *e)
 			break;
 		}
 	}
-	note("%d CQs before the first failure, max_cq %d, in %.1f s", n, e->dev.max_cq,
-	     now() - t0);
+	note("%d CQs before the first failure, max_cq %d, %ld in use before, in %.1f s", n,
+	     e->dev.max_cq, in_use, now() - t0);
 	check(n < limit && err == ENOMEM, "creating CQs until failure ends in ENOMEM (got %s)",
 	      n < limit ? err_name(err) : "no failure");
-	/* The driver may keep a few CQ IDs for itself, never more than max_cq. */
-	check(n <= e->dev.max_cq && n >= e->dev.max_cq - 16,
-	      "the failure comes at max_cq: %d CQs of max_cq %d", n, e->dev.max_cq);
+	check(in_use >= 0 && n == e->dev.max_cq - in_use,
+	      "the failure comes at max_cq less the CQs in use: %d CQs, expected %ld", n,
+	      e->dev.max_cq - in_use);
 	if (n > 0) {
 		ibv_destroy_cq(cqs[--n]);
 		extra = ibv_create_cq(e->ctx, 1, NULL, NULL, 0);
@@ -1043,7 +1677,9 @@ static bool open_env(struct env *e, const char *name)
 {
 	struct ibv_device **list;
 	int i, n;
+	bool ok;
 
+	e->name = name;
 	list = ibv_get_device_list(&n);
 	for (i = 0; list && i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
@@ -1053,10 +1689,11 @@ static bool open_env(struct env *e, const char *name)
 	check(e->ctx, "open %s: %s", name, e->ctx ? "ok" : "not found or cannot open");
 	if (!e->ctx)
 		return false;
-	check(!ibv_query_device(e->ctx, &e->dev) && !ibv_query_port(e->ctx, 1, &e->port),
-	      "query device and port: max_cq %d max_cqe %d max_qp %d max_qp_wr %d max_sge %d max_srq %d max_mr %d",
+	/* Query first: the arguments of check() are read before it runs. */
+	ok = !ibv_query_device(e->ctx, &e->dev) && !ibv_query_port(e->ctx, 1, &e->port);
+	check(ok, "query device and port: max_cq %d max_cqe %d max_qp %d max_qp_wr %d max_sge %d max_srq %d max_mr %d max_ah %d",
 	      e->dev.max_cq, e->dev.max_cqe, e->dev.max_qp, e->dev.max_qp_wr, e->dev.max_sge,
-	      e->dev.max_srq, e->dev.max_mr);
+	      e->dev.max_srq, e->dev.max_mr, e->dev.max_ah);
 	e->pd = ibv_alloc_pd(e->ctx);
 	check(e->pd, "alloc_pd: %s", e->pd ? "ok" : strerror(errno));
 
@@ -1084,7 +1721,7 @@ int main(int argc, char **argv)
 {
 	const char *dev = "qrdma0";
 	int ncq = 1000, nqp = 1000, nmr = 10000, i;
-	bool exhaust = true, holding = false;
+	bool exhaust = true, holding = false, limits = false;
 	struct env e = {};
 	struct ibv_cq *cq;
 
@@ -1101,8 +1738,10 @@ int main(int argc, char **argv)
 			exhaust = false;
 		else if (!strcmp(argv[i], "--hold"))
 			holding = true;
+		else if (!strcmp(argv[i], "--limits"))
+			limits = true;
 		else {
-			fprintf(stderr, "usage: %s [--dev NAME] [--cqs N] [--qps N] [--mrs N] [--no-exhaust] [--hold]\n",
+			fprintf(stderr, "usage: %s [--dev NAME] [--cqs N] [--qps N] [--mrs N] [--no-exhaust] [--hold] [--limits]\n",
 				argv[0]);
 			return 2;
 		}
@@ -1113,6 +1752,10 @@ int main(int argc, char **argv)
 		goto out;
 	if (holding)
 		return hold(&e);
+	if (limits) {
+		test_limits(&e);
+		goto close;
+	}
 
 	test_scale(&e, ncq, nqp, nmr);
 	cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
@@ -1129,6 +1772,7 @@ int main(int argc, char **argv)
 	if (exhaust)
 		test_exhaust(&e);
 
+close:
 	check(ibv_dealloc_pd(e.pd) == 0, "dealloc_pd");
 	check(ibv_close_device(e.ctx) == 0, "close_device");
 out:

@@ -983,10 +983,20 @@ static void test_bad_doorbell(void)
     no_errors(SA);
 }
 
+/*
+ * A CQ whose consumer reads nothing overflows (IBTA vol. 1 11.6.3): the
+ * device writes the CQEs that fit and then nothing more, not even after
+ * the consumer made room, so the unread CQEs stay as they were; it raises
+ * CQ_OVERFLOW, and the QP whose completion was lost goes to ERR with
+ * QP_FATAL, once. The QP's other CQ keeps working; destroying the QP and
+ * the CQ and creating them again brings the pair back.
+ */
 static void test_cq_overflow(void)
 {
     struct qp_spec sb = rc_spec;
     struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+    uint8_t ring[4 * QRDMA_CQE_SIZE], guard[256];
+    struct aeqe ev[2] = { { 0 } };
     struct cqe e;
     unsigned i;
 
@@ -1000,6 +1010,9 @@ static void test_cq_overflow(void)
     create_qp(SB, QPN, &sb);
     rc_to_rts(SA, QPN, SB, QPN, 7);
     rc_to_rts(SB, QPN, SA, QPN, 7);
+    /* Whatever follows the ring in guest memory must stay untouched. */
+    memset(guard, 0xa5, sizeof(guard));
+    memcpy(mem(SB, CQ_RING(3) + sizeof(ring)), guard, sizeof(guard));
     /* Four completions fill it; the consumer reads none. */
     for (i = 0; i < 5; i++) {
         post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
@@ -1010,24 +1023,161 @@ static void test_cq_overflow(void)
     CHECK_EQ(SB->core.dp.cqes, 4);
     CHECK_EQ(SB->core.dp.cq_overflows, 1);
     CHECK(logged(SB, "CQ 3: overflow"));
-    CHECK(aeq_has(SB, QRDMA_AE_CQ_OVERFLOW, 3, QRDMA_AE_SRC_CQ, 0xc0003));
+    CHECK(logged(SB, "QP 2: a completion could not be written"));
     CHECK(SB->core.obj.cq[3].error);
+    CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_ERR);
+    /* The CQ's event, then the QP's, and nothing else. */
+    CHECK(poll_aeq(SB, &ev[0]));
+    CHECK(poll_aeq(SB, &ev[1]));
+    CHECK_EQ(ev[0].code, QRDMA_AE_CQ_OVERFLOW);
+    CHECK_EQ(ev[0].id, 3);
+    CHECK_EQ(ev[0].source, QRDMA_AE_SRC_CQ);
+    CHECK_EQ(ev[0].ctx, 0xc0003);
+    CHECK_EQ(ev[1].code, QRDMA_AE_QP_FATAL);
+    CHECK_EQ(ev[1].id, QPN);
+    CHECK_EQ(ev[1].source, QRDMA_AE_SRC_QP);
+    CHECK_EQ(ev[1].ctx, QPCTX(QPN));
+    CHECK_EQ(aeq_drain(SB), 0);
+    memcpy(ring, mem(SB, CQ_RING(3)), sizeof(ring));
+
+    /* The QP in error flushes new receive WQEs: the CQ takes none, no second event. */
+    post_recv(SB, QPN, 0x9000, 256);
+    post_recv(SB, QPN, 0x9100, 256);
+    db(SB, 0, QRDMA_DB_RQ, QPN);
+    pump();
+    CHECK(!memcmp(ring, mem(SB, CQ_RING(3)), sizeof(ring)));
+    CHECK(!memcmp(guard, mem(SB, CQ_RING(3) + sizeof(ring)), sizeof(guard)));
+    CHECK_EQ(SB->core.dp.cqes, 4);
+    CHECK_EQ(aeq_drain(SB), 0);
+    /* Its send CQ is fine: a send WQE flushes there. */
+    post_send(SB, QPN, &w);
+    ring_sq(SB, QPN);
+    pump();
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SB, 1);
+    /* A malformed WQE now fails as usual, but the QP already reported its QP_FATAL. */
+    {
+        struct wqe bad = { .op = 0x0b, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+
+        post_send(SB, QPN, &bad);
+        ring_sq(SB, QPN);
+        pump();
+        EXPECT_CQE(SB, 1, QPN, 1, QSW_WC_SEND, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK_EQ(SB->core.dp.bad_wqes, 1);
+        CHECK_EQ(aeq_drain(SB), 0);
+    }
+
+    /* The four unread CQEs are intact, in order. */
     for (i = 0; i < 4; i++) {
         CHECK(poll_cq(SB, 3, &e));
         CHECK_EQ(e.wqe_index, i);
+        CHECK_EQ(e.status, QSW_WC_SUCCESS);
+        CHECK_EQ(e.byte_len, 10);
     }
     /* In error: no CQE is written any more, even with room. */
     CHECK(!poll_cq(SB, 3, &e));
     post_recv(SB, QPN, 0x9000, 256);
-    post_send(SA, QPN, &w);
-    ring_sq(SA, QPN);
+    db(SB, 0, QRDMA_DB_RQ, QPN);
     pump();
     CHECK(!poll_cq(SB, 3, &e));
     CHECK_EQ(SB->core.dp.cq_overflows, 1);
-    /* The sender's side is fine. */
-    for (i = 0; i < 6; i++) {
+    CHECK(!memcmp(guard, mem(SB, CQ_RING(3) + sizeof(ring)), sizeof(guard)));
+    /*
+     * The responder's QP failed before it acknowledged the messages: the
+     * requester retries into a QP in error and gives up (IBTA 9.7.5.1.1).
+     */
+    pump_ms(5000);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_RETRY_EXC_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    for (i = 1; i < 5; i++) {
+        EXPECT_CQE(SA, 1, QPN, i, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    }
+    expect_no_cqe(SA, 1);
+    CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_ERR);
+    CHECK(!memcmp(ring, mem(SB, CQ_RING(3)), sizeof(ring)));
+
+    /* Destroy and create again: the pair works, the new CQ takes CQEs. */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_QP, QPN, 0, 0, 0, 0, 0));
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_CQ, 3, 0, 0, 0, 0, 0));
+    memset(mem(SB, CQ_RING(3)), 0, sizeof(ring));
+    memset(mem(SB, SQ_RING(QPN)), 0, 0x8000);
+    create_cq_ex(SB, 3, 2, false);
+    create_qp(SB, QPN, &sb);
+    modify_state(SA, QPN, QRDMA_QPS_RESET);
+    SA->qp[QPN].sq_posted = SA->qp[QPN].rq_posted = 0;
+    memset(mem(SA, SQ_RING(QPN)), 0, 0x8000);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    log_clear(SB);
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    pump();
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 3, QPN, i, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 10);
         EXPECT_CQE(SA, 1, QPN, i, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     }
+    CHECK(!SB->core.obj.cq[3].error);
+    CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_RTS);
+    CHECK_EQ(SB->core.dp.cq_overflows, 1);
+    CHECK_EQ(aeq_drain(SB), 0);
+    no_errors(SB);
+}
+
+/*
+ * Two QPs share a receive CQ that overflows: only the QP whose completion
+ * was lost goes to ERR; the other one keeps working until it, too, has a
+ * completion for the CQ, and then gets its own QP_FATAL.
+ */
+static void test_cq_overflow_shared(void)
+{
+    struct qp_spec sb = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+    struct aeqe ev = { 0 };
+    struct cqe e;
+    unsigned i;
+
+    sb.recv_cq = 3;
+    setup();
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq_ex(SB, 3, 2, false);          /* 4 CQEs */
+    for (i = 2; i <= 3; i++) {
+        create_qp(SA, i, &rc_spec);
+        create_qp(SB, i, &sb);
+        rc_to_rts(SA, i, SB, i, 7);
+        rc_to_rts(SB, i, SA, i, 7);
+    }
+    for (i = 0; i < 5; i++) {
+        post_recv(SB, 2, 0x9000 + 0x100 * i, 256);
+        post_send(SA, 2, &w);
+    }
+    post_recv(SB, 3, 0xa000, 256);
+    ring_sq(SA, 2);
+    pump();
+    CHECK_EQ(qp_state(SB, 2), QRDMA_QPS_ERR);
+    CHECK_EQ(qp_state(SB, 3), QRDMA_QPS_RTS);
+    CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, 2, QRDMA_AE_SRC_QP, QPCTX(2)));
+    /* QP 3's message: its completion has nowhere to go either. */
+    post_send(SA, 3, &w);
+    ring_sq(SA, 3);
+    pump();
+    CHECK_EQ(qp_state(SB, 3), QRDMA_QPS_ERR);
+    CHECK(poll_aeq(SB, &ev));
+    CHECK_EQ(ev.code, QRDMA_AE_QP_FATAL);
+    CHECK_EQ(ev.id, 3);
+    CHECK_EQ(ev.ctx, QPCTX(3));
+    CHECK_EQ(aeq_drain(SB), 0);
+    CHECK_EQ(SB->core.dp.cq_overflows, 1);
+    CHECK_EQ(SB->core.dp.cqes, 4);
+    for (i = 0; i < 4; i++) {
+        CHECK(poll_cq(SB, 3, &e));
+        CHECK_EQ(e.qp, 2);
+        CHECK_EQ(e.wqe_index, i);
+    }
+    CHECK(!poll_cq(SB, 3, &e));
 }
 
 /* HEAD advances: the same small CQ takes any number of CQEs. */
@@ -1527,6 +1677,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_too_many_sges),
     UNIT_TEST(test_bad_doorbell),
     UNIT_TEST(test_cq_overflow),
+    UNIT_TEST(test_cq_overflow_shared),
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
     UNIT_TEST(test_rnr),

@@ -6,6 +6,12 @@
 # then a process killed with objects open must leave nothing behind and
 # must not keep the driver from unloading and loading again.
 #
+# "guest-objects.sh limits" runs only the resource limits, on a device
+# with smaller maxima than the defaults (test-objects.sh says which):
+# the advertised maxima follow the properties, then qrdma-objects
+# --limits (a CQ overflow; QPs, SRQs, AHs, MRs and PBLEs exhausted,
+# freed and created again) and the counters back at idle.
+#
 # The idle counts (guest-lib.sh) are recorded before the test, must be
 # that small, and every count must come back to exactly them.
 . "$(dirname "$0")/guest-lib.sh"
@@ -19,6 +25,22 @@ idle_snapshot
 check "idle: only the MAD layer's objects" idle_is_mad_only
 check "idle counts stable" counters_at_zero
 
+if [ "${1:-}" = limits ]; then
+    # QP IDs 0 and 1 are not general QPs; MR index 0 is never used.
+    ibv_devinfo -v -d qrdma0 > /tmp/devinfo
+    for want in "max_qp:254" "max_srq:64" "max_mr:2047" "max_ah:1536" "max_cq:256"; do
+        check "advertised ${want%%:*} ${want#*:}" \
+            grep -Eq "^[[:space:]]*${want%%:*}:[[:space:]]+${want#*:}\$" /tmp/devinfo
+    done
+    check "driver exposes pble_count" test -r "$dev/pble_count"
+    check "qrdma-objects --limits" qrdma-objects --limits
+    echo "counters after the limits: $(counters)"
+    check "every object counter back at its idle value after the limits" counters_at_zero
+    check "no kernel warning or oops" sh -c '! dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace:"'
+    finish guest-objects-limits
+    exit
+fi
+
 # 2 MB pages for the MR test's hugetlb pool; the rest of it asks for
 # transparent huge pages.
 echo 32 > /proc/sys/vm/nr_hugepages
@@ -30,6 +52,7 @@ check "qrdma-objects" qrdma-objects
 echo "counters after: $(counters)"
 check "every object counter back at its idle value" counters_at_zero
 echo 0 > /proc/sys/vm/nr_hugepages
+
 check "ibv_devinfo -v still works" sh -c 'ibv_devinfo -v -d qrdma0 > /tmp/devinfo'
 check "ibv_devinfo: port ACTIVE" grep -Eq 'state:[[:space:]]+PORT_ACTIVE' /tmp/devinfo
 
