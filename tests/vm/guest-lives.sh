@@ -23,9 +23,12 @@ dev=qrdma0 me=$QRDMA_GUEST
 # gives up after retry_cnt + 1 timeouts without progress (IBTA 9.7.5.1).
 T=17 R=3
 budget=$(awk -v t=$T -v r=$R 'BEGIN { printf "%.3f", (r + 1) * 4.096e-6 * 2 ^ t }')
-# Allowed on top of the budget between the kill request and the error
-# completion: vm-run's 0.2 s polling, the kill itself, TCG's timer slop.
-slack=2.5
+# Allowed on top of the budget between the kill request (or the reset) and
+# the error completion: the request's way to vm-run and the kill, and late
+# timers and events in TCG guests starved of host CPU (at a load average of
+# 8 on 2 host cores one run measured 4.32 s from the request, 3.97 s after
+# the last good completion).
+slack=3.5
 bulk() { qrdma-bulk -d $dev -g 1 -T $T -r $R "$@"; }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 roce_frames() { ethtool -S eth0 | awk '/hw_roce_frames/ { print $2 }'; }
