@@ -11,6 +11,10 @@
 # The vm-run job directory is shared with tag "job" and mounted at /job:
 # it holds cmd-I.sh (this guest's command, if any); the guest writes rc-I
 # there when the command ends, and an idle guest waits for the file "stop".
+# Every boot is a life (scripts/vm-run): the N-th boot of guest I writes
+# /job/life-I-N and runs the command with QRDMA_BOOT=N. Life N > 1 must
+# follow an announced end of life N-1 (/job/end-I-(N-1): a vm_reboot or a
+# vm-run kill); otherwise (a panic, a reset) the command fails unrun.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
 mount -t proc proc /proc
@@ -44,6 +48,17 @@ ip link set lo up
 modprobe 9pnet_virtio && modprobe 9p || log "ERROR: no 9p modules"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job ||
     { log "ERROR: cannot mount the job share"; echo o > /proc/sysrq-trigger; }
+
+QRDMA_BOOT=1
+while [ -e "/job/life-$QRDMA_GUEST-$QRDMA_BOOT" ]; do QRDMA_BOOT=$((QRDMA_BOOT + 1)); done
+cut -d' ' -f1 /proc/uptime > "/job/life-$QRDMA_GUEST-$QRDMA_BOOT"
+export QRDMA_BOOT
+unannounced=""
+if [ "$QRDMA_BOOT" -gt 1 ]; then
+    log "life $QRDMA_BOOT: life $((QRDMA_BOOT - 1)) ended by" \
+        "'$(cat "/job/end-$QRDMA_GUEST-$((QRDMA_BOOT - 1))" 2>/dev/null || echo nothing announced)'"
+    [ -e "/job/end-$QRDMA_GUEST-$((QRDMA_BOOT - 1))" ] || unannounced=1
+fi
 if [ "$share" = 1 ]; then
     mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none host /mnt/host ||
         log "ERROR: cannot mount the host share"
@@ -81,7 +96,10 @@ done
 
 log "ready"
 cmd=/job/cmd-$QRDMA_GUEST.sh
-if [ -e "$cmd" ]; then
+if [ -n "$unannounced" ]; then
+    log "ERROR: this guest rebooted unasked (a panic or a reset?); its command fails"
+    echo 1 > "/job/rc-$QRDMA_GUEST.tmp" && mv "/job/rc-$QRDMA_GUEST.tmp" "/job/rc-$QRDMA_GUEST"
+elif [ -e "$cmd" ]; then
     if [ "$share" = 1 ]; then cd /mnt/host; else cd /root; fi
     bash "$cmd"
     rc=$?

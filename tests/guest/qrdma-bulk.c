@@ -24,9 +24,15 @@
  * Completions are waited for through a completion channel (no busy polling:
  * under TCG that would steal the CPU the device emulation needs), with a
  * one-second rescan of the CQ; any wait without progress for the timeout
- * (default 120 s) fails the run, as does every error completion (its status
- * string is printed), a mismatch, or a TCP failure. Exit status 0 only when
- * all checks passed.
+ * (default 120 s) fails the run, as does every error completion, a mismatch,
+ * or a TCP failure. Exit status 0 only when all checks passed.
+ *
+ * An error completion is reported for tests of a vanished peer: its status,
+ * the time without any completion before it against the QP's retry budget
+ * ((retry_cnt + 1) local ACK timeouts, IBTA 9.7.5.1), the CLOCK_BOOTTIME
+ * second it was seen (comparable with /proc/uptime), the QP state the
+ * device reports afterwards, and the statuses of the completions that
+ * follow within 2 s (the rest of the outstanding WRs, flushed).
  *
  * usage: qrdma-bulk [options]            server
  *        qrdma-bulk [options] SERVER     client
@@ -36,6 +42,8 @@
  *   -q N     WRs in flight (default 16)     -s N    signal every N WRs (default 4)
  *   -t SEC   timeout without progress (default 120)
  *   -S SEED  pattern seed (default 0x51d3a2b7)
+ *   -T N     QP local ACK timeout, 4.096 us * 2^N (default 14 = 67 ms)
+ *   -r N     QP retry count (default 7)
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -72,11 +80,11 @@
 
 static struct {
 	const char *dev, *server;
-	int gid_index, port, timeout, depth, sig_every;
+	int gid_index, port, timeout, depth, sig_every, ack_timeout, retry_cnt;
 	uint64_t total, chunk, wr_size, seed;
 } opt = {
 	.dev = "qrdma0", .gid_index = 1, .port = 19875, .timeout = 120, .depth = 16,
-	.sig_every = 4, .total = 1024 * MB, .chunk = 64 * MB, .wr_size = MB, .seed = 0x51d3a2b7,
+	.sig_every = 4, .ack_timeout = 14, .retry_cnt = 7, .total = 1024 * MB, .chunk = 64 * MB, .wr_size = MB, .seed = 0x51d3a2b7,
 };
 
 static const char *role = "bulk";
@@ -357,6 +365,8 @@ struct rdma {
 	uint32_t psn;
 	int rd_atom;
 	unsigned long missed_events;
+	double last_wc;		/* when the last good completion (or the connection) was seen */
+	uint64_t outstanding;	/* WRs posted and not yet seen complete */
 };
 
 static void rdma_open(struct rdma *r, int max_send_wr, int max_recv_wr)
@@ -434,8 +444,8 @@ static void rdma_connect(struct rdma *r, const struct hello *peer)
 					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		die("QP to RTR: %s", strerror(errno));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = opt.ack_timeout;
+	a.retry_cnt = opt.retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = r->psn;
 	a.max_rd_atomic = rd_atom;
@@ -443,6 +453,7 @@ static void rdma_connect(struct rdma *r, const struct hello *peer)
 					IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		die("QP to RTS: %s", strerror(errno));
 	inet_ntop(AF_INET6, peer->gid, gid, sizeof(gid));
+	r->last_wc = now();
 	say("connected: local QPN %#x PSN %#x, remote QPN %#x PSN %#x GID %s, MTU %d, rd_atomic %d",
 	    r->qp->qp_num, r->psn, peer->qpn, peer->psn, gid, 128 << mtu, rd_atom);
 }
@@ -464,6 +475,78 @@ static struct ibv_mr *reg(struct rdma *r, void *buf, size_t len, int access)
 	if (!mr)
 		die("ibv_reg_mr %zu bytes: %s", len, strerror(errno));
 	return mr;
+}
+
+static const char *qp_state_name(enum ibv_qp_state s)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+		[IBV_QPS_RTS] = "RTS", [IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	return (unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s] ? names[s] : "?";
+}
+
+static void count_after_error(const struct ibv_wc *wc, int n, unsigned int *flushed,
+			      unsigned int *other)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
+			(*flushed)++;
+			continue;
+		}
+		(*other)++;
+		say("then: %s (status %d, opcode %d, wr_id %#" PRIx64 ")",
+		    ibv_wc_status_str(wc[i].status), wc[i].status, wc[i].opcode, wc[i].wr_id);
+	}
+}
+
+/*
+ * The report described at the top of the file; then the run fails. @rest
+ * are the @nrest completions polled in the same batch after the error.
+ */
+static void error_completion(struct rdma *r, const struct ibv_wc *wc, const struct ibv_wc *rest,
+			     int nrest, const char *what)
+{
+	double budget = (opt.retry_cnt + 1) * 4.096e-6 * (double)(1ull << opt.ack_timeout);
+	double quiet = now() - r->last_wc, end;
+	struct ibv_qp_init_attr qia;
+	unsigned int flushed = 0, other = 0;
+	struct ibv_wc more[16];
+	struct ibv_qp_attr qa;
+	struct timespec boot;
+	int n;
+
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	say("%s: completion with error: %s (status %d, vendor_err %#x, opcode %d, wr_id %#" PRIx64
+	    ", qp %#x)", what, ibv_wc_status_str(wc->status), wc->status, wc->vendor_err,
+	    wc->opcode, wc->wr_id, wc->qp_num);
+	say("error completion at uptime %.3f s, after %.3f s without a completion; retry budget "
+	    "%.3f s (retry_cnt %d + 1 times the local ACK timeout %d = %.1f ms); %" PRIu64
+	    " WR(s) were outstanding", boot.tv_sec + boot.tv_nsec / 1e9, quiet, budget,
+	    opt.retry_cnt, opt.ack_timeout, 4.096e-3 * (double)(1ull << opt.ack_timeout),
+	    r->outstanding);
+	if (ibv_query_qp(r->qp, &qa, IBV_QP_STATE, &qia))
+		say("ibv_query_qp after the error: %s", strerror(errno));
+	else
+		say("QP state after the error: %s (%d)", qp_state_name(qa.qp_state), qa.qp_state);
+	count_after_error(rest, nrest, &flushed, &other);
+	for (end = now() + 2; now() < end;) {
+		n = ibv_poll_cq(r->cq, 16, more);
+		if (n < 0)
+			break;
+		count_after_error(more, n, &flushed, &other);
+		if (!n)
+			usleep(50000);
+	}
+	say("after it within 2 s: %u flushed completion(s) (WR_FLUSH_ERR), %u other(s)",
+	    flushed, other);
+	die("%s: completion with error: %s (status %d, vendor_err %#x, opcode %d, wr_id %#" PRIx64
+	    ", qp %#x)", what, ibv_wc_status_str(wc->status), wc->status, wc->vendor_err,
+	    wc->opcode, wc->wr_id, wc->qp_num);
 }
 
 /*
@@ -512,11 +595,11 @@ static int wait_wc(struct rdma *r, struct ibv_wc *wc, int max, const char *what)
 			armed = false;
 		}
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			die("%s: completion with error: %s (status %d, vendor_err %#x, opcode %d, "
-			    "wr_id %#" PRIx64 ", qp %#x)", what, ibv_wc_status_str(wc[i].status),
-			    wc[i].status, wc[i].vendor_err, wc[i].opcode, wc[i].wr_id, wc[i].qp_num);
+			error_completion(r, &wc[i], &wc[i + 1], n - i - 1, what);
+		r->last_wc = now();
+	}
 	return n;
 }
 
@@ -550,6 +633,7 @@ static void rdma_xfer(struct rdma *r, enum ibv_wr_opcode op, char *local, uint32
 				    strerror(errno));
 			posted++;
 		}
+		r->outstanding = posted - done;
 		n = wait_wc(r, wc, 16, what);
 		for (i = 0; i < n; i++) {
 			enum ibv_wc_opcode want = op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE :
@@ -753,6 +837,7 @@ static int run_client(void)
 		snprintf(what, sizeof(what), "SEND with immediate after chunk %" PRIu64, c);
 		if (ibv_post_send(r.qp, &wr, &bad))
 			die("%s: ibv_post_send: %s", what, strerror(errno));
+		r.outstanding = 1;
 		wait_wc(&r, &wc, 1, what);
 		if (wc.wr_id != WRID_SEND || wc.opcode != IBV_WC_SEND)
 			die("%s: unexpected completion (opcode %d, wr_id %#" PRIx64 ")", what,
@@ -806,7 +891,7 @@ int main(int argc, char **argv)
 	int c;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "d:g:p:m:c:w:q:s:t:S:h")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:m:c:w:q:s:t:S:T:r:h")) != -1) {
 		switch (c) {
 		case 'd': opt.dev = optarg; break;
 		case 'g': opt.gid_index = num(optarg, "GID index"); break;
@@ -818,9 +903,12 @@ int main(int argc, char **argv)
 		case 's': opt.sig_every = num(optarg, "signal interval"); break;
 		case 't': opt.timeout = num(optarg, "timeout"); break;
 		case 'S': opt.seed = num(optarg, "seed"); break;
+		case 'T': opt.ack_timeout = num(optarg, "local ACK timeout"); break;
+		case 'r': opt.retry_cnt = num(optarg, "retry count"); break;
 		default:
 			fprintf(stderr, "usage: %s [-d DEV] [-g GID_INDEX] [-p PORT] [-m MB] [-c MB] "
-				"[-w KB] [-q DEPTH] [-s SIGNAL_EVERY] [-t SEC] [-S SEED] [SERVER]\n",
+				"[-w KB] [-q DEPTH] [-s SIGNAL_EVERY] [-t SEC] [-S SEED] [-T ACK_TIMEOUT] "
+				"[-r RETRY_CNT] [SERVER]\n",
 				argv[0]);
 			return 2;
 		}
@@ -828,7 +916,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		opt.server = argv[optind];
 	if (!opt.total || !opt.chunk || !opt.wr_size || opt.wr_size > (1ull << 31) ||
-	    opt.depth < 1 || opt.depth > 1024 || opt.sig_every < 1 || opt.timeout < 1)
+	    opt.depth < 1 || opt.depth > 1024 || opt.sig_every < 1 || opt.timeout < 1 ||
+	    opt.ack_timeout < 1 || opt.ack_timeout > 31 || opt.retry_cnt < 0 || opt.retry_cnt > 7)
 		die("bad options");
 	if (opt.chunk > opt.total)
 		opt.chunk = opt.total;

@@ -26,6 +26,35 @@ vm_rss() {
     vm_signal "rss-$1-$QRDMA_GUEST"
     wait_for 30 test -e "$QRDMA_JOB/rss-$1-$QRDMA_GUEST" && cat "$QRDMA_JOB/rss-$1-$QRDMA_GUEST"
 }
+# vm_rss_qemu NAME: of that, the kB neither guest RAM nor TCG's code cache
+# (QEMU's heap, the device's state): what a device leak would grow. Call it
+# after vm_rss NAME.
+vm_rss_qemu() { cat "$QRDMA_JOB/rss-qemu-$1-$QRDMA_GUEST"; }
+
+# Lives (scripts/vm-run header): $QRDMA_BOOT is this guest's boot number,
+# 1 in its first life; the command runs again in every life.
+# vm_kill J: vm-run SIGKILLs guest J's QEMU; returns once the signal is sent.
+vm_kill() {
+    rm -f "$QRDMA_JOB/killed-$1"
+    vm_signal "kill-$1"
+    wait_for 30 test -e "$QRDMA_JOB/killed-$1" && [ "$(cat "$QRDMA_JOB/killed-$1")" != refused ]
+}
+# vm_boot J: vm-run boots the killed guest J again (its next life).
+vm_boot() {
+    rm -f "$QRDMA_JOB/booted-$1"
+    vm_signal "boot-$1"
+    wait_for 30 test -e "$QRDMA_JOB/booted-$1" && [ "$(cat "$QRDMA_JOB/booted-$1")" != refused ]
+}
+# vm_reboot: end this life with a hard reset, as sysrq b does it: no
+# shutdown, no sync; QEMU resets the machine and the device with whatever
+# traffic runs. The command starts again in the next life. Never returns.
+vm_reboot() {
+    echo reboot > "$QRDMA_JOB/end-$QRDMA_GUEST-$QRDMA_BOOT"
+    echo "guest $QRDMA_GUEST: rebooting (end of life $QRDMA_BOOT)"
+    echo b > /proc/sysrq-trigger
+    sleep 60
+    exit 1
+}
 
 # Object counters of qrdma0: in the driver (res_*) and in the device's own
 # registers (hw_*). "Idle" is what the device holds with no user process:
