@@ -422,6 +422,8 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
                        QRDMA_DEFAULT_LINK_SPEED_MBPS),
     /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
+    DEFINE_PROP_UINT32("stall-floor-ms", QrdmaState, cfg.stall_floor_ms,
+                       QRDMA_DEFAULT_STALL_FLOOR_MS),
     DEFINE_PROP_UINT32("pe-ready-delay-us", QrdmaState, cfg.pe_ready_delay_us,
                        QRDMA_DEFAULT_PE_READY_DELAY_US),
     /*

@@ -356,6 +356,7 @@ struct qsw_stats {
     uint64_t rx_acks, rx_naks_seq, rx_naks_err, rx_rnr_naks;
     uint64_t retransmits;       /* packets sent again by go-back-N */
     uint64_t timeouts;          /* retransmit timer expiries */
+    uint64_t stall_retries;     /* timeouts retried past retry_cnt, within the stall floor */
     uint64_t duplicates;        /* duplicate requests seen by the responder */
     uint64_t dup_responses;     /* duplicate or stale responses seen by the requester */
     uint64_t completions;
@@ -382,6 +383,16 @@ void qsw_engine_free(struct qsw_engine *eng);
 void qsw_engine_set_mac(struct qsw_engine *eng, const uint8_t mac[6]);
 /* NULL or all rates zero turns fault injection off; frames held back are then sent. */
 void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *fault);
+/*
+ * Stall floor: an RC requester reports RETRY_EXC_ERR only when its
+ * retry_cnt retries have run out *and* it has gone at least floor_ns
+ * without progress; until then a timeout resends once more. 0 (the
+ * default) is IBTA's rule alone: retry_cnt + 1 timeouts. Hardware does the
+ * like (firmware floors under the ACK timeout, total retransmission time
+ * limits); for the device it keeps a peer whose host is briefly starved of
+ * CPU from looking dead.
+ */
+void qsw_engine_set_stall_floor(struct qsw_engine *eng, uint64_t floor_ns);
 
 /* A QP in RESET; NULL for a bad argument, a QPN in use (24-bit, unique per engine) or no memory. */
 struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_type type,

@@ -114,6 +114,11 @@ void qsw_engine_set_mac(struct qsw_engine *eng, const uint8_t mac[6])
     memcpy(eng->mac, mac, 6);
 }
 
+void qsw_engine_set_stall_floor(struct qsw_engine *eng, uint64_t floor_ns)
+{
+    eng->stall_floor_ns = floor_ns;
+}
+
 void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *f)
 {
     if (!f || !(f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_ns)) {

@@ -249,6 +249,8 @@ struct qsw_qp {
         uint32_t rnr_psn;
         bool rewound;           /* resent from comp.psn, no progress since: missing
                                    responses, stale ACKs and NAKs for it do not rewind again */
+        bool stalled;           /* a retry since the last progress */
+        uint64_t stall_since;   /* then: when the requester last saw progress, about */
     } comp;
     struct {
         uint32_t psn;           /* expected PSN */
@@ -291,6 +293,7 @@ struct qsw_engine {
     uint64_t rng;
     struct qsw_held *held;      /* sorted by release time */
     uint64_t now;               /* cached for the current call */
+    uint64_t stall_floor_ns;    /* qsw_engine_set_stall_floor() */
     uint32_t crc_tab[8][256];
     uint8_t tx[QSW_MAX_FRAME] __attribute__((aligned(8)));
 };

@@ -206,6 +206,7 @@ static void progress(struct qsw_qp *qp, uint32_t psn)
         qp->comp.retry_left = qp->attr.retry_cnt;
         qp->comp.rnr_left = qp->attr.rnr_retry;
         qp->comp.rewound = false;
+        qp->comp.stalled = false;
         arm_rto(qp, true);
         qsw_qp_activate(qp);
     }
@@ -237,8 +238,21 @@ static bool ack_before(struct qsw_qp *qp, uint32_t limit)
 
 static void retry(struct qsw_qp *qp, bool timeout)
 {
+    struct qsw_engine *eng = qp->eng;
+
+    if (!qp->comp.stalled) {
+        /* The first retry since progress: the timer (or the NAK's PSN) was armed one RTO ago. */
+        qp->comp.stalled = true;
+        qp->comp.stall_since = eng->now - (eng->now < rto_ns(qp) ? eng->now : rto_ns(qp));
+    }
     if (!qp->comp.retry_left) {
-        req_fail(qp, QSW_WC_RETRY_EXC_ERR);
+        if (!timeout || eng->now - qp->comp.stall_since >= eng->stall_floor_ns) {
+            req_fail(qp, QSW_WC_RETRY_EXC_ERR);
+            return;
+        }
+        eng->st.stall_retries++;        /* within the stall floor: once more */
+        cwnd_cut(qp, timeout);
+        rewind_to(qp, qp->comp.psn);
         return;
     }
     qp->comp.retry_left--;

@@ -168,6 +168,7 @@ void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
     cfg->max_ceq = QRDMA_DEFAULT_MAX_CEQ;
     cfg->link_speed_mbps = QRDMA_DEFAULT_LINK_SPEED_MBPS;
     cfg->pe_ready_delay_us = QRDMA_DEFAULT_PE_READY_DELAY_US;
+    cfg->stall_floor_ms = QRDMA_DEFAULT_STALL_FLOOR_MS;
 }
 
 static bool is_pow2(uint32_t v)
@@ -205,6 +206,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(msix_vectors, 1, 64),
         LIMIT(max_ceq, 1, 64),
         LIMIT(link_speed_mbps, 10, 800000),
+        LIMIT(stall_floor_ms, 0, 600000),
         /* Faults: at most half of the frames, so a test still makes progress. */
         LIMIT(fault.loss_ppm, 0, 500000),
         LIMIT(fault.dup_ppm, 0, 500000),

@@ -85,6 +85,7 @@ enum qrdma_core_work {
 #define QRDMA_DEFAULT_MAX_CEQ           8
 #define QRDMA_DEFAULT_LINK_SPEED_MBPS   100000
 #define QRDMA_DEFAULT_PE_READY_DELAY_US 1000
+#define QRDMA_DEFAULT_STALL_FLOOR_MS    2000
 #define QRDMA_DEFAULT_BOARD_ID          "QEMU-QRDMA"
 
 /* Device properties, fixed for the device's life. */
@@ -112,6 +113,14 @@ struct qrdma_core_config {
     uint32_t link_speed_mbps;
     /* Time from reset to PE ready; QRDMA_PE_READY_NEVER keeps it down. */
     uint32_t pe_ready_delay_us;
+    /*
+     * An RC requester reports RETRY_EXC_ERR only after its retry_cnt
+     * retries *and* at least this long without progress (0: retries alone,
+     * IBTA's rule). The peer of a virtual device is a process that a busy
+     * host may not run for a while; short guest ACK timeouts would read
+     * that as a dead link (see qsw_engine_set_stall_floor()).
+     */
+    uint32_t stall_floor_ms;
     /*
      * Test hook: faults the RDMA transport injects into the frames it sends
      * (parts per million; all zero = none). The Ethernet function's frames

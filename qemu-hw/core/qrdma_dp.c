@@ -1277,6 +1277,7 @@ int qrdma_dp_init(struct qrdma_core *core)
         return -1;
     }
     qsw_engine_set_fault(core->dp.eng, &fault);
+    qsw_engine_set_stall_floor(core->dp.eng, (uint64_t)core->cfg.stall_floor_ms * 1000000);
     return 0;
 }
 

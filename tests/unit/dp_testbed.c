@@ -18,6 +18,7 @@ struct side sides[2];
 uint64_t now_ns = 1000000000ull;
 /* The device's fault-injection hook (cfg.fault) and retry_cnt for the sides set up next. */
 struct qrdma_core_fault_cfg dev_fault;
+uint32_t dev_stall_floor_ms;
 unsigned rc_retry_cnt = 3;
 void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 uint64_t (*dp_tb_clock)(void);
@@ -414,6 +415,8 @@ void side_up(struct side *s, int idx)
     memcpy(cfg.mac, s->mac, 6);
     cfg.pe_ready_delay_us = QRDMA_PE_READY_NEVER;
     cfg.fault = dev_fault;
+    /* IBTA's retry rule alone unless a test asks for the floor. */
+    cfg.stall_floor_ms = dev_stall_floor_ms;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
     qrdma_core_reset(&s->core);
     qrdma_core_pe_ready(&s->core);

@@ -116,6 +116,7 @@ extern struct side sides[2];
 /* The fake clock (env.now_ns unless dp_tb_clock is set). */
 extern uint64_t now_ns;
 extern struct qrdma_core_fault_cfg dev_fault;  /* cfg.fault of the sides set up next */
+extern uint32_t dev_stall_floor_ms;             /* cfg.stall_floor_ms of the sides set up next */
 extern unsigned rc_retry_cnt;                  /* retry_cnt rc_to_rts sets (default 3) */
 /* The in-process wire: frames queued, frames to drop (both directions) before delivering. */
 extern int frames_in_flight;

@@ -557,6 +557,58 @@ static void test_retry_exceeded(void)
     rc_done(&r);
 }
 
+/*
+ * With a stall floor the retries go on past retry_cnt until the requester
+ * has gone that long without progress: a peer that answers late, within
+ * the floor, is not declared dead; one that never answers is, at the floor.
+ */
+static void post_write(struct rc *r, uint64_t id, uint32_t len)
+{
+    struct qsw_send_wr wr = tb_wr(id, QSW_WR_RDMA_WRITE, QSW_SEND_SIGNALED);
+
+    tb_wr_sge(&wr, tb_va(SRC), len, r->ka);
+    wr.rdma.remote_addr = tb_va(DST);
+    wr.rdma.rkey = r->kb;
+    CHECK_EQ(qsw_post_send(r->a, &wr), 0);
+}
+
+static void test_stall_floor(void)
+{
+    struct tb_conn c = { .mtu = QSW_MTU_1024, .psn_a = 1, .psn_b = 2, .retry_cnt = 3,
+                         .rnr_retry = 7, .timeout = 12 };
+    const uint64_t floor = 500000000ull, try_ns = 16777216ull;     /* 0.5 s; 2^12 * 4.096 us */
+    struct rc r;
+    const struct qsw_wc *wc;
+    struct qsw_stats st;
+    uint64_t t0;
+
+    rc_setup_conn(&r, &c);
+    qsw_engine_set_stall_floor(r.na->eng, floor);
+    xfer(&r, QSW_WR_RDMA_WRITE, 100, 1);
+
+    /* Silent for 0.3 s (18 tries' worth): the WRITE still completes. */
+    r.tb->drop_all = true;
+    post_write(&r, 2, 3000);
+    tb_run(r.tb, NULL, NULL, 300000000ull);
+    CHECK(!tb_find_wc(r.na, 2, false));
+    r.tb->drop_all = false;
+    wc = wait_wc(&r, r.na, 2, false);
+    CHECK(wc && wc->status == QSW_WC_SUCCESS);
+    qsw_engine_stats(r.na->eng, &st);
+    CHECK(st.stall_retries > 0);
+    CHECK_EQ(qsw_qp_state(r.a), QSW_QPS_RTS);
+
+    /* Progress refilled the budget; now the peer is gone for good. */
+    r.tb->drop_all = true;
+    t0 = r.tb->now;
+    post_write(&r, 3, 3000);
+    wc = wait_wc(&r, r.na, 3, false);
+    CHECK(wc && wc->status == QSW_WC_RETRY_EXC_ERR);
+    CHECK(r.tb->now - t0 >= floor && r.tb->now - t0 < floor + 2 * try_ns);
+    CHECK_EQ(qsw_qp_state(r.a), QSW_QPS_ERR);
+    rc_done(&r);
+}
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 static void remote_error_case(enum qsw_wr_opcode op, uint32_t mr_access, uint64_t off, uint32_t len,
@@ -1026,6 +1078,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retry_exceeded),
     UNIT_TEST(test_retry_exceeded_mid_message),
+    UNIT_TEST(test_stall_floor),
     UNIT_TEST(test_remote_access_errors),
     UNIT_TEST(test_responder_length_error),
     UNIT_TEST(test_local_length_error),
