@@ -8,7 +8,8 @@
 # so that a short pe_ready_timeout_ms can make a bring-up fail.
 here=$(cd "$(dirname "$0")" && pwd)
 kills=${QRDMA_STRESS_KILLS:-20} reloads=${QRDMA_STRESS_RELOADS:-5} resets=${QRDMA_STRESS_RESETS:-10}
-# About 3 s a kill, 15 s a reload and 20 s a reset under TCG, plus boot and the fixed steps.
+# Budget, generous for a loaded host: 3 s a kill, 15 s a reload, 20 s a reset (a
+# reset took about 5 s under TCG), plus boot and the fixed steps.
 timeout=$((600 + 3 * kills + 15 * reloads + 20 * resets))
 exec "$here/../../scripts/vm-run" --guests 1 --timeout "$timeout" --share "$here" \
     --device-opts pe-ready-delay-us=200000 \
