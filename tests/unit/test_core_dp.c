@@ -1493,7 +1493,7 @@ static void test_fast_reg_bad(void)
 /*
  * DEV_CTRL RESET on A (the reset an FLR or a system reset also runs:
  * qrdma_core_reset) while RC traffic is everywhere at once: WRITEs, a
- * READ and SENDs both ways between A and B, half delivered, frames on the
+ * READ and SENDs both ways between A and B, barely begun: frames on the
  * wire both ways, A's retransmit timer armed, A's loopback pair with
  * frames in A's loopback queue and, with `held`, every frame A sent held
  * back in its engine by the fault hook. After the reset: A is empty (no
