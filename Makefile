@@ -7,7 +7,7 @@
 #   make fuzz    libFuzzer on the device core and on the transport's receive
 #                path (FUZZ_SECONDS each, default 600)
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
-#   make stress  long lifecycle stress in a guest (kills, driver reloads)
+#   make stress  long lifecycle stress in a guest (kills, driver reloads, resets)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #   make bench-native  the transport and the device core without VMs;
 #                bench/results/native.md
@@ -140,9 +140,11 @@ check-asan: setup guest
 	@bash scripts/vm-test-asan.sh
 
 # Long lifecycle stress in a guest: 100 processes killed mid-work, 50 driver
-# reloads with traffic running (make check runs 20 and 5).
+# reloads and 50 function-level resets with traffic running (make check runs
+# 20, 5 and 10).
 stress: qemu guest
-	@QRDMA_STRESS_KILLS=100 QRDMA_STRESS_RELOADS=50 bash tests/vm/test-lifecycle.sh
+	@QRDMA_STRESS_KILLS=100 QRDMA_STRESS_RELOADS=50 QRDMA_STRESS_RESETS=50 \
+		bash tests/vm/test-lifecycle.sh
 
 bench:
 	@bash bench/run-bench.sh

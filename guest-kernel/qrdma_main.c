@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * qrdma.ko: PCI probe and remove, hardware bring-up (reset, PE-ready poll,
- * capability read, MSI-X). IB registration lives in qrdma_verbs.c.
+ * capability read, MSI-X), and function reset. IB registration lives in
+ * qrdma_verbs.c.
  *
- * probe = hardware bring-up, then IB registration; remove mirrors it.
+ * probe = qrdma_up(): hardware bring-up, then IB registration; remove =
+ * qrdma_down() mirrors it. A function reset (FLR through sysfs, or any
+ * reset the PCI core runs with the driver bound) is qrdma_down() in
+ * reset_prepare and qrdma_up() in reset_done: the device loses all its
+ * state in the reset, and so does the driver, as if the driver had been
+ * unbound and bound again (ib_device and netdev included).
  */
 #include <linux/iopoll.h>
 #include <linux/log2.h>
@@ -12,7 +18,7 @@
 #include "qrdma.h"
 
 static unsigned int pe_ready_timeout_ms = 5000;
-module_param(pe_ready_timeout_ms, uint, 0444);
+module_param(pe_ready_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(pe_ready_timeout_ms, "How long probe waits for the engine to report ready (ms)");
 
 static const struct pci_device_id qrdma_pci_ids[] = {
@@ -27,17 +33,18 @@ MODULE_DEVICE_TABLE(pci, qrdma_pci_ids);
  */
 static int qrdma_reset_and_wait(struct qrdma_dev *dev)
 {
+	/* Writable at run time; 0 would make readl_poll_timeout() wait forever. */
+	unsigned int timeout_ms = max(READ_ONCE(pe_ready_timeout_ms), 1U);
 	u32 status;
 	int ret;
 
 	qrdma_wr32(dev, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
 	ret = readl_poll_timeout(dev->regs + QRDMA_REG_PE_STATUS, status,
-				 status == QRDMA_PE_STATUS_READY, 1000,
-				 pe_ready_timeout_ms * 1000ULL);
+				 status == QRDMA_PE_STATUS_READY, 1000, timeout_ms * 1000ULL);
 	if (ret)
 		dev_err(&dev->pdev->dev,
 			"engine not ready %u ms after reset (PE_STATUS 0x%x); giving up\n",
-			pe_ready_timeout_ms, status);
+			timeout_ms, status);
 	return ret;
 }
 
@@ -114,7 +121,11 @@ static int qrdma_check_caps(struct qrdma_dev *dev)
 	return 0;
 }
 
-static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+/*
+ * Everything probe does: on success the function's qrdma_dev is its drvdata;
+ * on failure nothing is left behind and drvdata is NULL.
+ */
+static int qrdma_up(struct pci_dev *pdev)
 {
 	struct qrdma_dev *dev;
 	bool res_ready = false;
@@ -241,15 +252,24 @@ err_release:
 err_disable:
 	pci_disable_device(pdev);
 err_free_ibdev:
+	pci_set_drvdata(pdev, NULL);
 	ida_destroy(&dev->db_page_ida);
 	ida_destroy(&dev->pd_ida);
 	ib_dealloc_device(&dev->ibdev);
 	return ret;
 }
 
-static void qrdma_remove(struct pci_dev *pdev)
+/*
+ * Everything remove does, in the reverse order of qrdma_up(): the ib_device
+ * goes first (ib_core destroys every object through the destroy verbs,
+ * user processes' included: their contexts are disassociated, their
+ * doorbell pages zapped, and kernel ULPs release the device), then the
+ * netdev; then interrupts stop, the engine is reset and only then is the
+ * memory it used freed. Afterwards drvdata is NULL.
+ */
+static void qrdma_down(struct qrdma_dev *dev)
 {
-	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+	struct pci_dev *pdev = dev->pdev;
 
 	/* ib_core destroys every object, user processes' included, in here. */
 	qrdma_unregister_ibdev(dev);
@@ -274,16 +294,81 @@ static void qrdma_remove(struct pci_dev *pdev)
 	pci_iounmap(pdev, dev->regs);
 	pci_release_regions(pdev);
 	pci_disable_device(pdev);
+	pci_set_drvdata(pdev, NULL);
 	ida_destroy(&dev->db_page_ida);
 	ida_destroy(&dev->pd_ida);
 	ib_dealloc_device(&dev->ibdev);
 }
+
+static int qrdma_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	return qrdma_up(pdev);
+}
+
+static void qrdma_remove(struct pci_dev *pdev)
+{
+	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+
+	/* NULL: a bring-up after a function reset failed and left nothing. */
+	if (dev)
+		qrdma_down(dev);
+}
+
+/*
+ * A function reset is coming (sysfs "reset", VFIO, a bus reset of the slot;
+ * the PCI core holds the device lock, so probe, remove and other resets
+ * wait). The reset wipes the device's objects, CQP, event queues and HMC
+ * under the driver, so take everything down first, exactly as remove does:
+ * unregistering the ib_device waits for verbs in progress and makes
+ * ib_core destroy every object, user processes see their contexts
+ * disassociated (their next verb or event read fails with EIO, their
+ * completion channels report POLLERR), the netdev is unregistered, and
+ * the engine is reset before the memory it used is freed.
+ */
+static void qrdma_reset_prepare(struct pci_dev *pdev)
+{
+	struct qrdma_dev *dev = pci_get_drvdata(pdev);
+
+	if (!dev) {
+		dev_info(&pdev->dev, "function reset: the device is already down\n");
+		return;
+	}
+	dev_info(&pdev->dev, "function reset: taking %s and %s down\n",
+		 dev_name(&dev->ibdev.dev), netdev_name(dev->netdev));
+	qrdma_down(dev);
+}
+
+/*
+ * The reset is done and the PCI core has restored the config space: bring
+ * the function up as probe does. If that fails, nothing is left (drvdata
+ * NULL): remove and rmmod still work, and another reset tries again.
+ */
+static void qrdma_reset_done(struct pci_dev *pdev)
+{
+	int ret;
+
+	if (WARN_ON_ONCE(pci_get_drvdata(pdev)))
+		return;
+	ret = qrdma_up(pdev);
+	if (ret)
+		dev_err(&pdev->dev,
+			"function reset: bring-up failed (%d); the function stays down until another reset or a driver reload\n",
+			ret);
+	else
+		dev_info(&pdev->dev, "function reset: back up\n");
+}
+
+static const struct pci_error_handlers qrdma_err_handlers = {
+	.reset_prepare = qrdma_reset_prepare,
+	.reset_done = qrdma_reset_done,
+};
 
 static struct pci_driver qrdma_pci_driver = {
 	.name = QRDMA_DRV_NAME,
 	.id_table = qrdma_pci_ids,
 	.probe = qrdma_probe,
 	.remove = qrdma_remove,
+	.err_handler = &qrdma_err_handlers,
 };
 
 module_pci_driver(qrdma_pci_driver);

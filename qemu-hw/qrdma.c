@@ -437,6 +437,13 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT32("x-fault-corrupt-ppm", QrdmaState, cfg.fault.corrupt_ppm, 0),
     DEFINE_PROP_UINT32("x-fault-delay-us", QrdmaState, cfg.fault.delay_us, 0),
     DEFINE_PROP_UINT64("x-fault-seed", QrdmaState, cfg.fault.seed, 1),
+    /*
+     * Test hook (unstable): the control QP hangs at the first command with
+     * this opcode (0..255; 4294967295, the default: never) until the next
+     * reset, to test the driver's CQP timeout.
+     */
+    DEFINE_PROP_UINT32("x-cqp-stall-opcode", QrdmaState, cfg.cqp_stall_opcode,
+                       QRDMA_CQP_STALL_NEVER),
 };
 
 static void qrdma_class_init(ObjectClass *klass, void *data)

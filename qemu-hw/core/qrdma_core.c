@@ -169,6 +169,7 @@ void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
     cfg->link_speed_mbps = QRDMA_DEFAULT_LINK_SPEED_MBPS;
     cfg->pe_ready_delay_us = QRDMA_DEFAULT_PE_READY_DELAY_US;
     cfg->stall_floor_ms = QRDMA_DEFAULT_STALL_FLOOR_MS;
+    cfg->cqp_stall_opcode = QRDMA_CQP_STALL_NEVER;
 }
 
 static bool is_pow2(uint32_t v)
@@ -234,6 +235,12 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     if (!is_pow2(cfg->db_pages)) {
         /* The doorbell BAR is db_pages * 4 KB and a BAR must be a power of two. */
         snprintf(err, err_len, "db_pages=%u is not a power of two", cfg->db_pages);
+        return -EINVAL;
+    }
+    if (cfg->cqp_stall_opcode != QRDMA_CQP_STALL_NEVER &&
+        cfg->cqp_stall_opcode > QRDMA_CQP_WQE_OPCODE_MASK) {
+        snprintf(err, err_len, "cqp_stall_opcode=%u is not an opcode (0..%u)",
+                 cfg->cqp_stall_opcode, (unsigned)QRDMA_CQP_WQE_OPCODE_MASK);
         return -EINVAL;
     }
     if (cfg->mac[0] & 1) {

@@ -134,9 +134,17 @@ struct qrdma_core_config {
         uint32_t delay_us;
         uint64_t seed;
     } fault;
+    /*
+     * Test hook: the control QP stops at the first WQE with this opcode
+     * (QRDMA_CQP_STALL_NEVER: never): that WQE and every later one are
+     * neither run nor completed, as if the engine's firmware had hung. A
+     * device reset clears the stall; the hook stays armed.
+     */
+    uint32_t cqp_stall_opcode;
 };
 
 #define QRDMA_PE_READY_NEVER UINT32_MAX
+#define QRDMA_CQP_STALL_NEVER UINT32_MAX
 
 /* Device counters, for tests and for the GUEST_ERRORS register. */
 struct qrdma_core_stats {
@@ -199,6 +207,7 @@ struct qrdma_cqp {
     bool ccq_valid;                     /* VALID to write on this lap */
     uint64_t ccq_ceq;                   /* context qword 4: CCQ_CEQ_ID, CCQ_CEQ_ENABLE */
     uint64_t ccq_ctx;                   /* context qword 5 */
+    bool stalled;                       /* cfg.cqp_stall_opcode met: runs nothing more */
 };
 
 struct qrdma_gid_entry {

@@ -255,7 +255,7 @@ void qrdma_cqp_process(struct qrdma_core *core)
     struct qrdma_cqp *cqp = &core->cqp;
     uint32_t budget;
 
-    if (!cqp->created) {
+    if (!cqp->created || cqp->stalled) {
         return;
     }
     for (budget = cqp->sq_len; budget && cqp->sq_head != cqp->db; budget--) {
@@ -282,6 +282,14 @@ void qrdma_cqp_process(struct qrdma_core *core)
         hdr = qrdma_ld_le64(raw + 56);
         opcode = hdr & QRDMA_CQP_WQE_OPCODE_MASK;
 
+        if (opcode == core->cfg.cqp_stall_opcode &&
+            !!(hdr & QRDMA_CQP_WQE_VALID) == cqp->sq_valid) {
+            /* Test hook (x-cqp-stall-opcode): the engine hangs here until reset. */
+            qrdma_guest_error(core, "CQP stalled at WQE %u (opcode 0x%x, x-cqp-stall-opcode)",
+                              cqp->sq_head, opcode);
+            cqp->stalled = true;
+            return;
+        }
         if (!!(hdr & QRDMA_CQP_WQE_VALID) != cqp->sq_valid) {
             qrdma_guest_error(core, "CQP WQE %u rung without VALID=%d", cqp->sq_head,
                               cqp->sq_valid);

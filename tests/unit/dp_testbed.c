@@ -314,6 +314,40 @@ void pump(void)
     pump_until(false, 0);
 }
 
+void pump_some(int frames)
+{
+    while (frames > 0) {
+        bool busy = false;
+        int i;
+
+        for (i = 0; i < 2; i++) {
+            unsigned what = sides[i].kicks;
+
+            if (what) {
+                sides[i].kicks = 0;
+                qrdma_core_run(&sides[i].core, what);
+                busy = true;
+            }
+        }
+        if (fq_head) {
+            struct frame *f = fq_head;
+
+            fq_head = f->next;
+            if (!fq_head) {
+                fq_tail = &fq_head;
+            }
+            frames_in_flight--;
+            CHECK_EQ(qrdma_core_lan_receive(&f->dst->core, f->data, f->len), f->len);
+            free(f);
+            frames--;
+            busy = true;
+        }
+        if (!busy) {
+            return;
+        }
+    }
+}
+
 /* Pump, firing timers up to ms milliseconds from now. */
 void pump_ms(unsigned ms)
 {
@@ -382,8 +416,6 @@ void side_ident(struct side *s, int idx)
 
 void side_up(struct side *s, int idx)
 {
-    static const uint64_t counts[QRDMA_HMC_NUM_TYPES] = { N_QP, N_CQ, N_SRQ, N_MR, N_AH,
-                                                          N_PBLE };
     struct qrdma_core_config cfg;
     struct qrdma_core_env env = {
         .opaque = s,
@@ -401,7 +433,6 @@ void side_up(struct side *s, int idx)
     };
     uint8_t *ram = s->ram;
     char err[128] = "";
-    unsigned t;
 
     qrdma_core_fini(&s->core);
     memset(s, 0, sizeof(*s));
@@ -419,6 +450,26 @@ void side_up(struct side *s, int idx)
     cfg.stall_floor_ms = dev_stall_floor_ms;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
     qrdma_core_reset(&s->core);
+    side_bringup(s);
+}
+
+void side_bringup(struct side *s)
+{
+    static const uint64_t counts[QRDMA_HMC_NUM_TYPES] = { N_QP, N_CQ, N_SRQ, N_MR, N_AH,
+                                                          N_PBLE };
+    const int idx = s->idx;
+    unsigned t;
+
+    /* The driver's view starts over; its rings (not the data area) are zeroed. */
+    s->cqp_next = s->ccq_head = 0;
+    s->cqp_valid = s->ccq_valid = true;
+    s->aeq_head = s->ceq_head = 0;
+    memset(s->qp, 0, sizeof(s->qp));
+    memset(s->cq, 0, sizeof(s->cq));
+    s->srq_log2 = s->srq_stride_log2 = 0;
+    s->srq_posted = 0;
+    memset(s->ram, 0, DATA - RAM_BASE);
+    memset(s->ram + (HMC_RAM - RAM_BASE), 0, RAM_SIZE - (HMC_RAM - RAM_BASE));
     qrdma_core_pe_ready(&s->core);
     /* The LAN station address is the RoCE MAC (reset loads the permanent one). */
     CHECK_EQ(reg_r(s, QRDMA_REG_LAN_MAC_LOW), 0x02);

@@ -158,6 +158,11 @@ void log_clear(struct side *s);
  */
 void pump_until(bool timers, uint64_t limit);
 void pump(void);
+/*
+ * Run kicked work and deliver frames, but stop after delivering `frames`
+ * of them (or when quiet): traffic left in every stage of flight.
+ */
+void pump_some(int frames);
 /* Pump, firing timers up to ms milliseconds from now. */
 void pump_ms(unsigned ms);
 
@@ -186,6 +191,11 @@ uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2, 
 void side_ident(struct side *s, int idx);
 /* A fresh core for side idx, brought up as the driver does (see the top of this file). */
 void side_up(struct side *s, int idx);
+/*
+ * The same bring-up on side s's existing core just after a reset (its
+ * identity and RAM kept; the driver's rings zeroed, the data area kept).
+ */
+void side_bringup(struct side *s);
 /* Both sides fresh; nothing on the wire, no timers. */
 void setup(void);
 

@@ -7,8 +7,10 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/qrdma_core.h"
 #include "fake_cqp.h"
@@ -298,6 +300,58 @@ static void test_gid_steers_roce(void)
     CHECK_EQ(rd(QRDMA_REG_LAN_STAT_RX_DROPPED), 1);
 }
 
+/*
+ * The x-cqp-stall-opcode test hook: the CQP runs nothing from the first
+ * WQE with that opcode on, however often it is rung, until a reset; after
+ * the reset a new CQP runs commands again (and stalls again at the opcode).
+ */
+static void test_stall_hook(void)
+{
+    struct qrdma_core_config cfg;
+    uint64_t scratch, status, retval;
+
+    qrdma_core_config_defaults(&cfg);
+    cfg.cqp_stall_opcode = QRDMA_CQP_OP_CREATE_SRQ;
+    fake_setup_ready(&cfg);
+    cqp_setup(4, 5);
+    CHECK_EQ(cqp_major(run1(QRDMA_CQP_OP_NOP, NULL)), QRDMA_CQP_OK);
+    cqp_post(QRDMA_CQP_OP_NOP, NULL, 10, drv.sq_valid);
+    cqp_post(QRDMA_CQP_OP_CREATE_SRQ, NULL, 11, drv.sq_valid);
+    cqp_post(QRDMA_CQP_OP_NOP, NULL, 12, drv.sq_valid);
+    cqp_ring();
+    /* The NOP before it completes; the stalling WQE and the one after do not. */
+    CHECK(cqp_poll(&scratch, &status, &retval));
+    CHECK_EQ(scratch, 10);
+    CHECK(!cqp_poll(&scratch, &status, &retval));
+    CHECK_EQ(rd(QRDMA_REG_CQP_TAIL), 2);
+    CHECK_STR_CONTAINS(fake.last_error, "CQP stalled at WQE 2 (opcode 0x38");
+    cqp_post(QRDMA_CQP_OP_NOP, NULL, 13, drv.sq_valid);
+    cqp_ring();
+    CHECK(!cqp_poll(&scratch, &status, &retval));
+    CHECK_EQ(rd(QRDMA_REG_CQP_TAIL), 2);
+    CHECK_EQ(core.stats.cqp_commands, 2);
+
+    /* A reset clears the stall: a new CQP answers again. */
+    wr(QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    qrdma_core_pe_ready(&core);
+    memset(gpa(CQP_SQ_ADDR), 0, 16 * 64);
+    memset(gpa(CQP_CCQ_ADDR), 0, 32 * 32);
+    cqp_setup(4, 5);
+    CHECK_EQ(cqp_major(run1(QRDMA_CQP_OP_NOP, NULL)), QRDMA_CQP_OK);
+    CHECK_EQ(cqp_major(run1(QRDMA_CQP_OP_NOP, NULL)), QRDMA_CQP_OK);
+
+    /* Not an opcode: refused at init. */
+    {
+        struct qrdma_core c2;
+        struct qrdma_core_env env = { 0 };
+        char err[128] = "";
+
+        cfg.cqp_stall_opcode = 256;
+        CHECK_EQ(qrdma_core_init(&c2, &cfg, &env, err, sizeof(err)), -EINVAL);
+        CHECK_STR_CONTAINS(err, "cqp_stall_opcode=256");
+    }
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_ok),
     UNIT_TEST(test_create_errors),
@@ -309,6 +363,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_ccq_full),
     UNIT_TEST(test_gid_commands),
     UNIT_TEST(test_gid_steers_roce),
+    UNIT_TEST(test_stall_hook),
 };
 
 int main(void)

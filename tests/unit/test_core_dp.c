@@ -1652,6 +1652,192 @@ static void test_fast_reg_bad(void)
     }
 }
 
+/* ---- device reset with traffic in flight ------------------------------------------------ */
+
+/* A's loopback pair: QP 3 <-> QP 4 on A itself, through A's loopback queue. */
+#define LB_QP1      3
+#define LB_QP2      4
+
+/*
+ * DEV_CTRL RESET on A (the reset an FLR or a system reset also runs:
+ * qrdma_core_reset) while RC traffic is everywhere at once: WRITEs, a
+ * READ and SENDs both ways between A and B, barely begun: frames on the
+ * wire both ways, A's retransmit timer armed, A's loopback pair with
+ * frames in A's loopback queue and, with `held`, every frame A sent held
+ * back in its engine by the fault hook. After the reset: A is empty (no
+ * objects, no transport QPs, no queued or held frames), it sends nothing
+ * and writes nothing into its guest RAM however long B retransmits at it
+ * and its stale timer and kicks fire (the driver frees that memory right
+ * after the reset), B's QP fails with RETRY_EXC_ERR as a peer that
+ * vanished makes it, and A brought up again carries traffic with B.
+ * Under ASan this is also the check that nothing freed at the reset is
+ * used later.
+ */
+static void reset_in_flight(bool held)
+{
+    struct qsw_stats st;
+    uint8_t *snap = malloc(RAM_SIZE);
+    int sent_at_reset, n, retry_exc, flushed, ok;
+    struct cqe e;
+    unsigned i;
+
+    rc_pair();
+    create_qp(SA, LB_QP1, &rc_spec);
+    create_qp(SA, LB_QP2, &rc_spec);
+    rc_to_rts(SA, LB_QP1, SA, LB_QP2, 7);
+    rc_to_rts(SA, LB_QP2, SA, LB_QP1, 7);
+    if (held) {
+        const struct qsw_fault f = { .delay_ns = 500000, .seed = 1 };
+
+        qsw_engine_set_fault(SA->core.dp.eng, &f);
+    }
+
+    /* A -> B: 4 WRITEs of 16 KB, a READ of 16 KB, a SEND; B -> A: a WRITE, a READ, a SEND. */
+    for (i = 0; i < 4; i++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000 + i * 0x4000,
+                         .nsge = 1, .sge = { { 0x10000 + i * 0x4000, 0x4000, 0 } } };
+
+        fill(SA, 0x10000 + i * 0x4000, 0x4000, i);
+        post_send(SA, QPN, &w);
+    }
+    {
+        struct wqe r = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = 0x60000, .nsge = 1,
+                         .sge = { { 0x80000, 0x4000, 0 } } };
+        struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x90000, 3000, 0 } } };
+        struct wqe bw = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0xa0000, .nsge = 1,
+                          .sge = { { 0x10000, 0x4000, 0 } } };
+        struct wqe br = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = 0x10000, .nsge = 1,
+                          .sge = { { 0x20000, 0x4000, 0 } } };
+
+        post_send(SA, QPN, &r);
+        post_recv(SB, QPN, 0x90000, 4096);
+        post_send(SA, QPN, &snd);
+        post_recv(SA, QPN, 0x98000, 4096);
+        post_send(SB, QPN, &bw);
+        post_send(SB, QPN, &br);
+        post_send(SB, QPN, &snd);
+        /* The loopback pair: 3 WRITEs of 64 KB and a SEND from QP 3 to QP 4. */
+        for (i = 0; i < 3; i++) {
+            bw.remote_off = 0x100000 - 0x10000 * (i + 1);
+            bw.sge[0].len = 0x10000;
+            post_send(SA, LB_QP1, &bw);
+        }
+        post_recv(SA, LB_QP2, 0xd0000, 4096);
+        post_send(SA, LB_QP1, &snd);
+    }
+    ring_sq(SA, QPN);
+    ring_sq(SB, QPN);
+    ring_sq(SA, LB_QP1);
+
+    /*
+     * A little of it: one frame delivered (with `held`, a few of B's), the
+     * rest wherever it is.
+     */
+    pump_some(held ? 8 : 1);
+    qsw_engine_stats(SA->core.dp.eng, &st);
+    CHECK(st.tx_frames > 0);
+    CHECK(frames_in_flight > 0);
+    if (held) {
+        CHECK_EQ(SA->frames_sent, 0);               /* every frame of A's is held */
+        CHECK(SA->core.dp.deadline != UINT64_MAX);  /* their release, retransmits */
+    } else {
+        CHECK(SA->frames_sent > 0);
+        CHECK(SA->core.dp.loop_len > 0);
+    }
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 3);
+
+    reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    sent_at_reset = SA->frames_sent;
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PE_STATUS), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_CQ), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 0);
+    CHECK(SA->core.dp.eng != NULL);
+    CHECK(SA->core.dp.qp == NULL);
+    CHECK(SA->core.dp.loop_head == NULL);
+    CHECK_EQ(SA->core.dp.loop_len, 0);
+    CHECK_EQ(SA->core.dp.fifo_len, 0);
+    CHECK_EQ(SA->core.dp.deadline, UINT64_MAX);
+    qsw_engine_stats(SA->core.dp.eng, &st);
+    CHECK_EQ(st.tx_frames, 0);
+    CHECK(snap != NULL);
+    if (!snap) {
+        return;
+    }
+    memcpy(snap, SA->ram, RAM_SIZE);
+
+    /*
+     * B retransmits at A until it gives up; A's stale timer and kicks
+     * (the glue does not cancel them for a DEV_CTRL reset) fire too.
+     */
+    CHECK(SA->timer != UINT64_MAX || SA->kicks);
+    pump_ms(5000);
+    CHECK_EQ(SA->frames_sent, sent_at_reset);
+    CHECK(!memcmp(snap, SA->ram, RAM_SIZE));
+    free(snap);
+    CHECK_EQ(frames_in_flight, 0);
+    no_errors(SA);
+
+    /* B: what A had not acknowledged fails, the rest is flushed; the QP is in error. */
+    n = retry_exc = flushed = ok = 0;
+    while (poll_cq(SB, 1, &e)) {
+        n++;
+        retry_exc += e.status == QSW_WC_RETRY_EXC_ERR;
+        flushed += e.status == QSW_WC_WR_FLUSH_ERR;
+        ok += e.status == QSW_WC_SUCCESS;
+    }
+    CHECK_EQ(n, 3);
+    CHECK_EQ(retry_exc, 1);
+    CHECK_EQ(ok + retry_exc + flushed, 3);
+    CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_ERR);
+    CHECK_EQ(SB->timer == UINT64_MAX || SB->core.dp.deadline == UINT64_MAX, 1);
+
+    /* A again, as the driver brings it up after a reset; B a new QP. */
+    side_bringup(SA);
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_qp(SA, QPN, &rc_spec);
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_QP, QPN, 0, 0, 0, 0, 0));
+    memset(mem(SB, SQ_RING(QPN)), 0, 0x8000);
+    while (poll_cq(SB, 2, &e)) {
+    }
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    log_clear(SB);
+    {
+        struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x90000, 3000, 0 } } };
+        struct wqe bw = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0xe0000, .nsge = 1,
+                          .sge = { { 0x30000, 0x4000, 0 } } };
+
+        fill(SA, 0x90000, 3000, 40);
+        fill(SB, 0x30000, 0x4000, 41);
+        post_recv(SB, QPN, 0x70000, 4096);
+        post_send(SA, QPN, &snd);
+        post_send(SB, QPN, &bw);
+        ring_sq(SA, QPN);
+        ring_sq(SB, QPN);
+        pump_ms(1000);
+        EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+        EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK(!memcmp(dbuf(SA, 0x90000), dbuf(SB, 0x70000), 3000));
+        CHECK(!memcmp(dbuf(SB, 0x30000), dbuf(SA, 0xe0000), 0x4000));
+    }
+    no_errors(SA);
+    no_errors(SB);
+}
+
+static void test_reset_in_flight(void)
+{
+    reset_in_flight(false);
+}
+
+static void test_reset_in_flight_held(void)
+{
+    reset_in_flight(true);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_ring_wrap),
@@ -1689,6 +1875,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_fast_reg_bad),
     UNIT_TEST(test_fault_hook),
     UNIT_TEST(test_fault_limits),
+    UNIT_TEST(test_reset_in_flight),
+    UNIT_TEST(test_reset_in_flight_held),
 };
 
 int main(void)
