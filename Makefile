@@ -154,15 +154,15 @@ bench:
 # same in two processes over Unix datagram sockets as the VMs' netdev.
 # Optimised, no sanitizers; results in NATIVE_OUT (native.md, native.txt).
 BENCH_CFLAGS := -std=gnu11 -O2 -g -DNDEBUG -Wall -Wextra -Werror -Wno-unused-parameter \
-		-Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/sw -Itests/unit
+		-Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/sw -Ihost-backend/bench -Itests/unit
 BENCH_SECONDS ?= 1
 NATIVE_OUT ?= bench/results
 
-$(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c $(SW_SRCS) $(SW_HDRS)
+$(BUILD)/bench/sw_bench: host-backend/bench/sw_bench.c host-backend/bench/bench_clock.h $(SW_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(SW_SRCS) -lm
 
-$(BUILD)/bench/core_bench: bench/native/core_bench.c $(CORE_SRCS) $(CORE_HDRS)
+$(BUILD)/bench/core_bench: bench/native/core_bench.c host-backend/bench/bench_clock.h $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(DP_TESTBED) $(CORE_SRCS) -lm
 

@@ -66,6 +66,7 @@
 #include "core/qrdma_core.h"
 #include "dp_testbed.h"
 #include "qrdma_sw.h"
+#include "bench_clock.h"
 
 int unit_failures;                  /* the bed's CHECKs count here */
 
@@ -128,37 +129,6 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * The clock of the bandwidth runs of (b): wall time, or with
- * QRDMA_BENCH_CLOCK=cpu this thread's CPU time, so that a machine shared
- * with other work still gives the rate of one core (the process is one
- * thread and never waits in (b)).
- */
-static uint64_t bw_clock_ns(void)
-{
-    static int cpu = -1;
-    struct timespec ts;
-
-    if (cpu < 0) {
-        const char *c = getenv("QRDMA_BENCH_CLOCK");
-
-        cpu = c && strcmp(c, "cpu") == 0;
-    }
-    if (!cpu) {
-        return clock_ns();
-    }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t fnv1a(const uint8_t *p, size_t len)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -182,7 +152,7 @@ static bool device_step(struct side *s)
         qrdma_core_run(&s->core, what);
         did = true;
     }
-    if (s->timer != UINT64_MAX && s->timer <= clock_ns()) {
+    if (s->timer != UINT64_MAX && s->timer <= bench_wall_ns()) {
         s->timer = UINT64_MAX;
         qrdma_core_timer(&s->core);
         did = true;
@@ -533,7 +503,7 @@ static bool local_progress(void)
 /* Pump until both sides are quiet and every posted WQE completed (or die after 10 s). */
 static void local_drain(void)
 {
-    uint64_t t0 = clock_ns();
+    uint64_t t0 = bench_wall_ns();
 
     for (;;) {
         bool did = local_progress();
@@ -542,7 +512,7 @@ static void local_drain(void)
         if (!did && drvs[0].posted == drvs[0].completed && drvs[1].posted == drvs[1].completed) {
             return;
         }
-        if (clock_ns() - t0 > 10000000000ull) {
+        if (bench_wall_ns() - t0 > 10000000000ull) {
             die("drain: %" PRIu64 " of %" PRIu64 " WQEs completed after 10 s",
                 drvs[0].completed, drvs[0].posted);
         }
@@ -558,7 +528,7 @@ static __attribute__((noinline)) void local_bw(struct result *r, enum test t, ui
 
     fill(SA, SRC_OFF, size, size + t);
     memset(dbuf(SB, t == WRITE_BW ? WDST_OFF : RBUF_OFF), 0, MAX_MSG);
-    t0 = bw_clock_ns();
+    t0 = bench_bw_ns();
     warm = t0 + 100000000ull;
     end = warm + (uint64_t)(seconds * 1e9);
     for (;;) {
@@ -570,7 +540,7 @@ static __attribute__((noinline)) void local_bw(struct result *r, enum test t, ui
             fill_sq(SA, &w);
             local_progress();
         }
-        t1 = bw_clock_ns();
+        t1 = bench_bw_ns();
         if (!measuring && t1 >= warm) {
             measuring = true;
             t0 = t1;
@@ -598,13 +568,13 @@ static __attribute__((noinline)) void local_bw(struct result *r, enum test t, ui
 
 static void local_lat(struct result *r, enum test t)
 {
-    uint64_t t0 = clock_ns(), warm = t0 + 100000000ull, end, n = 0, v;
+    uint64_t t0 = bench_wall_ns(), warm = t0 + 100000000ull, end, n = 0, v;
 
     end = warm + (uint64_t)(seconds * 1e9);
     w64(SA, DATA + PING_DST, 0);
     w64(SB, DATA + PING_DST, 0);
     for (v = 1; n < MAX_SAMPLES; v++) {
-        uint64_t start = clock_ns();
+        uint64_t start = bench_wall_ns();
 
         if (start >= end) {
             break;
@@ -620,7 +590,7 @@ static void local_lat(struct result *r, enum test t)
             reap_send(SB);
         }
         if (start >= warm) {
-            rtt_buf[n++] = clock_ns() - start;
+            rtt_buf[n++] = bench_wall_ns() - start;
         }
     }
     local_drain();
@@ -636,7 +606,7 @@ static int run_local(const struct bench_case *only)
         die("out of memory");
     }
     dp_tb_wire = mem_wire;
-    dp_tb_clock = clock_ns;
+    dp_tb_clock = bench_wall_ns;
     node_up(0);
     node_up(1);
     local_drain();
@@ -810,7 +780,7 @@ static bool sink_progress(void)
 static void dgram_wait(struct side *s, bool with_ctl)
 {
     struct pollfd p[2] = { { data_fd, POLLIN, 0 }, { ctl_fd, POLLIN, 0 } };
-    uint64_t now = clock_ns(), left = 100000000ull;
+    uint64_t now = bench_wall_ns(), left = 100000000ull;
     struct timespec ts;
 
     if (s->kicks) {
@@ -956,14 +926,14 @@ static void serve(void)
             break;
         case CTL_STOP: {
             struct qsw_stats st;
-            uint64_t t0 = clock_ns();
+            uint64_t t0 = bench_wall_ns();
 
             /* The parent has all its completions: ours are written, reap them. */
             while (t == WIRE_BW ? sink_progress()
                                 : reap_recv(s) || reap_send(s) ||
                                   drvs[1].posted != drvs[1].completed) {
                 dgram_progress(s);
-                if (clock_ns() - t0 > 10000000000ull) {
+                if (bench_wall_ns() - t0 > 10000000000ull) {
                     die("stop: own WQEs still in flight after 10 s");
                 }
             }
@@ -1028,7 +998,7 @@ static void remote_case(const struct bench_case *c)
 /* Run until every posted WQE of A completed (or die after 10 s). */
 static void remote_drain(void)
 {
-    uint64_t t0 = clock_ns();
+    uint64_t t0 = bench_wall_ns();
 
     while (drvs[0].posted != drvs[0].completed) {
         bool did = dgram_progress(SA);
@@ -1038,7 +1008,7 @@ static void remote_drain(void)
         if (!did) {
             dgram_wait(SA, false);
         }
-        if (clock_ns() - t0 > 10000000000ull) {
+        if (bench_wall_ns() - t0 > 10000000000ull) {
             die("drain: %" PRIu64 " of %" PRIu64 " WQEs completed after 10 s",
                 drvs[0].completed, drvs[0].posted);
         }
@@ -1053,7 +1023,7 @@ static void remote_bw(struct result *r, enum test t, uint32_t size)
     struct ctl res;
 
     fill(SA, SRC_OFF, size, size + t);
-    t0 = clock_ns();
+    t0 = bench_wall_ns();
     warm = t0 + 100000000ull;
     end = warm + (uint64_t)(seconds * 1e9);
     for (;;) {
@@ -1064,7 +1034,7 @@ static void remote_bw(struct result *r, enum test t, uint32_t size)
         if (!did) {
             dgram_wait(SA, false);
         }
-        t1 = clock_ns();
+        t1 = bench_wall_ns();
         if (!measuring && t1 >= warm) {
             measuring = true;
             t0 = t1;
@@ -1094,7 +1064,7 @@ static void remote_bw(struct result *r, enum test t, uint32_t size)
 static void remote_wire(struct result *r, uint32_t size)
 {
     static uint8_t frame[WIRE_SLOT_MAX];
-    uint64_t t0 = clock_ns(), warm = t0 + 100000000ull, end, t1, n0 = 0, sent0 = ws.tx;
+    uint64_t t0 = bench_wall_ns(), warm = t0 + 100000000ull, end, t1, n0 = 0, sent0 = ws.tx;
     bool measuring = false;
     struct ctl res;
 
@@ -1106,7 +1076,7 @@ static void remote_wire(struct result *r, uint32_t size)
         } else if (!backlog_flush()) {
             dgram_wait(SA, false);
         }
-        t1 = clock_ns();
+        t1 = bench_wall_ns();
         if (!measuring && t1 >= warm) {
             measuring = true;
             t0 = t1;
@@ -1128,12 +1098,12 @@ static void remote_wire(struct result *r, uint32_t size)
 
 static void remote_lat(struct result *r, enum test t)
 {
-    uint64_t t0 = clock_ns(), warm = t0 + 100000000ull, end, n = 0, v;
+    uint64_t t0 = bench_wall_ns(), warm = t0 + 100000000ull, end, n = 0, v;
 
     end = warm + (uint64_t)(seconds * 1e9);
     w64(SA, DATA + PING_DST, 0);
     for (v = 1; n < MAX_SAMPLES; v++) {
-        uint64_t start = clock_ns();
+        uint64_t start = bench_wall_ns();
 
         if (start >= end) {
             break;
@@ -1151,7 +1121,7 @@ static void remote_lat(struct result *r, enum test t)
             }
         }
         if (start >= warm) {
-            rtt_buf[n++] = clock_ns() - start;
+            rtt_buf[n++] = bench_wall_ns() - start;
         }
     }
     remote_drain();
@@ -1212,7 +1182,7 @@ static int run_dgram(const struct bench_case *only)
         die("socketpair: %s", strerror(errno));
     }
     dp_tb_wire = dgram_wire;
-    dp_tb_clock = clock_ns;
+    dp_tb_clock = bench_wall_ns;
     fflush(stdout);
     pid = fork();
     if (pid < 0) {

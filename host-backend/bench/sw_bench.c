@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "qrdma_sw.h"
+#include "bench_clock.h"
 
 #define MEM_SIZE   (8u << 20)
 #define RING       1024
@@ -51,28 +52,7 @@ static uint64_t dropped;
 
 static uint64_t now_ns(void *o)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The clock of the bandwidth runs: wall time, or this thread's CPU time with QRDMA_BENCH_CLOCK=cpu. */
-static uint64_t bw_clock_ns(void)
-{
-    static int cpu = -1;
-    struct timespec ts;
-
-    if (cpu < 0) {
-        const char *c = getenv("QRDMA_BENCH_CLOCK");
-
-        cpu = c && strcmp(c, "cpu") == 0;
-    }
-    if (!cpu) {
-        return now_ns(NULL);
-    }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return bench_wall_ns();
 }
 
 static int sge_rw(struct node *n, const struct qsw_sge *sge, unsigned nsge, uint64_t off,
@@ -261,7 +241,7 @@ static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len, enum
     wr.sg_list[0].addr = 0;
     wr.sg_list[0].length = len;
     wr.rdma.remote_addr = 0;
-    t0 = bw_clock_ns();
+    t0 = bench_bw_ns();
     do {
         for (int k = 0; k < 64; k++) {
             while (posted - a->send_wcs < INFLIGHT) {
@@ -287,7 +267,7 @@ static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len, enum
                 qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot], ring_len[slot]);
             }
         }
-        t1 = bw_clock_ns();
+        t1 = bench_bw_ns();
     } while (t1 - t0 < (uint64_t)(seconds * 1e9));
     done = a->send_wcs;
     qsw_engine_stats(a->eng, &st);

@@ -250,6 +250,24 @@ void log_clear(struct side *s)
 
 /* ---- running ------------------------------------------------------------------------ */
 
+/* Hand the oldest frame on the wire to its receiver; false when there is none. */
+static bool deliver_one(void)
+{
+    struct frame *f = fq_head;
+
+    if (!f) {
+        return false;
+    }
+    fq_head = f->next;
+    if (!fq_head) {
+        fq_tail = &fq_head;
+    }
+    frames_in_flight--;
+    CHECK_EQ(qrdma_core_lan_receive(&f->dst->core, f->data, f->len), f->len);
+    free(f);
+    return true;
+}
+
 /*
  * Run kicked work and deliver frames until both sides are quiet. With
  * timers, then fire the earliest data-path timer (moving the clock to it)
@@ -274,16 +292,7 @@ void pump_until(bool timers, uint64_t limit)
                 busy = true;
             }
         }
-        while (fq_head) {
-            struct frame *f = fq_head;
-
-            fq_head = f->next;
-            if (!fq_head) {
-                fq_tail = &fq_head;
-            }
-            frames_in_flight--;
-            CHECK_EQ(qrdma_core_lan_receive(&f->dst->core, f->data, f->len), f->len);
-            free(f);
+        while (deliver_one()) {
             busy = true;
         }
         if (busy) {
@@ -329,16 +338,7 @@ void pump_some(int frames)
                 busy = true;
             }
         }
-        if (fq_head) {
-            struct frame *f = fq_head;
-
-            fq_head = f->next;
-            if (!fq_head) {
-                fq_tail = &fq_head;
-            }
-            frames_in_flight--;
-            CHECK_EQ(qrdma_core_lan_receive(&f->dst->core, f->data, f->len), f->len);
-            free(f);
+        if (deliver_one()) {
             frames--;
             busy = true;
         }
