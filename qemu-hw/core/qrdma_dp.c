@@ -168,37 +168,38 @@ static void cq_lost(struct qrdma_core *core, uint32_t id)
     dp_kick_qp(core, id);
 }
 
+/*
+ * CQEs of cq written and not yet consumed, by the HEAD last read from its
+ * shadow area. Right after a resize the consumer may still count CQEs of
+ * the old ring; until it moves, HEAD is ahead of the new ring's tail.
+ */
+static uint32_t cq_in_use(const struct qrdma_cq *cq)
+{
+    uint32_t used = cq->tail - cq->head_seen;
+
+    return (int32_t)used < 0 ? cq->tail : used;
+}
+
 /* Write one CQE to CQ cq_id; false if it could not be written (CQ in error). */
 static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
 {
     struct qrdma_cq *cq = qrdma_cq_get(core, cq_id);
     uint8_t raw[QRDMA_CQE_SIZE], shadow[8];
-    uint32_t size = 1u << (cq ? cq->ring.size_log2 : 0), head, used;
+    uint32_t size = 1u << (cq ? cq->ring.size_log2 : 0), used;
     uint64_t gpa;
 
     if (!cq || cq->error || cq_id >= core->dp.ncq) {
         return false;
     }
-    /*
-     * Right after a resize the consumer may still count CQEs of the old
-     * ring; until it moves, HEAD is ahead of the new ring's tail.
-     */
-    used = cq->tail - cq->head_seen;
-    if ((int32_t)used < 0) {
-        used = cq->tail;
-    }
+    used = cq_in_use(cq);
     if (used >= size) {
         /* Full as last seen: where is the consumer now? (One DMA read per CQE saved.) */
         if (core->env.dma_read(core->env.opaque, cq->shadow, shadow, sizeof(shadow))) {
             cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
             return false;
         }
-        head = qrdma_ld_le32(shadow);
-        cq->head_seen = head;
-        used = cq->tail - head;
-        if ((int32_t)used < 0) {
-            used = cq->tail;
-        }
+        cq->head_seen = qrdma_ld_le32(shadow);
+        used = cq_in_use(cq);
     }
     if (used >= size) {
         core->dp.cq_overflows++;
