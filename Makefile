@@ -4,8 +4,10 @@
 #                under ASan+UBSan), QEMU and guest builds, the VM tests
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
-#   make fuzz    libFuzzer on the device core and on the transport's receive
-#                path (FUZZ_SECONDS each, default 600)
+#   make fuzz    libFuzzer on the device core (registers; the data path on
+#                two brought-up cores; RoCEv2 frames into one) and on the
+#                transport's receive path (FUZZ_SECONDS each, default 600)
+#   make fuzz-cov  line coverage of the data-path files by the fuzz corpora
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
 #   make stress  long lifecycle stress in a guest (kills, driver reloads, resets)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
@@ -41,12 +43,12 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 600
-FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
 .PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke \
-	fuzz-corpus-sw fuzz-seeds-sw setup qemu guest vm-check demo clean
+	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest vm-check demo clean
 
 all: unit
 
@@ -95,6 +97,35 @@ $(BUILD)/fuzz/fuzz_sw_rx: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
 fuzz-corpus-sw:
 	@mkdir -p $(BUILD)/fuzz/corpus-sw && cp tests/fuzz/seeds-sw/* $(BUILD)/fuzz/corpus-sw/
 
+# The data-path harnesses: two device cores brought up as the driver would
+# (tests/fuzz/fuzz_core_bed.c over the core-dp suite's bed), then a program
+# of guest and wire actions (fuzz_core_dp) or of RoCEv2 frames into one core
+# (fuzz_core_rx). Corpora build/fuzz/corpus-dp and corpus-rx start from the
+# committed seeds; crashes are build/fuzz/dp-crash-* and rx-crash-*.
+FUZZ_BED   := tests/fuzz/fuzz_core_bed.c $(DP_TESTBED)
+FUZZ_BED_HDRS := tests/fuzz/fuzz_core_bed.h $(CORE_HDRS)
+FUZZ_DP_ARGS := -max_len=4096 -timeout=30 -artifact_prefix=dp-
+FUZZ_RX_ARGS := -max_len=16384 -timeout=30 -artifact_prefix=rx-
+
+$(BUILD)/fuzz/fuzz_core_%: tests/fuzz/fuzz_core_%.c $(FUZZ_BED) $(FUZZ_BED_HDRS) $(CORE_SRCS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Ihost-backend/sw -o $@ $< $(FUZZ_BED) $(CORE_SRCS)
+
+# Seed generators: the harnesses built without libFuzzer (run each seed once).
+$(BUILD)/fuzz/gen_core_%: tests/fuzz/fuzz_core_%.c $(FUZZ_BED) $(FUZZ_BED_HDRS) $(CORE_SRCS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_UNIT) -Ihost-backend/sw -DFUZZ_CORE_SEEDGEN -o $@ $< $(FUZZ_BED) $(CORE_SRCS)
+
+fuzz-seeds-core: $(BUILD)/fuzz/gen_core_dp $(BUILD)/fuzz/gen_core_rx
+	rm -rf tests/fuzz/seeds-core-dp tests/fuzz/seeds-core-rx
+	$(BUILD)/fuzz/gen_core_dp tests/fuzz/seeds-core-dp
+	$(BUILD)/fuzz/gen_core_rx tests/fuzz/seeds-core-rx
+
+fuzz-corpus-core:
+	@mkdir -p $(BUILD)/fuzz/corpus-dp $(BUILD)/fuzz/corpus-rx
+	@cp tests/fuzz/seeds-core-dp/* $(BUILD)/fuzz/corpus-dp/
+	@cp tests/fuzz/seeds-core-rx/* $(BUILD)/fuzz/corpus-rx/
+
 # The seed generator is the same harness built without libFuzzer; this
 # rewrites tests/fuzz/seeds-sw/ (after a change to the harness's set-up).
 $(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
@@ -104,23 +135,38 @@ $(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
 fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
 	rm -rf tests/fuzz/seeds-sw && $< tests/fuzz/seeds-sw
 
-fuzz: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx fuzz-corpus-sw
-	cd $(BUILD)/fuzz && ./fuzz_core -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
-	cd $(BUILD)/fuzz && ./fuzz_sw_rx -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-		$(FUZZ_SW_ARGS) corpus-sw
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx $(BUILD)/fuzz/fuzz_core_dp \
+		$(BUILD)/fuzz/fuzz_core_rx
 
-# One harness for FUZZ_SMOKE_SECONDS: its stat lines, the log's tail if it failed.
-define fuzz_smoke_one
-	{ ./$(1) -max_total_time=$(FUZZ_SMOKE_SECONDS) -print_final_stats=1 $(2) > smoke-$(1).log 2>&1; \
+# One harness for $(2) seconds; its log in $(3), then one line: executions, edges.
+define fuzz_one
+	{ nice -n $(FUZZ_NICE) ./$(1) -max_total_time=$(2) -print_final_stats=1 $(4) > $(3) 2>&1; \
 	  r=$$?; echo "== $(1)"; \
-	  grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|==[0-9]+== ?ERROR|SUMMARY|fuzz_sw_rx: engine bug)' smoke-$(1).log; \
-	  [ $$r -eq 0 ] || { tail -40 smoke-$(1).log; rc=$$r; }; }
+	  grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|==[0-9]+== ?ERROR|SUMMARY|fuzz_sw_rx: engine bug|fuzz_core: device bug)' $(3); \
+	  printf '%s: %s executions, %s edges (cov), at most %s s\n' $(1) \
+	    "$$(sed -n 's/^stat::number_of_executed_units: *//p' $(3))" \
+	    "$$(grep -oE 'cov: [0-9]+' $(3) | tail -1 | cut -d' ' -f2)" $(2); \
+	  [ $$r -eq 0 ] || { tail -40 $(3); rc=$$r; }; }
 endef
 
-fuzz-smoke: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx fuzz-corpus-sw
-	@cd $(BUILD)/fuzz && rc=0; \
-	$(call fuzz_smoke_one,fuzz_core,corpus); \
-	$(call fuzz_smoke_one,fuzz_sw_rx,$(FUZZ_SW_ARGS) corpus-sw); \
+FUZZ_NICE ?= 10
+
+fuzz: $(FUZZ_TARGETS) fuzz-corpus-sw fuzz-corpus-core
+	@mkdir -p $(BUILD)/fuzz/corpus && cd $(BUILD)/fuzz && rc=0; \
+	$(call fuzz_one,fuzz_core,$(FUZZ_SECONDS),run-fuzz_core.log,corpus); \
+	$(call fuzz_one,fuzz_sw_rx,$(FUZZ_SECONDS),run-fuzz_sw_rx.log,$(FUZZ_SW_ARGS) corpus-sw); \
+	$(call fuzz_one,fuzz_core_dp,$(FUZZ_SECONDS),run-fuzz_core_dp.log,$(FUZZ_DP_ARGS) corpus-dp); \
+	$(call fuzz_one,fuzz_core_rx,$(FUZZ_SECONDS),run-fuzz_core_rx.log,$(FUZZ_RX_ARGS) corpus-rx); \
+	exit $$rc
+
+# Each harness for FUZZ_SMOKE_SECONDS (four of them: keep it under 90 s);
+# fails on a finding, showing the end of its log.
+fuzz-smoke: $(FUZZ_TARGETS) fuzz-corpus-sw fuzz-corpus-core
+	@mkdir -p $(BUILD)/fuzz/corpus && cd $(BUILD)/fuzz && rc=0; \
+	$(call fuzz_one,fuzz_core,$(FUZZ_SMOKE_SECONDS),smoke-fuzz_core.log,corpus); \
+	$(call fuzz_one,fuzz_sw_rx,$(FUZZ_SMOKE_SECONDS),smoke-fuzz_sw_rx.log,$(FUZZ_SW_ARGS) corpus-sw); \
+	$(call fuzz_one,fuzz_core_dp,$(FUZZ_SMOKE_SECONDS),smoke-fuzz_core_dp.log,$(FUZZ_DP_ARGS) corpus-dp); \
+	$(call fuzz_one,fuzz_core_rx,$(FUZZ_SMOKE_SECONDS),smoke-fuzz_core_rx.log,$(FUZZ_RX_ARGS) corpus-rx); \
 	exit $$rc
 
 qemu: setup
