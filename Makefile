@@ -126,6 +126,11 @@ fuzz-corpus-core:
 	@cp tests/fuzz/seeds-core-dp/* $(BUILD)/fuzz/corpus-dp/
 	@cp tests/fuzz/seeds-core-rx/* $(BUILD)/fuzz/corpus-rx/
 
+# Line coverage of qrdma_dp/mr/qp/obj/cqp/hmc.c and host-backend/sw by the
+# data-path corpora (clang source-based coverage, llvm-cov): a per-file table.
+fuzz-cov:
+	@nice -n $(FUZZ_NICE) bash scripts/fuzz-cov.sh $(BUILD)
+
 # The seed generator is the same harness built without libFuzzer; this
 # rewrites tests/fuzz/seeds-sw/ (after a change to the harness's set-up).
 $(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)

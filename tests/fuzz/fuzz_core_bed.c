@@ -524,7 +524,7 @@ void fzb_init(void)
     }
 }
 
-static void side_init(struct side *s, int idx)
+static void side_init(struct side *s, int idx, unsigned variant)
 {
     struct qrdma_core_config cfg;
     const struct qrdma_core_env env = {
@@ -553,6 +553,14 @@ static void side_init(struct side *s, int idx)
     qrdma_core_config_defaults(&cfg);
     memcpy(cfg.mac, s->mac, 6);
     cfg.pe_ready_delay_us = QRDMA_PE_READY_NEVER;
+    if (variant & FZB_FAULTS) {
+        /* The transport's own loss, duplication, reordering and delay (not corruption). */
+        cfg.fault.loss_ppm = 20000;
+        cfg.fault.dup_ppm = 20000;
+        cfg.fault.reorder_ppm = 20000;
+        cfg.fault.delay_us = 50;
+        cfg.fault.seed = 1 + idx;
+    }
     if (qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err))) {
         bug("qrdma_core_init: %s", err);
     }
@@ -733,7 +741,25 @@ static void fast_register(struct side *s)
     db(s, 0, QRDMA_DB_SQ, FZB_QP_RC);
 }
 
-void fzb_up(void)
+/*
+ * Side B's FPM through a paged SD instead: a PD page in the unused RAM above
+ * the data area, its 256 PDs naming the same 1 MB of HMC_RAM page by page.
+ */
+static void paged_sd(struct side *s)
+{
+    unsigned i;
+
+    for (i = 0; i < QRDMA_HMC_PDS_PER_SD; i++) {
+        w64(s, FZB_PD_PAGE + 8 * i, i < 256 ? (HMC_RAM + 4096ull * i) | QRDMA_HMC_PD_VALID : 0);
+    }
+    qrdma_core_reg_write(&s->core, QRDMA_REG_HMC_SD_DATA_LOW, 4,
+                         (uint32_t)(FZB_PD_PAGE | QRDMA_HMC_SD_VALID |
+                                    (uint64_t)QRDMA_HMC_PDS_PER_SD << QRDMA_HMC_SD_BP_COUNT_SHIFT));
+    qrdma_core_reg_write(&s->core, QRDMA_REG_HMC_SD_DATA_HIGH, 4, (uint32_t)(FZB_PD_PAGE >> 32));
+    qrdma_core_reg_write(&s->core, QRDMA_REG_HMC_SD_CMD, 4, QRDMA_HMC_SD_CMD_WRITE | 0);
+}
+
+void fzb_up(unsigned variant)
 {
     int i;
 
@@ -742,11 +768,14 @@ void fzb_up(void)
     now_ns = 1000000000ull;
     memset(fzb_reenter, 0, sizeof(fzb_reenter));
     for (i = 0; i < 2; i++) {
-        side_init(&sides[i], i);
+        side_init(&sides[i], i, variant);
     }
     for (i = 0; i < 2; i++) {
         fzb_enter();
         side_bringup(&sides[i]);
+    }
+    if (variant & FZB_PAGED_SD) {
+        paged_sd(&sides[1]);
     }
     for (i = 0; i < 2; i++) {
         objects(&sides[i], &sides[1 - i], true);

@@ -20,7 +20,7 @@
  * program can deliver, drop, duplicate, reorder and corrupt them.
  *
  * Each side is brought up as the driver and a provider would (fzb_up):
- * CQP, GID, CEQ, AEQ, FPM layout and SD, MRs (a LEVELS 0 MR, a fast-
+ * CQP, GID, CEQ, AEQ, FPM layout and SD (direct, or paged on side B), MRs (a LEVELS 0 MR, a fast-
  * register MR filled by a FAST_REG WQE, a LEVELS 1 MR, the DMA MR), CQs
  * (one of 4 CQEs to overflow, two on the CEQ), an SRQ, an AH, and QPs in
  * RTS: RC, UC and UD toward the other side, RC on the SRQ, an RC pair in
@@ -118,8 +118,16 @@ extern void (*fzb_capture)(int from, const uint8_t *frame, size_t len);
 
 /* Once per process: environment, the frame checker, both sides' RAM. */
 void fzb_init(void);
-/* Both sides fresh and brought up, with every object above; the wire empty. */
-void fzb_up(void);
+/*
+ * Both sides fresh and brought up, with every object above; the wire empty.
+ * variant: FZB_PAGED_SD puts side B's FPM behind a paged SD (a PD page at
+ * FZB_PD_PAGE); FZB_FAULTS turns on the transport's fault injection (loss,
+ * duplication, reordering, delay) on both sides.
+ */
+#define FZB_PAGED_SD    1u
+#define FZB_FAULTS      2u
+#define FZB_PD_PAGE     (DATA + DATA_LEN)
+void fzb_up(unsigned variant);
 /* After a reset of side s: bring it up again (objects and connections). */
 void fzb_rebringup(struct side *s);
 /* Free what an input left (the wire); the cores stay until the next fzb_up. */

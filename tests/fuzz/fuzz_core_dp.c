@@ -6,7 +6,8 @@
  * wire actions against them. Built with ASan and UBSan; the bed's callbacks
  * abort on what the device must never do.
  *
- * Input: a program of ops, one byte each (bit 7: side B, else side A; the
+ * Input: a variant byte (fzb_up: side B's FPM behind a paged SD, the
+ * transport's fault injection), then a program of ops, one byte each (bit 7: side B, else side A; the
  * rest modulo OP_NUM), then the operands the op takes from the input
  * (missing bytes read as 0). The program ends with the input, after at
  * most MAX_STEPS ops; then the cores settle (work, frames, timers).
@@ -702,6 +703,7 @@ static void op_reg(struct side *s, struct input *in)
     static const uint32_t regs[] = {
         QRDMA_REG_CQP_DB, QRDMA_REG_AEQALLOC, QRDMA_REG_CEQALLOC(0), QRDMA_REG_DEV_CTRL,
         QRDMA_REG_CCQP_CTX_LOW, QRDMA_REG_HMC_SD_CMD, QRDMA_REG_HMC_SD_DATA_LOW,
+        QRDMA_REG_HMC_PDINV, QRDMA_REG_HMC_SD_DATA_HIGH,
     };
     const uint8_t k = take(in, 1);
     uint64_t off = k & 0x80 ? take(in, 2) : regs[k % (sizeof(regs) / sizeof(regs[0]))];
@@ -833,7 +835,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct input in = { data, size };
 
     fzb_init();
-    fzb_up();
+    fzb_up(take(&in, 1));
     run_program(&in);
     fzb_down();
     return 0;
@@ -862,6 +864,12 @@ static void en(uint64_t v, unsigned bytes)
 }
 
 /* SEND op: qp index into fzb_qps, SQ opcode, flags; key choice 0 (MR 1); one SGE. */
+static void e_variant(unsigned v)
+{
+    plen = 0;
+    e8(v);
+}
+
 static void e_send(int side, unsigned qpi, unsigned opcode, unsigned fl, uint32_t off,
                    uint16_t len)
 {
@@ -933,6 +941,7 @@ int main(int argc, char **argv)
         for (o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
             unsigned c;
 
+            e_variant((q + o) % 4 == 3 ? FZB_PAGED_SD : 0);
             e_send(0, q, ops[o], 0, 0x100 * o, fzb_qps[q] == FZB_QP_UD ? 500 : 3000);
             e_op(0, OP_PUMP);
             e8(255);
@@ -949,10 +958,12 @@ int main(int argc, char **argv)
         }
     }
     /* Inline, unsignaled, lost frames and timers, CQ overflow, re-entry, reset. */
+    e_variant(0);
     e_send(0, 0, QRDMA_SQ_OP_SEND, 1, 0, 0);
     e_op(0, OP_PUMP);
     e8(16);
     write_seed(dir, "inline");
+    e_variant(0);
     for (o = 0; o < 4; o++) {
         e_send(0, 0, QRDMA_SQ_OP_RDMA_WRITE, 0, 0, 5000);
         e_op(0, OP_WIRE);
@@ -961,12 +972,31 @@ int main(int argc, char **argv)
         e8(27);
     }
     write_seed(dir, "loss-timer");
+    e_variant(FZB_FAULTS);
+    for (o = 0; o < 6; o++) {
+        e_send(0, o % 2 ? 0 : 6, o % 3 ? QRDMA_SQ_OP_RDMA_WRITE : QRDMA_SQ_OP_RDMA_READ, 0,
+               0x1000 * o, 5000);
+        e_op(0, OP_PUMP);
+        e8(64);
+        e_op(0, OP_TIMER);
+        e8(26);
+    }
+    write_seed(dir, "faults");
+    e_variant(FZB_PAGED_SD);
+    for (o = 0; o < 8; o++) {
+        e_send(1, o % FZB_NQPS, QRDMA_SQ_OP_SEND, 0, 0, 100);
+    }
+    e_op(0, OP_PUMP);
+    e8(255);
+    write_seed(dir, "paged-sd");
+    e_variant(0);
     for (o = 0; o < 8; o++) {
         e_send(0, 2, QRDMA_SQ_OP_SEND, 0, 0, 100);
     }
     e_op(0, OP_PUMP);
     e8(255);
     write_seed(dir, "ud-overflow");
+    e_variant(0);
     e_op(1, OP_REENTER);
     e8(2);                              /* reset from the next interrupt */
     e8(0);
@@ -977,12 +1007,14 @@ int main(int argc, char **argv)
     e_op(0, OP_PUMP);
     e8(255);
     write_seed(dir, "reenter-reset");
+    e_variant(0);
     e_op(0, OP_RESET);
     e8(2);
     e_send(0, 0, QRDMA_SQ_OP_SEND, 0, 0, 100);
     e_op(0, OP_PUMP);
     e8(255);
     write_seed(dir, "reset-rebringup");
+    e_variant(0);
     e_send(0, 0, QRDMA_SQ_OP_RDMA_READ, 0, 0, 8000);
     e_op(0, OP_WIRE);
     e8(0x86);                           /* corrupt, fixed up */

@@ -10,7 +10,9 @@
  * READ of three packets, a FETCH_ADD, a SEND) whose frames never reached
  * A, so that ACKs, NAKs and responses in the input have something to match.
  *
- * Input: a program of ops (one byte each, modulo OP_NUM, then operands):
+ * Input: a variant byte (fzb_up: B's FPM behind a paged SD, the transport's
+ * fault injection), then a program of ops (one byte each, modulo OP_NUM,
+ * then operands):
  *
  *   TEMPLATE  a frame built from a template: a QP of B (or any QPN), any
  *             opcode or one of the QP's transport, a PSN near the expected
@@ -314,11 +316,11 @@ static void post_request(struct side *s, uint32_t q, uint8_t op, uint32_t len, u
 /* B's requests in flight; their frames are taken off the wire into held. */
 static struct fzb_wire held;
 
-static void rx_setup(void)
+static void rx_setup(unsigned variant)
 {
     unsigned i;
 
-    fzb_up();
+    fzb_up(variant);
     for (i = 0; i < N_QP; i++) {
         next_psn[i] = PSN(PEER);
     }
@@ -446,7 +448,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct input in = { data, size };
 
     fzb_init();
-    rx_setup();
+    rx_setup(take(&in, 1));
     run_program(&in);
     fzb_down();
     return 0;
@@ -461,8 +463,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 static uint8_t prog[1 << 17];
 static size_t plen;
 
+static unsigned seed_variant;
+
 static void capture(int from, const uint8_t *frame, size_t len)
 {
+    if (!plen) {
+        prog[plen++] = (uint8_t)seed_variant;
+    }
     if (from != 0 || plen + 4 + len > sizeof(prog)) {
         return;
     }
@@ -514,7 +521,7 @@ int main(int argc, char **argv)
     fzb_init();
 
     /* A's answers to B's requests in flight. */
-    rx_setup();
+    rx_setup(seed_variant);
     fzb_capture = capture;
     for (i = 0; i < held.count; i++) {
         const struct fzb_frame *f = &held.f[(held.head + i) % FZB_WIRE_MAX];
@@ -530,7 +537,8 @@ int main(int argc, char **argv)
             for (i = 0; i < 2; i++) {
                 uint32_t len = qps[q] == FZB_QP_UD ? (i ? 1000 : 60) : (i ? 3000 : 100);
 
-                rx_setup();
+                seed_variant = (q + o + i) % 4 == 3 ? FZB_PAGED_SD : 0;
+                rx_setup(seed_variant);
                 fzb_capture = capture;
                 post_request(PEER, qps[q], ops[o], len, 0x800 * o);
                 fzb_settle(1000000000ull, 256);
