@@ -145,7 +145,7 @@ FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx $(BUILD)/fuzz/f
 
 # One harness for $(2) seconds; its log in $(3), then one line: executions, edges.
 define fuzz_one
-	{ nice -n $(FUZZ_NICE) ./$(1) -max_total_time=$(2) -print_final_stats=1 $(4) > $(3) 2>&1; \
+	{ QRDMA_FUZZ_REENTER=$(FUZZ_REENTER) nice -n $(FUZZ_NICE) ./$(1) -max_total_time=$(2) -print_final_stats=1 $(4) > $(3) 2>&1; \
 	  r=$$?; echo "== $(1)"; \
 	  grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|==[0-9]+== ?ERROR|SUMMARY|fuzz_sw_rx: engine bug|fuzz_core: device bug)' $(3); \
 	  printf '%s: %s executions, %s edges (cov), at most %s s\n' $(1) \
@@ -155,6 +155,12 @@ define fuzz_one
 endef
 
 FUZZ_NICE ?= 10
+# fuzz_core_dp's re-entrant actions (a register write, doorbell, reset or run
+# from inside msix_notify). A reset from a callback frees what the core is
+# still using until the core defers it (the re-entrancy guard); until then
+# the runs here keep them off (QRDMA_FUZZ_REENTER=0). FUZZ_REENTER=1 turns
+# them on; the harness alone defaults to on.
+FUZZ_REENTER ?= 0
 
 fuzz: $(FUZZ_TARGETS) fuzz-corpus-sw fuzz-corpus-core
 	@mkdir -p $(BUILD)/fuzz/corpus && cd $(BUILD)/fuzz && rc=0; \

@@ -741,6 +741,23 @@ static void fast_register(struct side *s)
     db(s, 0, QRDMA_DB_SQ, FZB_QP_RC);
 }
 
+void fzb_irq_enable(struct side *s)
+{
+    unsigned v;
+
+    for (v = 0; v < 2; v++) {
+        qrdma_core_reg_write(&s->core, QRDMA_REG_DYN_CTL(v), 4, QRDMA_DYN_CTL_INTENA);
+    }
+}
+
+/* Interrupts as the driver routes them: the AEQ on vector 0, CEQ 0 on vector 1. */
+static void irq_setup(struct side *s)
+{
+    qrdma_core_reg_write(&s->core, QRDMA_REG_AEQCTL, 4, 0 | QRDMA_EQCTL_CAUSE_ENA);
+    qrdma_core_reg_write(&s->core, QRDMA_REG_CEQCTL(0), 4, 1 | QRDMA_EQCTL_CAUSE_ENA);
+    fzb_irq_enable(s);
+}
+
 /*
  * Side B's FPM through a paged SD instead: a PD page in the unused RAM above
  * the data area, its 256 PDs naming the same 1 MB of HMC_RAM page by page.
@@ -778,6 +795,7 @@ void fzb_up(unsigned variant)
         paged_sd(&sides[1]);
     }
     for (i = 0; i < 2; i++) {
+        irq_setup(&sides[i]);
         objects(&sides[i], &sides[1 - i], true);
         fast_register(&sides[i]);
     }
@@ -794,6 +812,7 @@ void fzb_rebringup(struct side *s)
 {
     fzb_enter();
     side_bringup(s);
+    irq_setup(s);
     objects(s, &sides[1 - s->idx], false);
     fast_register(s);
 }

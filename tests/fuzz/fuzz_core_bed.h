@@ -20,7 +20,7 @@
  * program can deliver, drop, duplicate, reorder and corrupt them.
  *
  * Each side is brought up as the driver and a provider would (fzb_up):
- * CQP, GID, CEQ, AEQ, FPM layout and SD (direct, or paged on side B), MRs (a LEVELS 0 MR, a fast-
+ * CQP, GID, CEQ, AEQ (on MSI-X vectors 0 and 1, enabled), FPM layout and SD (direct, or paged on side B), MRs (a LEVELS 0 MR, a fast-
  * register MR filled by a FAST_REG WQE, a LEVELS 1 MR, the DMA MR), CQs
  * (one of 4 CQEs to overflow, two on the CEQ), an SRQ, an AH, and QPs in
  * RTS: RC, UC and UD toward the other side, RC on the SRQ, an RC pair in
@@ -130,6 +130,8 @@ void fzb_init(void);
 void fzb_up(unsigned variant);
 /* After a reset of side s: bring it up again (objects and connections). */
 void fzb_rebringup(struct side *s);
+/* The driver's interrupt handler is done: DYN_CTL.INTENA again on vectors 0 and 1. */
+void fzb_irq_enable(struct side *s);
 /* Free what an input left (the wire); the cores stay until the next fzb_up. */
 void fzb_down(void);
 

@@ -703,7 +703,8 @@ static void op_reg(struct side *s, struct input *in)
     static const uint32_t regs[] = {
         QRDMA_REG_CQP_DB, QRDMA_REG_AEQALLOC, QRDMA_REG_CEQALLOC(0), QRDMA_REG_DEV_CTRL,
         QRDMA_REG_CCQP_CTX_LOW, QRDMA_REG_HMC_SD_CMD, QRDMA_REG_HMC_SD_DATA_LOW,
-        QRDMA_REG_HMC_PDINV, QRDMA_REG_HMC_SD_DATA_HIGH,
+        QRDMA_REG_HMC_PDINV, QRDMA_REG_HMC_SD_DATA_HIGH, QRDMA_REG_DYN_CTL(0),
+        QRDMA_REG_DYN_CTL(1), QRDMA_REG_CEQCTL(0), QRDMA_REG_AEQCTL,
     };
     const uint8_t k = take(in, 1);
     uint64_t off = k & 0x80 ? take(in, 2) : regs[k % (sizeof(regs) / sizeof(regs[0]))];
@@ -743,6 +744,7 @@ static void op_eq(struct side *s)
     aeq_drain(s);
     while (n++ < 128 && poll_ceq(s, &ctx)) {
     }
+    fzb_irq_enable(s);
 }
 
 static void run_program(struct input *in)

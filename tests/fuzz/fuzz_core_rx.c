@@ -404,6 +404,8 @@ static void run_program(struct input *in)
                 }
             }
             cq_publish(TARGET, cq);
+            aeq_drain(TARGET);
+            fzb_irq_enable(TARGET);
             break;
         }
         case OP_RECV: {
