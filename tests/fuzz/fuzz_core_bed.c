@@ -96,6 +96,43 @@ static int env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
     return 0;
 }
 
+/*
+ * What side_bringup() does not clear, [DATA, HMC_RAM), is cleared for the
+ * next input only where this one wrote: chunks marked by the device's DMA
+ * writes and by fzb_dirty() (clearing all of RAM was a third of the time
+ * an input took).
+ */
+#define DIRTY_SHIFT 16
+#define DIRTY_FIRST ((DATA - RAM_BASE) >> DIRTY_SHIFT)
+#define DIRTY_END ((HMC_RAM - RAM_BASE) >> DIRTY_SHIFT)
+
+static bool dirty[2][RAM_SIZE >> DIRTY_SHIFT];
+
+void fzb_dirty(struct side *s, uint64_t addr, size_t len)
+{
+    uint64_t c;
+
+    if (!len || !in_ram(addr, len)) {
+        return;
+    }
+    for (c = (addr - RAM_BASE) >> DIRTY_SHIFT; c <= (addr - RAM_BASE + len - 1) >> DIRTY_SHIFT;
+         c++) {
+        dirty[s->idx][c] = true;
+    }
+}
+
+static void clear_dirty(struct side *s)
+{
+    unsigned c;
+
+    for (c = DIRTY_FIRST; c < DIRTY_END; c++) {
+        if (dirty[s->idx][c]) {
+            memset(s->ram + ((size_t)c << DIRTY_SHIFT), 0, 1u << DIRTY_SHIFT);
+            dirty[s->idx][c] = false;
+        }
+    }
+}
+
 static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
 {
     struct side *s = opaque;
@@ -104,6 +141,7 @@ static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t le
     if (!in_ram(addr, len)) {
         return -1;
     }
+    fzb_dirty(s, addr, len);
     memcpy(s->ram + (addr - RAM_BASE), buf, len);
     return 0;
 }
@@ -517,7 +555,7 @@ void fzb_init(void)
     }
     qsw_crc32_init(crc_tab);
     for (i = 0; i < 2; i++) {
-        sides[i].ram = malloc(RAM_SIZE);
+        sides[i].ram = calloc(1, RAM_SIZE);
         if (!sides[i].ram) {
             abort();
         }
@@ -547,7 +585,8 @@ static void side_init(struct side *s, int idx, unsigned variant)
     qrdma_core_fini(&s->core);
     memset(s, 0, sizeof(*s));
     s->ram = ram;
-    memset(s->ram, 0, RAM_SIZE);
+    s->idx = idx;
+    clear_dirty(s);                 /* side_bringup() clears the rest */
     side_ident(s, idx);
     s->timer = UINT64_MAX;
     qrdma_core_config_defaults(&cfg);
@@ -766,6 +805,7 @@ static void paged_sd(struct side *s)
 {
     unsigned i;
 
+    fzb_dirty(s, FZB_PD_PAGE, QRDMA_HMC_PD_SIZE);
     for (i = 0; i < QRDMA_HMC_PDS_PER_SD; i++) {
         w64(s, FZB_PD_PAGE + 8 * i, i < 256 ? (HMC_RAM + 4096ull * i) | QRDMA_HMC_PD_VALID : 0);
     }

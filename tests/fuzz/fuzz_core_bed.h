@@ -160,6 +160,9 @@ void fzb_settle(uint64_t limit_ns, unsigned rounds);
  */
 void fzb_fixup(uint8_t *f, size_t len, size_t l3len, bool lens, bool icrc);
 
+/* The harness wrote [addr, addr + len) of side s's RAM outside the driver's areas. */
+void fzb_dirty(struct side *s, uint64_t addr, size_t len);
+
 /* A quiet CQP command (no checks): its status qword, ~0 if none completed. */
 uint64_t fzb_cqp(struct side *s, uint8_t op, const uint64_t args[6]);
 /* The guest-physical address of PBLE i of side s. */

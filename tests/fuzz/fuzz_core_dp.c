@@ -601,6 +601,7 @@ static void op_poke(struct side *s, struct input *in)
         a = RAM_BASE + off % RAM_SIZE;
         break;
     }
+    fzb_dirty(s, a, a + len <= RAM_BASE + RAM_SIZE ? len : RAM_BASE + RAM_SIZE - a);
     for (i = 0; i < len && a + i < RAM_BASE + RAM_SIZE; i++) {
         w8(s, a + i, take(in, 1));
     }
