@@ -862,3 +862,14 @@ void fzb_down(void)
     memset(&fzb_wire, 0, offsetof(struct fzb_wire, f));
     fzb_wire.dropped = 0;
 }
+
+void fzb_free(void)
+{
+    int i;
+
+    fzb_down();
+    for (i = 0; i < 2; i++) {
+        qrdma_core_fini(&sides[i].core);
+        memset(&sides[i].core, 0, sizeof(sides[i].core));
+    }
+}

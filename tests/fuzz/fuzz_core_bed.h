@@ -132,8 +132,13 @@ void fzb_up(unsigned variant);
 void fzb_rebringup(struct side *s);
 /* The driver's interrupt handler is done: DYN_CTL.INTENA again on vectors 0 and 1. */
 void fzb_irq_enable(struct side *s);
-/* Free what an input left (the wire); the cores stay until the next fzb_up. */
+/* Empty the wire. */
 void fzb_down(void);
+/*
+ * The end of an input: the wire emptied, both cores freed, so that every
+ * input frees what it allocated and LeakSanitizer can tell a leak.
+ */
+void fzb_free(void);
 
 /* Calls into a core, with the per-call bounds reset. */
 void fzb_enter(void);

@@ -840,7 +840,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fzb_init();
     fzb_up(take(&in, 1));
     run_program(&in);
-    fzb_down();
+    fzb_free();
     return 0;
 }
 
