@@ -664,11 +664,36 @@ static void post_receives(struct side *s)
     w64(s, SRQ_SHADOW, s->srq_posted);
 }
 
+void fzb_gid6(const struct side *s, uint8_t gid[16])
+{
+    memset(gid, 0, 16);
+    gid[0] = 0xfd;
+    gid[15] = 1 + s->idx;
+}
+
+void fzb_write_av6(struct side *s, uint64_t addr, const struct side *peer)
+{
+    write_av(s, addr, peer);
+    fzb_gid6(peer, mem(s, addr + offsetof(struct qrdma_av, dgid)));
+    w8(s, addr + offsetof(struct qrdma_av, sgid_index), FZB_GID6_INDEX);
+}
+
 /* Every object of the bed on side s (its peer's identity for the connections). */
 static void objects(struct side *s, struct side *peer, bool must)
 {
     struct qp_spec spec = rc_spec;
+    uint8_t gid6[16];
+    uint64_t lo = 0, hi = 0;
     unsigned i;
+
+    /* GID 1: IPv6, arg1 bytes 0..7 and arg2 bytes 8..15, little-endian. */
+    fzb_gid6(s, gid6);
+    for (i = 8; i-- > 0;) {
+        lo = lo << 8 | gid6[i];
+        hi = hi << 8 | gid6[8 + i];
+    }
+    cqp_must(s, QRDMA_CQP_OP_ADD_GID, FZB_GID6_INDEX | QRDMA_GID_TYPE_ROCE_V2_IPV6 << 8, lo, hi,
+             0, 0, 0, must);
 
     /* MRs: fast-register (ALLOC_STAG, 4 PBLEs), LEVELS 1 (8 PBLEs), DMA. */
     cqp_must(s, QRDMA_CQP_OP_ALLOC_STAG, FZB_MR_FR_STAG,

@@ -20,7 +20,7 @@
  * program can deliver, drop, duplicate, reorder and corrupt them.
  *
  * Each side is brought up as the driver and a provider would (fzb_up):
- * CQP, GID, CEQ, AEQ (on MSI-X vectors 0 and 1, enabled), FPM layout and SD (direct, or paged on side B), MRs (a LEVELS 0 MR, a fast-
+ * CQP, GIDs (IPv4-mapped, and IPv6 at index 1), CEQ, AEQ (on MSI-X vectors 0 and 1, enabled), FPM layout and SD (direct, or paged on side B), MRs (a LEVELS 0 MR, a fast-
  * register MR filled by a FAST_REG WQE, a LEVELS 1 MR, the DMA MR), CQs
  * (one of 4 CQEs to overflow, two on the CEQ), an SRQ, an AH, and QPs in
  * RTS: RC, UC and UD toward the other side, RC on the SRQ, an RC pair in
@@ -77,6 +77,12 @@ extern const uint32_t fzb_qps[FZB_NQPS];
 #define FZB_MR_DMA_INDEX 4
 #define FZB_MR_DMA_STAG (FZB_MR_DMA_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x44)
 #define FZB_VIRT_PBLE   32          /* the VIRTMAP QP's SQ page, then its RQ page */
+
+/* GID index 1 of side s: fd00::(1 + idx), RoCEv2 over IPv6. */
+#define FZB_GID6_INDEX  1
+void fzb_gid6(const struct side *s, uint8_t gid[16]);
+/* An AV at addr toward side peer over IPv6 (source GID index 1). */
+void fzb_write_av6(struct side *s, uint64_t addr, const struct side *peer);
 
 /* Where receive buffers of QP q start in the data area. */
 #define FZB_RECV_BUF(q) (0x10000u + 0x4000u * (q))

@@ -378,11 +378,13 @@ static uint64_t modify(struct side *s, uint32_t q, struct input *in)
     const uint8_t f = take(in, 1);
     uint32_t mask = f & 1 ? (uint32_t)take(in, 4) : (uint32_t)take(in, 1) << 7;
     struct side *peer = &sides[1 - s->idx];
+    uint8_t t;
 
     mod_begin(s, mask, take(in, 1) % 8);
     w8(s, MI(cur_state), take(in, 1) % 8);
     w8(s, MI(path_mtu), f & 2 ? take(in, 1) : 3);
-    w8(s, MI(timeout), take(in, 1) & 31);
+    t = take(in, 1);                    /* TIMEOUT; bit 7: the AV over IPv6 */
+    w8(s, MI(timeout), t & 31);
     w32(s, MI(sq_psn), f & 4 ? take(in, 4) : PSN(s));
     w32(s, MI(rq_psn), f & 8 ? take(in, 4) : PSN(peer));
     w32(s, MI(dest_qpn), f & 16 ? take(in, 4) : q);
@@ -394,7 +396,11 @@ static uint64_t modify(struct side *s, uint32_t q, struct input *in)
     w8(s, MI(max_rd_atomic), take(in, 1) & 31);
     w8(s, MI(max_dest_rd_atomic), take(in, 1) & 31);
     w8(s, MI(port_num), 1);
-    write_av(s, MI(av), f & 64 ? s : peer);
+    if (t & 0x80) {
+        fzb_write_av6(s, MI(av), peer);
+    } else {
+        write_av(s, MI(av), f & 64 ? s : peer);
+    }
     if (f & 128) {
         w8(s, MI(av) + take(in, 1) % 32, take(in, 1));
     }
@@ -502,7 +508,15 @@ static void op_cqp(struct side *s, struct input *in)
     }
     case 8:
         /* AH: create, modify (toward either side or raw bytes), destroy. */
-        write_av(s, AV_BUF, &sides[take(in, 1) & 1]);
+        {
+            const uint8_t w = take(in, 1);
+
+            if (w & 2) {
+                fzb_write_av6(s, AV_BUF, &sides[w & 1]);
+            } else {
+                write_av(s, AV_BUF, &sides[w & 1]);
+            }
+        }
         if (k & 0x10) {
             w8(s, AV_BUF + take(in, 1) % 32, take(in, 1));
         }
@@ -905,6 +919,25 @@ static void e_op(int side, unsigned op)
     e8(side << 7 | op);
 }
 
+/* CQP op: modify QP fzb_qps[qpi] to state with the attribute mask; t: TIMEOUT | IPv6. */
+static void e_modify(int side, unsigned qpi, uint32_t mask, unsigned state, unsigned t)
+{
+    e_op(side, OP_CQP);
+    e8(0);                              /* modify */
+    e8(qpi);
+    e8(1);                              /* the whole mask from the program */
+    en(mask, 4);
+    e8(state);
+    e8(0);                              /* cur_state */
+    e8(t);
+    e8(QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ);
+    e8(3);                              /* retry_cnt */
+    e8(7);                              /* rnr_retry */
+    e8(1);                              /* min_rnr_timer */
+    e8(4);                              /* max_rd_atomic */
+    e8(4);                              /* max_dest_rd_atomic */
+}
+
 static void write_seed(const char *dir, const char *name)
 {
     char path[512];
@@ -1010,6 +1043,23 @@ int main(int argc, char **argv)
     e_op(0, OP_PUMP);
     e8(255);
     write_seed(dir, "reenter-reset");
+    /* The VIRTMAP RC pair reconnected over IPv6 (GID index 1), then traffic. */
+    e_variant(0);
+    for (o = 0; o < 2; o++) {
+        e_modify(o, 6, 0, QRDMA_QPS_RESET, 0);
+        e_modify(o, 6, QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS,
+                 QRDMA_QPS_INIT, 0);
+        e_modify(o, 6, QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU | QRDMA_QP_ATTR_DEST_QPN |
+                 QRDMA_QP_ATTR_RQ_PSN | QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                 QRDMA_QP_ATTR_MIN_RNR_TIMER, QRDMA_QPS_RTR, 0x80 | 14);
+        e_modify(o, 6, QRDMA_QP_ATTR_SQ_PSN | QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
+                 QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC, QRDMA_QPS_RTS, 14);
+    }
+    e_send(0, 6, QRDMA_SQ_OP_SEND, 0, 0, 2000);
+    e_send(0, 6, QRDMA_SQ_OP_RDMA_READ, 0, 0, 2000);
+    e_op(0, OP_PUMP);
+    e8(255);
+    write_seed(dir, "ipv6");
     e_variant(0);
     e_op(0, OP_RESET);
     e8(2);

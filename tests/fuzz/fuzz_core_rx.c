@@ -14,7 +14,7 @@
  * fault injection), then a program of ops (one byte each, modulo OP_NUM,
  * then operands):
  *
- *   TEMPLATE  a frame built from a template: a QP of B (or any QPN), any
+ *   TEMPLATE  a frame built from a template (IPv4, or IPv6 to GID index 1): a QP of B (or any QPN), any
  *             opcode or one of the QP's transport, a PSN near the expected
  *             one (or the next in a per-QP sequence, or raw), the extended
  *             headers the opcode carries with keys and addresses of B's MRs
@@ -136,11 +136,13 @@ static uint32_t pick_rkey(struct input *in, uint64_t *va, uint32_t len)
  */
 static size_t build(struct input *in, uint8_t *f)
 {
-    const uint8_t qb = take(in, 1), ob = take(in, 1), fl = take(in, 1);
+    const uint8_t ip = take(in, 1), qb = take(in, 1), ob = take(in, 1), fl = take(in, 1);
+    const bool v6 = ip & 1;
     const uint32_t q = qb < 0xf0 ? fzb_qps[qb % FZB_NQPS] : take(in, 3);
     const uint8_t type = qp_type(q < N_QP ? q : 0);
     uint32_t m, psn, plen;
-    uint8_t opcode, *l3 = f + ETH_HLEN, *udp = l3 + IPV4_HLEN, *bth = udp + UDP_HLEN, *h;
+    uint8_t opcode, *l3 = f + ETH_HLEN, *udp = l3 + (v6 ? IPV6_HLEN : IPV4_HLEN);
+    uint8_t *bth = udp + UDP_HLEN, *h;
     unsigned pad, i;
     size_t l3len;
 
@@ -173,17 +175,27 @@ static size_t build(struct input *in, uint8_t *f)
     }
     pad = (4 - (plen & 3)) & 3;
 
-    /* Ethernet and IPv4: A (10.0.0.1) to B (10.0.0.2). */
+    /* Ethernet and IPv4 (A 10.0.0.1 to B 10.0.0.2) or IPv6 (GID index 1). */
     memcpy(f, TARGET->mac, 6);
     memcpy(f + 6, PEER->mac, 6);
-    st16(f + 12, ETHERTYPE_IPV4);
-    memset(l3, 0, IPV4_HLEN);
-    l3[0] = 0x45;
-    st16(l3 + 6, 0x4000);
-    l3[8] = 64;
-    l3[9] = 17;
-    memcpy(l3 + 12, PEER->gid + 12, 4);
-    memcpy(l3 + 16, TARGET->gid + 12, 4);
+    if (v6) {
+        st16(f + 12, ETHERTYPE_IPV6);
+        memset(l3, 0, IPV6_HLEN);
+        l3[0] = 0x60;
+        l3[6] = 17;
+        l3[7] = 64;
+        fzb_gid6(PEER, l3 + 8);
+        fzb_gid6(TARGET, l3 + 24);
+    } else {
+        st16(f + 12, ETHERTYPE_IPV4);
+        memset(l3, 0, IPV4_HLEN);
+        l3[0] = 0x45;
+        st16(l3 + 6, 0x4000);
+        l3[8] = 64;
+        l3[9] = 17;
+        memcpy(l3 + 12, PEER->gid + 12, 4);
+        memcpy(l3 + 16, TARGET->gid + 12, 4);
+    }
     st16(udp, 0xc000 | (uint16_t)take(in, 1));
     st16(udp + 2, QSW_UDP_PORT);
     st16(udp + 6, 0);
@@ -532,6 +544,21 @@ int main(int argc, char **argv)
     }
     fzb_settle(1000000000ull, 256);
     write_seed(dir, "responses");
+
+    /* Template frames over IPv6: a UD SEND_ONLY, an RC SEND_ONLY. */
+    {
+        static const uint8_t ud6[] = { 0, OP_TEMPLATE, 0, 1, 2, 0, 0, 64, 0, 0, 0,
+                                       OP_POLL, FZB_CQ_TINY - 1 };
+        static const uint8_t rc6[] = { 0, OP_TEMPLATE, 0, 1, 0, OP_SEND_ONLY, 0, 64, 0, 0,
+                                       OP_POLL, FZB_CQ_RECV - 1 };
+
+        memcpy(prog, ud6, sizeof(ud6));
+        plen = sizeof(ud6);
+        write_seed(dir, "template-ud-ipv6");
+        memcpy(prog, rc6, sizeof(rc6));
+        plen = sizeof(rc6);
+        write_seed(dir, "template-rc-ipv6");
+    }
 
     /* Every opcode on every QP type, one packet and several. */
     for (q = 0; q < sizeof(qps) / sizeof(qps[0]); q++) {
