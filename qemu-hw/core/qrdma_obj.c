@@ -75,12 +75,6 @@ void qrdma_obj_reset(struct qrdma_core *core)
     memset(o, 0, sizeof(*o));
 }
 
-void qrdma_core_fini(struct qrdma_core *core)
-{
-    qrdma_dp_fini(core);
-    qrdma_obj_reset(core);
-}
-
 /* count zeroed entries of size bytes; none for count 0 (no index reaches them). */
 static void *obj_calloc(uint32_t count, size_t size)
 {

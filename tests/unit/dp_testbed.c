@@ -93,9 +93,16 @@ static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t le
     return 0;
 }
 
+void (*dp_tb_irq_hook)(struct side *s, unsigned vector);
+
 static void env_msix_notify(void *opaque, unsigned vector)
 {
-    ((struct side *)opaque)->irqs++;
+    struct side *s = opaque;
+
+    s->irqs++;
+    if (dp_tb_irq_hook) {
+        dp_tb_irq_hook(s, vector);
+    }
 }
 
 static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
@@ -133,6 +140,7 @@ static void env_kick(void *opaque, unsigned what)
 
 static void env_rx_ready(void *opaque)
 {
+    ((struct side *)opaque)->rx_ready_calls++;
 }
 
 static uint64_t env_now_ns(void *opaque)

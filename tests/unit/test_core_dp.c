@@ -1838,6 +1838,215 @@ static void test_reset_in_flight_held(void)
     reset_in_flight(true);
 }
 
+/*
+ * ---- interrupts that come back into the device ------------------------------------
+ *
+ * A guest may aim an MSI-X vector at a register: BAR0 DEV_CTRL, its own
+ * config space (FLR), a bridge's Secondary Bus Reset or a slot's power
+ * control. Then delivering the interrupt resets or removes the device,
+ * or writes its BARs, from inside its own work. The hook below does that
+ * on A's first interrupt (a completion on A's armed send CQ); ASan would
+ * see the engine or the object arrays freed under the work that raised it.
+ */
+enum irq_action { IRQ_RESET, IRQ_DEV_CTRL, IRQ_UNPLUG, IRQ_MMIO, IRQ_FRAME };
+
+static enum irq_action irq_action;
+static int irq_hook_runs;
+static bool irq_hook_saw_busy;
+static size_t irq_frame_taken;
+
+static void irq_hook(struct side *s, unsigned vector)
+{
+    static const uint8_t runt[64] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+    if (s != SA || irq_hook_runs++) {
+        return;
+    }
+    irq_hook_saw_busy = qrdma_core_busy(&s->core);
+    switch (irq_action) {
+    case IRQ_RESET:                         /* FLR or bus reset through the embedding */
+        qrdma_core_reset(&s->core);
+        break;
+    case IRQ_DEV_CTRL:
+        qrdma_core_reg_write(&s->core, QRDMA_REG_DEV_CTRL, 4, QRDMA_DEV_CTRL_RESET);
+        break;
+    case IRQ_UNPLUG:
+        qrdma_core_fini(&s->core);
+        break;
+    case IRQ_MMIO:
+        qrdma_core_reg_write(&s->core, QRDMA_REG_SCRATCH, 4, 0x5a5a);
+        qrdma_core_db_write(&s->core, QRDMA_DB_SQ, 4, QPN);
+        break;
+    case IRQ_FRAME:
+        irq_frame_taken = qrdma_core_lan_receive(&s->core, runt, sizeof(runt));
+        break;
+    }
+}
+
+/* A and B connected, A's send CQ armed to raise vector 1 through CEQ 0. */
+static void irq_pair(void)
+{
+    setup();
+    create_cq_ex(SA, 1, 4, true);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    pump();
+    reg_w(SA, QRDMA_REG_CEQCTL(0), QRDMA_EQCTL_CAUSE_ENA | 1);
+    reg_w(SA, QRDMA_REG_DYN_CTL(1), QRDMA_DYN_CTL_INTENA);
+    arm(SA, 1, QRDMA_CQ_ARM_NEXT);
+    irq_hook_runs = 0;
+    irq_hook_saw_busy = false;
+    dp_tb_irq_hook = irq_hook;
+}
+
+/* Four 16 KB WRITEs A -> B; with deliver, run until the hook has run. */
+static void irq_traffic(void)
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000 + i * 0x4000,
+                         .nsge = 1, .sge = { { 0x10000 + i * 0x4000, 0x4000, 0 } } };
+
+        fill(SA, 0x10000 + i * 0x4000, 0x4000, 50 + i);
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    while (!irq_hook_runs && (SA->kicks || SB->kicks || frames_in_flight)) {
+        pump_some(1);
+    }
+    CHECK_EQ(irq_hook_runs, 1);
+    CHECK(irq_hook_saw_busy);
+}
+
+/* After a reset from an interrupt: A is quiet for good, B's QP fails over. */
+static void expect_reset_quiet(void)
+{
+    uint8_t *snap = malloc(RAM_SIZE);
+    int sent;
+
+    CHECK_EQ(SA->core.stats.resets_deferred, 1);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PE_STATUS), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_CQ), 0);
+    CHECK(snap != NULL);
+    if (!snap) {
+        return;
+    }
+    memcpy(snap, SA->ram, RAM_SIZE);
+    sent = SA->frames_sent;
+    pump_ms(5000);
+    CHECK_EQ(SA->frames_sent, sent);
+    CHECK(!memcmp(snap, SA->ram, RAM_SIZE));
+    free(snap);
+    CHECK_EQ(frames_in_flight, 0);
+}
+
+static void test_irq_resets_device(void)
+{
+    irq_action = IRQ_RESET;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    expect_reset_quiet();
+}
+
+static void test_irq_writes_dev_ctrl(void)
+{
+    irq_action = IRQ_DEV_CTRL;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    expect_reset_quiet();
+}
+
+/* The same from the retransmit timer: B hears nothing, A's WRITE fails from the timer. */
+static void test_irq_from_timer_resets_device(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000, .nsge = 1,
+                     .sge = { { 0x10000, 0x1000, 0 } } };
+
+    rc_retry_cnt = 1;
+    irq_action = IRQ_RESET;
+    irq_pair();
+    post_send(SA, QPN, &w);
+    drop_frames = 1000;
+    ring_sq(SA, QPN);
+    pump_ms(30000);
+    dp_tb_irq_hook = NULL;
+    rc_retry_cnt = 3;
+    CHECK_EQ(irq_hook_runs, 1);
+    CHECK(irq_hook_saw_busy);
+    drop_frames = 0;
+    expect_reset_quiet();
+}
+
+/* Hot-unplug from an interrupt: the teardown waits for the work to return. */
+static void test_irq_unplugs_device(void)
+{
+    irq_action = IRQ_UNPLUG;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK(SA->core.dp.eng == NULL);
+    CHECK(SA->core.obj.qp == NULL);
+    /* The device is gone: nothing more reaches it; B's retries run out. */
+    fq_clear();
+    SA->kicks = 0;
+    SA->timer = UINT64_MAX;
+    side_up(SA, 0);
+}
+
+/* BAR writes from an interrupt are refused and change nothing; the traffic goes on. */
+static void test_irq_mmio_refused(void)
+{
+    struct cqe e;
+    unsigned i;
+
+    irq_action = IRQ_MMIO;
+    irq_pair();
+    log_clear(SA);
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK_EQ(SA->core.stats.reentries_refused, 2);
+    CHECK(logged(SA, "BAR0 write at 0x"));
+    CHECK(logged(SA, "doorbell write at 0x"));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_SCRATCH), 0);
+    pump_ms(1000);
+    for (i = 0; i < 4; i++) {
+        CHECK(poll_cq(SA, 1, &e));
+        CHECK_EQ(e.status, QSW_WC_SUCCESS);
+        CHECK(!memcmp(dbuf(SA, 0x10000 + i * 0x4000), dbuf(SB, 0x40000 + i * 0x4000), 0x4000));
+    }
+    CHECK_EQ(SA->core.stats.resets, 1);
+}
+
+/* A frame handed in from an interrupt is held back, then asked for again. */
+static void test_irq_frame_held(void)
+{
+    struct cqe e;
+    int ready;
+
+    irq_action = IRQ_FRAME;
+    irq_pair();
+    irq_frame_taken = 1;
+    ready = SA->rx_ready_calls;
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK_EQ(irq_frame_taken, 0);
+    CHECK_EQ(SA->rx_ready_calls, ready + 1);
+    CHECK_EQ(SA->core.stats.reentries_refused, 1);
+    CHECK(qrdma_core_lan_can_receive(&SA->core));
+    pump_ms(1000);
+    CHECK(poll_cq(SA, 1, &e));
+    CHECK_EQ(e.status, QSW_WC_SUCCESS);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_ring_wrap),
@@ -1877,6 +2086,12 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_fault_limits),
     UNIT_TEST(test_reset_in_flight),
     UNIT_TEST(test_reset_in_flight_held),
+    UNIT_TEST(test_irq_resets_device),
+    UNIT_TEST(test_irq_writes_dev_ctrl),
+    UNIT_TEST(test_irq_from_timer_resets_device),
+    UNIT_TEST(test_irq_unplugs_device),
+    UNIT_TEST(test_irq_mmio_refused),
+    UNIT_TEST(test_irq_frame_held),
 };
 
 int main(void)
