@@ -403,6 +403,12 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     if (res.major) {
         return res;
     }
+    /* The data path parses the 64-byte header and what follows it in one stride. */
+    if (qp->sq.stride_log2 < QRDMA_SQ_WQE_LOG2_MIN) {
+        snprintf(why, sizeof(why), "SQ WQE_LOG2 %u: an SQ WQE is at least its %u-byte header",
+                 qp->sq.stride_log2, QRDMA_SQ_WQE_HDR_BYTES);
+        return info_fail(core, CI(sq_wqe_log2), cmd, id, why);
+    }
     if (with_srq) {
         if (qp->rq.size_log2 || qp->rq.stride_log2) {
             return info_fail(core, qp->rq.size_log2 ? CI(rq_size_log2) : CI(rq_wqe_log2), cmd,

@@ -795,6 +795,8 @@ static void test_qp_create_errors(void)
     BAD(sq_log2, 13, o_sqs, "above CAP_MAX_QP_WR 4096");
     BAD(sq_wqe, 4, o_sqw, "WQE_LOG2 4 is outside 5..10");
     BAD(sq_wqe, 11, o_sqw, "WQE_LOG2 11");
+    /* 32 bytes is a valid RQ stride but less than an SQ WQE's header (issue 11). */
+    BAD(sq_wqe, 5, o_sqw, "info byte 21: SQ WQE_LOG2 5: an SQ WQE is at least its 64-byte header");
     BAD(rq_log2, 0, o_rqs, "SIZE_LOG2 0");
     BAD(rq_wqe, 0, o_rqw, "WQE_LOG2 0");
     BAD(qp_ctx, 1ull << 63, o_ctx, "QP_CTX has bit 63 set");
