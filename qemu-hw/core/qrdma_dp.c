@@ -1025,6 +1025,7 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     struct qrdma_dp_qp *dq;
     struct qsw_qp_cap cap;
     uint32_t stride;
+    bool kicked;
 
     if (!qp || !dp_sized(core) || !(dq = dp_qp(core, qp_id))) {
         return -1;
@@ -1038,7 +1039,15 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     if (dq->tp) {
         qsw_qp_destroy(dq->tp);
     }
+    kicked = dq->kicked;
     memset(dq, 0, sizeof(*dq));
+    /*
+     * A QP reset (or destroyed and created again) while on the kick FIFO
+     * keeps its entry there: forgetting it would let the next kick queue
+     * it a second time, and more entries than nqp slots overwrite other
+     * QPs' entries, which are then never run again.
+     */
+    dq->kicked = kicked;
     dq->tp = qsw_qp_create(core->dp.eng, qp_id, (enum qsw_qp_type)qp->type, qp->pd, &cap,
                            (void *)(uintptr_t)qp_id);
     return dq->tp ? 0 : -1;

@@ -1302,6 +1302,47 @@ static void test_rnr(void)
     no_errors(SB);
 }
 
+/*
+ * MODIFY_QP to RESET while the QP waits on the data path's kick FIFO
+ * (issue 11): the QP was queued again at the next kick, and enough such
+ * rounds overflowed the FIFO over another QP's entry, which then never
+ * ran (its flag said queued, so later doorbells did not queue it again).
+ */
+static void test_reset_while_kicked(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    const uint32_t other = 3;
+    unsigned i;
+
+    rc_pair();
+    create_qp(SA, other, &rc_spec);
+    create_qp(SB, other, &rc_spec);
+    rc_to_rts(SA, other, SB, other, 7);
+    rc_to_rts(SB, other, SA, other, 7);
+    pump();
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);                     /* QP 3 waits on the FIFO */
+    for (i = 0; i < N_QP + 1; i++) {
+        ring_sq(SA, QPN);
+        modify_state(SA, QPN, QRDMA_QPS_RESET);
+        CHECK(SA->core.dp.fifo_len <= 2);   /* each QP at most once */
+    }
+    pump();
+    EXPECT_CQE(SB, 2, other, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(SA->core.dp.fifo_len, 0);
+    /* And the next doorbell of either QP is heard. */
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);
+    pump();
+    EXPECT_CQE(SB, 2, other, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* RNR retries exhausted: RNR_RETRY_EXC_ERR and the QP in error. */
 static void test_rnr_exceeded(void)
 {
@@ -1866,6 +1907,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_cq_overflow_shared),
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
+    UNIT_TEST(test_reset_while_kicked),
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
