@@ -1343,6 +1343,93 @@ static void test_reset_while_kicked(void)
     no_errors(SB);
 }
 
+/* Run s's kicked work at most rounds times (no frames move): did it go quiet? */
+static bool settles(struct side *s, unsigned rounds)
+{
+    while (rounds-- && s->kicks) {
+        unsigned what = s->kicks;
+
+        s->kicks = 0;
+        qrdma_core_run(&s->core, what);
+    }
+    return !s->kicks;
+}
+
+/*
+ * A QP in ERR whose rings cannot be read (issue 11): bus mastering off,
+ * then an RQ page behind a PBLE that is not guest RAM. The flush used to
+ * complete 256 "WQEs" a pass and kick itself again for ever; now it stops
+ * at the unreadable slot with a guest error (and QP_FATAL), and the next
+ * doorbell, with the ring readable again, flushes what is really posted.
+ */
+static void test_flush_unreadable(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    struct qp_spec spec = rc_spec;
+    const uint32_t pble = 4;
+    uint64_t pble_gpa;
+    unsigned i;
+
+    /* Bus mastering cleared: no DMA at all. */
+    rc_pair();
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    post_send(SB, QPN, &w);
+    modify_state(SB, QPN, QRDMA_QPS_ERR);  /* the flush is kicked, not yet run */
+    SB->dma_off = true;
+    ring_sq(SB, QPN);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(logged(SB, "QP 2: SQ WQE 0: SQ page is not usable; fetching stops"));
+    SB->dma_off = false;
+    expect_no_cqe(SB, 1);
+    expect_no_cqe(SB, 2);
+    /* Readable again: the doorbells flush exactly what was posted. */
+    ring_rq(SB, QPN);
+    ring_sq(SB, QPN);
+    pump();
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SB, 1);
+
+    /* An RQ behind a PBLE that the driver points outside guest RAM. */
+    setup();
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    CHECK_EQ(qrdma_core_hmc_object(&SB->core, QRDMA_HMC_PBLE, pble, &pble_gpa), 0);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    spec.flags = QRDMA_QP_CREATE_RQ_VIRTMAP;
+    spec.rq_addr = pble;
+    create_qp(SB, QPN, &spec);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    modify_state(SB, QPN, QRDMA_QPS_ERR);
+    w64(SB, pble_gpa, 0x7fff0000000ull);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, QPN, QRDMA_AE_SRC_QP, QPCTX(QPN)));
+    expect_no_cqe(SB, 2);
+    /* Still broken: one more doorbell is one more guest error, no loop. */
+    log_clear(SB);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK_EQ(SB->guest_errors, 1);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+}
+
 /* RNR retries exhausted: RNR_RETRY_EXC_ERR and the QP in error. */
 static void test_rnr_exceeded(void)
 {
@@ -1908,6 +1995,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
     UNIT_TEST(test_reset_while_kicked),
+    UNIT_TEST(test_flush_unreadable),
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
