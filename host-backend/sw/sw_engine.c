@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "sw_int.h"
+#include "qrdma/qrdma_qp_sm.h"
 
 #define HASH_BUCKETS 1024u
 
@@ -377,27 +378,21 @@ void qsw_qp_to_sqe(struct qsw_qp *qp)
     qsw_req_flush(qp);
 }
 
+/* The transport's states and QP types are the verbs values the table is indexed by. */
+#define SAME_STATE(s) ((int)QSW_QPS_##s == (int)QRDMA_QPS_##s)
+_Static_assert(SAME_STATE(RESET) && SAME_STATE(INIT) && SAME_STATE(RTR) && SAME_STATE(RTS) &&
+               SAME_STATE(SQD) && SAME_STATE(SQE) && SAME_STATE(ERR),
+               "QP states are ibv_qp_state");
+#undef SAME_STATE
+
+/* IBTA 10.3.1: the transitions of qrdma_qp_transitions[], the device's table too. */
 static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
 {
-    if (next == QSW_QPS_RESET || next == QSW_QPS_ERR) {
-        return true;
-    }
-    switch (cur) {
-    case QSW_QPS_RESET:
-        return next == QSW_QPS_INIT;
-    case QSW_QPS_INIT:
-        return next == QSW_QPS_INIT || next == QSW_QPS_RTR;
-    case QSW_QPS_RTR:
-        return next == QSW_QPS_RTS;
-    case QSW_QPS_RTS:
-        return next == QSW_QPS_RTS || next == QSW_QPS_SQD;
-    case QSW_QPS_SQD:
-        return next == QSW_QPS_SQD || next == QSW_QPS_RTS;
-    case QSW_QPS_SQE:
-        return next == QSW_QPS_RTS && type != QSW_QPT_RC;
-    default:
-        return false;
-    }
+    unsigned kind = type == QSW_QPT_RC ? QRDMA_QPK_RC
+                  : type == QSW_QPT_UC ? QRDMA_QPK_UC : QRDMA_QPK_UD;
+
+    return cur < QRDMA_QP_NUM_STATES && next < QRDMA_QP_NUM_STATES &&
+           (qrdma_qp_transitions[cur][next] & QRDMA_QPK_BIT(kind));
 }
 
 /*
