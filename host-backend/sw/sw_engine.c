@@ -325,6 +325,14 @@ void qsw_qp_destroy(struct qsw_qp *qp)
     qp_free(qp);
 }
 
+size_t qsw_qp_host_bytes(const struct qsw_qp *qp)
+{
+    size_t slots = (size_t)qp->sq_mask + 1;
+
+    return sizeof(*qp) + slots * (sizeof(*qp->sq) + qp->max_inline) +
+           (size_t)qp->resp.nres * sizeof(*qp->resp.res);
+}
+
 void *qsw_qp_user(const struct qsw_qp *qp) { return qp->user; }
 uint32_t qsw_qp_num(const struct qsw_qp *qp) { return qp->qpn; }
 enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp) { return (enum qsw_qp_state)qp->state; }
@@ -342,6 +350,16 @@ void qsw_complete(struct qsw_qp *qp, const struct qsw_wc *wc)
 {
     qp->eng->st.completions++;
     qp->eng->ops.complete(qp->eng->opaque, qp, wc);
+}
+
+void qsw_sq_freed(struct qsw_qp *qp)
+{
+    if (qp->sq_waiting && qp->sq_tail - qp->sq_head <= qp->sq_mask) {
+        qp->sq_waiting = false;
+        if (qp->eng->ops.sq_space) {
+            qp->eng->ops.sq_space(qp->eng->opaque, qp);
+        }
+    }
 }
 
 static void qp_event(struct qsw_qp *qp, enum qsw_event ev)
@@ -582,6 +600,7 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
         }
     }
     if (qp->sq_tail - qp->sq_head > qp->sq_mask) {
+        qp->sq_waiting = true;
         return -QSW_ENOMEM;
     }
     w = &qp->sq[qp->sq_tail & qp->sq_mask];

@@ -28,6 +28,15 @@
 #define DP_SQ_BUDGET        64u
 #define DP_ENGINE_BUDGET    256u
 #define DP_QP_BUDGET        256u
+/*
+ * SQ WQEs of one QP the transport holds at a time. The guest's ring may
+ * be 32 times deeper, and the transport keeps a slot and an inline buffer
+ * of the ring's inline size per WR it holds: a slot per ring entry cost
+ * about 6 MB per QP of 4096 WQEs of 1 KB (6 GB for the default 1024 QPs).
+ * The rest of the ring waits in guest memory until the transport frees a
+ * slot (cb_sq_space). 128 is perftest's default send depth.
+ */
+#define DP_ENGINE_SQ_DEPTH  128u
 
 /* wr_id of a receive WQE taken from an SRQ: the WQE index plus this bit. */
 #define DP_WRID_SRQ         (1ull << 32)
@@ -795,6 +804,12 @@ static void cb_send_frame(void *opaque, const void *frame, size_t len)
     }
 }
 
+/* The transport's send queue, full at a post, has room: fetch the rest of the ring. */
+static void cb_sq_space(void *opaque, struct qsw_qp *tp)
+{
+    dp_kick_qp(opaque, qp_id_of(tp));
+}
+
 static uint64_t cb_now_ns(void *opaque)
 {
     struct qrdma_core *core = opaque;
@@ -816,6 +831,7 @@ static const struct qsw_ops dp_ops = {
     .now_ns = cb_now_ns,
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
+    .sq_space = cb_sq_space,
 };
 
 /* ---- address vectors --------------------------------------------------------- */
@@ -1025,7 +1041,7 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         ret = qsw_post_send(dq->tp, wr);
         if (ret == -QSW_ENOMEM) {
-            return;             /* the engine's queue is full: a completion kicks us */
+            return;             /* the engine's queue is full: cb_sq_space kicks us */
         }
         dq->sq_fetched++;
         if (ret) {
@@ -1073,6 +1089,9 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     }
     stride = 1u << qp->sq.stride_log2;
     cap.max_send_wr = 1u << qp->sq.size_log2;
+    if (cap.max_send_wr > DP_ENGINE_SQ_DEPTH) {
+        cap.max_send_wr = DP_ENGINE_SQ_DEPTH;
+    }
     cap.max_inline = stride > QRDMA_SQ_WQE_HDR_BYTES ? stride - QRDMA_SQ_WQE_HDR_BYTES : 0;
     if (cap.max_inline > QSW_MAX_INLINE) {
         cap.max_inline = QSW_MAX_INLINE;

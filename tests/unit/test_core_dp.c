@@ -1430,6 +1430,42 @@ static void test_flush_unreadable(void)
     expect_no_cqe(SB, 2);
 }
 
+/*
+ * A send queue deeper than the transport's (128 WRs): 200 unsignaled
+ * WRITEs and a signaled one in one doorbell. The transport completes the
+ * unsignaled ones silently; the data path must still learn that it has
+ * room and fetch the rest of the ring (cb_sq_space).
+ */
+static void test_sq_deeper_than_engine(void)
+{
+    struct qp_spec spec = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .unsignaled = true, .nsge = 1 };
+    unsigned i, n = 200;
+
+    spec.sq_log2 = 8;
+    spec.sq_wqe_log2 = 7;                   /* 256 WQEs of 128 bytes: 32 KB ... */
+    spec.rq_addr = RAM_BASE + 0xf0000;      /* ... over RQ_RING's place: the RQ elsewhere */
+    rc_pair_spec(&spec, &rc_spec, 7);
+    fill(SA, 0, 8 * (n + 1), 21);
+    for (i = 0; i <= n; i++) {
+        w.unsignaled = i < n;
+        w.remote_off = 0x40000 + 8 * i;
+        w.sge[0] = (struct sge){ 8 * i, 8, 0 };
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    /* Nothing delivered yet: the transport is full and the fetch waits. */
+    CHECK(settles(SA, 64));
+    CHECK_EQ(SA->core.dp.sq_wqes, 128);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, n, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SA, 1);
+    CHECK(!memcmp(dbuf(SA, 0), dbuf(SB, 0x40000), 8 * (n + 1)));
+    CHECK_EQ(SA->core.dp.sq_wqes, n + 1);
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* RNR retries exhausted: RNR_RETRY_EXC_ERR and the QP in error. */
 static void test_rnr_exceeded(void)
 {
@@ -1996,6 +2032,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rq_flush),
     UNIT_TEST(test_reset_while_kicked),
     UNIT_TEST(test_flush_unreadable),
+    UNIT_TEST(test_sq_deeper_than_engine),
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),

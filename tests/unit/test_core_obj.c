@@ -1389,6 +1389,44 @@ static void test_qp_query(void)
     CHECK_REFUSED(query_qp(N_QP), QRDMA_CQP_ERR_HMC, QRDMA_HMC_ERR_COUNT, "beyond");
 }
 
+/*
+ * The host memory behind one QP at its largest (issue 11): 4096 SQ WQEs of
+ * 1 KB, which a guest may ask for at the default properties, each with
+ * 960 bytes of inline room. The transport held a slot and an inline buffer
+ * per ring entry, about 6 MB per QP; the data path now gives it at most
+ * 128 WRs at a time. This fails if the allocation grows back.
+ */
+#define QP_HOST_BYTES_MAX (192u << 10)
+
+static void test_qp_host_memory(void)
+{
+    struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
+    size_t bytes;
+    unsigned i;
+
+    setup();
+    qp_cqs();
+    /* A 4 MB SQ: 1024 ring pages, every PBLE naming the same guest page. */
+    for (i = 0; i < 1024; i++) {
+        put64(hmc_obj_addr(QRDMA_HMC_PBLE, i), PAGES);
+    }
+    s.flags = QRDMA_QP_CREATE_SQ_VIRTMAP;
+    s.sq_log2 = 12;
+    s.sq_wqe = QRDMA_WQE_LOG2_MAX;
+    s.sq_addr = 0;
+    CHECK_RESULT(create_qp_spec(2, &s), QRDMA_CQP_OK, 0);
+    CHECK(core.dp.qp && core.dp.qp[2].tp);
+    if (!core.dp.qp || !core.dp.qp[2].tp) {
+        return;
+    }
+    bytes = qsw_qp_host_bytes(core.dp.qp[2].tp);
+    printf("# transport memory of a QP of 4096 SQ WQEs of 1 KB: %zu bytes; "
+           "%u such QPs (max-qp default): %zu bytes\n", bytes, QRDMA_DEFAULT_MAX_QP,
+           bytes * QRDMA_DEFAULT_MAX_QP);
+    CHECK(bytes <= QP_HOST_BYTES_MAX);
+    CHECK_RESULT(destroy_qp(2), QRDMA_CQP_OK, 0);
+}
+
 static void test_qp_destroy(void)
 {
     struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
@@ -2122,6 +2160,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_qp_create_srq),
     UNIT_TEST(test_qp_gsi),
     UNIT_TEST(test_qp_create_errors),
+    UNIT_TEST(test_qp_host_memory),
     UNIT_TEST(test_qp_state_matrix),
     UNIT_TEST(test_qp_state_attrs),
     UNIT_TEST(test_qp_modify_mask),
