@@ -154,6 +154,12 @@ struct qrdma_core_stats {
     uint64_t reg_writes;
     uint64_t doorbells;
     uint64_t cqp_commands;
+    /*
+     * Lookups in guest-held tables: HMC translations, PBLE reads and page
+     * probes, and a few per CQP command. What the CQP's work budget per
+     * run counts (qrdma_cqp_process()).
+     */
+    uint64_t guest_lookups;
 };
 
 /* One LAN descriptor ring: the device's view. */

@@ -1427,6 +1427,78 @@ static void test_qp_host_memory(void)
     CHECK_RESULT(destroy_qp(2), QRDMA_CQP_OK, 0);
 }
 
+/*
+ * A batch whose commands each cost thousands of guest lookups (issue 11):
+ * 20 CREATE_QPs with a 4 MB VIRTMAP SQ (1024 PBLEs read and their pages
+ * probed each), a CREATE_QP that fails, and a NOP, in one doorbell. The
+ * CQP ran the whole ring in one run under the embedding's lock; now a run
+ * stops starting commands after its budget and kicks itself, and the
+ * batch completes over several runs, in order, with the right results.
+ */
+static void test_cqp_budget(void)
+{
+    struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
+    uint64_t most = 0, scratch, status, retval;
+    unsigned i, first, runs = 0, n = 20;
+
+    setup();
+    qp_cqs();
+    for (i = 0; i < 1024; i++) {
+        put64(hmc_obj_addr(QRDMA_HMC_PBLE, i), PAGES);
+    }
+    s.flags = QRDMA_QP_CREATE_SQ_VIRTMAP;
+    s.sq_log2 = 12;
+    s.sq_wqe = QRDMA_WQE_LOG2_MAX;
+    s.sq_addr = 0;
+    put_create_info(&s);
+    first = drv.sq_next;
+    for (i = 0; i < n; i++) {
+        cqp_post(QRDMA_CQP_OP_CREATE_QP, (const uint64_t[6]){ 2 + i, INFO }, 100 + i,
+                 drv.sq_valid);
+    }
+    cqp_post(QRDMA_CQP_OP_CREATE_QP, (const uint64_t[6]){ 2, INFO }, 100 + n, drv.sq_valid);
+    cqp_post(QRDMA_CQP_OP_NOP, NULL, 101 + n, drv.sq_valid);
+    wr(QRDMA_REG_CQP_DB, drv.sq_next);
+    while (fake.kicks & QRDMA_WORK_CQP) {
+        uint64_t before = core.stats.guest_lookups;
+
+        fake.kicks = 0;
+        qrdma_core_run(&core, QRDMA_WORK_CQP);
+        if (core.stats.guest_lookups - before > most) {
+            most = core.stats.guest_lookups - before;
+        }
+        if (++runs == 1) {
+            CHECK(rd(QRDMA_REG_CQP_TAIL) != drv.sq_next);   /* not all in the first run */
+        }
+        CHECK(runs < 100);
+        if (runs >= 100) {
+            break;
+        }
+    }
+    printf("# %u CQP commands of about 4,100 guest lookups each: %u runs, at most %" PRIu64
+           " lookups in one\n", n + 2, runs, most);
+    CHECK(runs > 1);
+    CHECK(most < 2 * 4096 + 64);                /* the budget and one more command */
+    CHECK_EQ(rd(QRDMA_REG_CQP_TAIL), drv.sq_next);
+    for (i = 0; i < n + 2; i++) {
+        CHECK(cqp_poll(&scratch, &status, &retval));
+        CHECK_EQ(scratch, 100 + i);
+        CHECK_EQ((status & QRDMA_CCQ_CQE_WQE_INDEX_MASK) >> QRDMA_CCQ_CQE_WQE_INDEX_SHIFT,
+                 (first + i) % drv.sq_len);
+        if (i == n) {
+            CHECK_RESULT(status, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS);
+        } else {
+            CHECK_RESULT(status, QRDMA_CQP_OK, 0);
+        }
+    }
+    CHECK(!cqp_poll(&scratch, &status, &retval));
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_QP), n);
+    for (i = 0; i < n; i++) {
+        CHECK(core.obj.qp[2 + i].valid);
+        CHECK_RESULT(destroy_qp(2 + i), QRDMA_CQP_OK, 0);
+    }
+}
+
 static void test_qp_destroy(void)
 {
     struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
@@ -2161,6 +2233,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_qp_gsi),
     UNIT_TEST(test_qp_create_errors),
     UNIT_TEST(test_qp_host_memory),
+    UNIT_TEST(test_cqp_budget),
     UNIT_TEST(test_qp_state_matrix),
     UNIT_TEST(test_qp_state_attrs),
     UNIT_TEST(test_qp_modify_mask),
