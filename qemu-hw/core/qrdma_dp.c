@@ -30,9 +30,10 @@
 #define DP_QP_BUDGET        256u
 /*
  * SQ WQEs of one QP the transport holds at a time. The guest's ring may
- * be 32 times deeper, and the transport keeps a slot and an inline buffer
- * of the ring's inline size per WR it holds: a slot per ring entry cost
- * about 6 MB per QP of 4096 WQEs of 1 KB (6 GB for the default 1024 QPs).
+ * be far deeper (4096 WQEs at the default CAP_MAX_QP_WR), and the
+ * transport keeps a slot and an inline buffer of the ring's inline size
+ * per WR it holds: a slot per ring entry cost about 6 MB per QP of 4096
+ * WQEs of 1 KB (6 GB for the default 1024 QPs).
  * The rest of the ring waits in guest memory until the transport frees a
  * slot (cb_sq_space). 128 is perftest's default send depth.
  */
