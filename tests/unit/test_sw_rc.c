@@ -1067,6 +1067,59 @@ static void test_qp_table(void)
     tb_free(tb);
 }
 
+/*
+ * A post refused for a full send queue is followed by one sq_space call
+ * once a slot is free, also when the WRs that left were unsignaled (no
+ * completion says so) or flushed: the device feeds a deeper guest ring
+ * through a 128-WR queue this way.
+ */
+static void test_sq_space(void)
+{
+    struct tb_conn c = { .mtu = QSW_MTU_1024, .psn_a = 100, .psn_b = 5000, .retry_cnt = 7,
+                         .rnr_retry = 7 };
+    struct tb *tb = tb_new(false);
+    struct tb_node *na = &tb->node[0];
+    struct qsw_qp *a = tb_qp(na, 0x11, QSW_QPT_RC, 1, 4);
+    struct qsw_qp *b = tb_qp(&tb->node[1], 0x22, QSW_QPT_RC, 1, 4);
+    uint32_t ka = tb_reg_mr(na, 1, 0, TB_MEM_SIZE, 0xf);
+    uint32_t kb = tb_reg_mr(&tb->node[1], 1, 0, TB_MEM_SIZE, 0xf);
+    struct qsw_send_wr wr = tb_wr(1, QSW_WR_RDMA_WRITE, 0);
+    struct qsw_qp_attr attr;
+    unsigned i;
+
+    CHECK_EQ(tb_connect(tb, a, b, &c), 0);
+    tb_wr_sge(&wr, tb_va(SRC), 64, ka);
+    wr.rdma.remote_addr = tb_va(DST);
+    wr.rdma.rkey = kb;
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    CHECK_EQ(na->sq_space, 0);
+    CHECK(tb_run_idle(tb, 1000000000ull));
+    CHECK_EQ(na->nwc, 0);                   /* unsignaled: no completion to go by */
+    CHECK_EQ(na->sq_space, 1);              /* once for the streak of two refusals */
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK(tb_run_idle(tb, 1000000000ull));
+    CHECK_EQ(na->sq_space, 1);              /* nothing refused, nothing to say */
+    /* Full again, then flushed by the error state. */
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = QSW_QPS_SQD;
+    CHECK_EQ(qsw_qp_modify(a, &attr, QSW_QP_STATE), 0);
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    attr.qp_state = QSW_QPS_ERR;
+    CHECK_EQ(qsw_qp_modify(a, &attr, QSW_QP_STATE), 0);
+    CHECK_EQ(na->sq_space, 2);
+    CHECK_EQ(na->nwc, 4);                   /* WR_FLUSH_ERR, errors always complete */
+    tb_free(tb);
+}
+
 /* A modify to state with every attribute the transport itself requires anywhere. */
 static int sm_modify(struct qsw_qp *qp, unsigned state)
 {
@@ -1164,6 +1217,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_unsignaled_and_sqd),
     UNIT_TEST(test_qp_table),
     UNIT_TEST(test_state_machine),
+    UNIT_TEST(test_sq_space),
 };
 
 int main(void)
