@@ -156,6 +156,12 @@ struct qrdma_core_stats {
     uint64_t cqp_commands;
     uint64_t reentries_refused;     /* BAR accesses and frames refused while busy */
     uint64_t resets_deferred;       /* resets asked for from inside the core */
+    /*
+     * Lookups in guest-held tables: HMC translations, PBLE reads and page
+     * probes, and a few per CQP command. What the CQP's work budget per
+     * run counts (qrdma_cqp_process()).
+     */
+    uint64_t guest_lookups;
 };
 
 /* One LAN descriptor ring: the device's view. */

@@ -223,6 +223,7 @@ int qrdma_pble_get(struct qrdma_core *core, uint64_t index, uint64_t *val, const
         qrdma_guest_error(core, "%s: PBLE %" PRIu64 ": its HMC page is not backed", what, index);
         return QRDMA_PBLE_ERR_HMC;
     }
+    core->stats.guest_lookups++;
     if (core->env.dma_read(core->env.opaque, gpa, raw, sizeof(raw))) {
         qrdma_guest_error(core, "%s: PBLE %" PRIu64 " at 0x%" PRIx64 " is not guest RAM", what,
                           index, gpa);
@@ -237,6 +238,7 @@ static bool span_in_ram(struct qrdma_core *core, uint64_t addr, uint64_t len)
 {
     uint8_t probe;
 
+    core->stats.guest_lookups += 2;
     return len && addr + len - 1 >= addr &&
            !core->env.dma_read(core->env.opaque, addr, &probe, 1) &&
            !core->env.dma_read(core->env.opaque, addr + len - 1, &probe, 1);

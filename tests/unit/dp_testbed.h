@@ -93,6 +93,7 @@ struct side {
     int frames_sent;
     int irqs;
     int rx_ready_calls;
+    bool dma_off;                   /* every DMA fails, as with bus mastering cleared */
     /* the driver: CQP */
     unsigned cqp_next, ccq_head;
     bool cqp_valid, ccq_valid;
@@ -216,6 +217,7 @@ struct qp_spec {
     uint16_t db_page;
     uint32_t send_cq, recv_cq, srq;
     unsigned sq_log2, sq_wqe_log2, rq_log2, rq_wqe_log2;
+    uint64_t rq_addr;               /* 0: RQ_RING(id); with RQ_VIRTMAP, the first PBLE */
 };
 
 /* RC, send CQ 1, receive CQ 2, SQ of 8 WQEs of 256 bytes, RQ of 8 of 64. */

@@ -1302,6 +1302,170 @@ static void test_rnr(void)
     no_errors(SB);
 }
 
+/*
+ * MODIFY_QP to RESET while the QP waits on the data path's kick FIFO
+ * (issue 11): the QP was queued again at the next kick, and enough such
+ * rounds overflowed the FIFO over another QP's entry, which then never
+ * ran (its flag said queued, so later doorbells did not queue it again).
+ */
+static void test_reset_while_kicked(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    const uint32_t other = 3;
+    unsigned i;
+
+    rc_pair();
+    create_qp(SA, other, &rc_spec);
+    create_qp(SB, other, &rc_spec);
+    rc_to_rts(SA, other, SB, other, 7);
+    rc_to_rts(SB, other, SA, other, 7);
+    pump();
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);                     /* QP 3 waits on the FIFO */
+    for (i = 0; i < N_QP + 1; i++) {
+        ring_sq(SA, QPN);
+        modify_state(SA, QPN, QRDMA_QPS_RESET);
+        CHECK(SA->core.dp.fifo_len <= 2);   /* each QP at most once */
+    }
+    pump();
+    EXPECT_CQE(SB, 2, other, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(SA->core.dp.fifo_len, 0);
+    /* And the next doorbell of either QP is heard. */
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);
+    pump();
+    EXPECT_CQE(SB, 2, other, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    no_errors(SA);
+    no_errors(SB);
+}
+
+/* Run s's kicked work at most rounds times (no frames move): did it go quiet? */
+static bool settles(struct side *s, unsigned rounds)
+{
+    while (rounds-- && s->kicks) {
+        unsigned what = s->kicks;
+
+        s->kicks = 0;
+        qrdma_core_run(&s->core, what);
+    }
+    return !s->kicks;
+}
+
+/*
+ * A QP in ERR whose rings cannot be read (issue 11): bus mastering off,
+ * then an RQ page behind a PBLE that is not guest RAM. The flush used to
+ * complete 256 "WQEs" a pass and kick itself again for ever; now it stops
+ * at the unreadable slot with a guest error (and QP_FATAL), and the next
+ * doorbell, with the ring readable again, flushes what is really posted.
+ */
+static void test_flush_unreadable(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    struct qp_spec spec = rc_spec;
+    const uint32_t pble = 4;
+    uint64_t pble_gpa;
+    unsigned i;
+
+    /* Bus mastering cleared: no DMA at all. */
+    rc_pair();
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    post_send(SB, QPN, &w);
+    modify_state(SB, QPN, QRDMA_QPS_ERR);  /* the flush is kicked, not yet run */
+    SB->dma_off = true;
+    ring_sq(SB, QPN);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(logged(SB, "QP 2: SQ WQE 0: SQ page is not usable; fetching stops"));
+    SB->dma_off = false;
+    expect_no_cqe(SB, 1);
+    expect_no_cqe(SB, 2);
+    /* Readable again: the doorbells flush exactly what was posted. */
+    ring_rq(SB, QPN);
+    ring_sq(SB, QPN);
+    pump();
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SB, 1);
+
+    /* An RQ behind a PBLE that the driver points outside guest RAM. */
+    setup();
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    CHECK_EQ(qrdma_core_hmc_object(&SB->core, QRDMA_HMC_PBLE, pble, &pble_gpa), 0);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    spec.flags = QRDMA_QP_CREATE_RQ_VIRTMAP;
+    spec.rq_addr = pble;
+    create_qp(SB, QPN, &spec);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    modify_state(SB, QPN, QRDMA_QPS_ERR);
+    w64(SB, pble_gpa, 0x7fff0000000ull);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, QPN, QRDMA_AE_SRC_QP, QPCTX(QPN)));
+    expect_no_cqe(SB, 2);
+    /* Still broken: one more doorbell is one more guest error, no loop. */
+    log_clear(SB);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK_EQ(SB->guest_errors, 1);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+}
+
+/*
+ * A send queue deeper than the transport's (128 WRs): 200 unsignaled
+ * WRITEs and a signaled one in one doorbell. The transport completes the
+ * unsignaled ones silently; the data path must still learn that it has
+ * room and fetch the rest of the ring (cb_sq_space).
+ */
+static void test_sq_deeper_than_engine(void)
+{
+    struct qp_spec spec = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .unsignaled = true, .nsge = 1 };
+    unsigned i, n = 200;
+
+    spec.sq_log2 = 8;
+    spec.sq_wqe_log2 = 7;                   /* 256 WQEs of 128 bytes: 32 KB ... */
+    spec.rq_addr = RAM_BASE + 0xf0000;      /* ... over RQ_RING's place: the RQ elsewhere */
+    rc_pair_spec(&spec, &rc_spec, 7);
+    fill(SA, 0, 8 * (n + 1), 21);
+    for (i = 0; i <= n; i++) {
+        w.unsignaled = i < n;
+        w.remote_off = 0x40000 + 8 * i;
+        w.sge[0] = (struct sge){ 8 * i, 8, 0 };
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    /* Nothing delivered yet: the transport is full and the fetch waits. */
+    CHECK(settles(SA, 64));
+    CHECK_EQ(SA->core.dp.sq_wqes, 128);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, n, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SA, 1);
+    CHECK(!memcmp(dbuf(SA, 0), dbuf(SB, 0x40000), 8 * (n + 1)));
+    CHECK_EQ(SA->core.dp.sq_wqes, n + 1);
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* RNR retries exhausted: RNR_RETRY_EXC_ERR and the QP in error. */
 static void test_rnr_exceeded(void)
 {
@@ -2075,6 +2239,9 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_cq_overflow_shared),
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
+    UNIT_TEST(test_reset_while_kicked),
+    UNIT_TEST(test_flush_unreadable),
+    UNIT_TEST(test_sq_deeper_than_engine),
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
