@@ -2,7 +2,7 @@
 # make check: every stage a submission must pass, with its timing.
 #   setup (apt) -> unit tests (plain, ASan+UBSan) -> fuzz smoke (libFuzzer,
 #   ASan+UBSan) -> driver against Linux 6.1
-#   -> QEMU -> guest -> VM tests
+#   -> QEMU -> qtests of the QEMU glue -> guest -> VM tests
 # Ends with one "check: N passed, N failed" line summing the test counts.
 . "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
@@ -23,6 +23,7 @@ run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory -j"$(nproc)" fuzz-smoke || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage qtest bash scripts/run-qtests.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
 
