@@ -6,10 +6,11 @@
 # lockstep, both exit codes checked: the rdma-core pingpongs (RC, UD, SRQ:
 # their exit status only, as their -c compares one constant byte per page
 # and does not fail on a mismatch), qrdma-pingpong over RC, UD and an SRQ
-# (every byte of every message checked both ways), perftest bandwidth over all sizes 2 B..8 MB for
-# WRITE/READ/SEND, atomics, the three latency tests, rdma_cm, 8 QPs, CQ
-# events, UD, and qrdma-bulk: 1 GB written, read back and compared, with
-# the server's checksum of everything it received compared at the end.
+# (every byte of every message checked both ways), perftest bandwidth over
+# all sizes 2 B..8 MB for WRITE/READ/SEND, atomics, the three latency
+# tests, rdma_cm, 8 QPs, CQ events, UD, and qrdma-bulk: 1 GB written, read
+# back and compared, with the server's checksum of everything it received
+# compared at the end.
 #
 # guest-datapath.sh faults (2 guests, test-faults.sh): perftest and
 # qrdma-bulk under injected loss, duplication and reordering; then the
