@@ -64,7 +64,7 @@ enum mode { MODE_RC, MODE_UD, MODE_SRQ };
 static const char *const mode_names[] = { "rc", "ud", "srq" };
 
 static struct {
-	const char *dev, *server;
+	const char *dev, *server;	/* server: set on the client only */
 	int gid_index, port, timeout, qps;
 	enum mode mode;
 	uint32_t size, iters;
