@@ -197,8 +197,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_srq_wr, 0, 1u << 15),
         /* The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES. */
         LIMIT(max_cqe, 2, QRDMA_QUEUE_MAX_BYTES / QRDMA_CQE_SIZE),
-        LIMIT(max_send_sge, 1, 32),
-        LIMIT(max_recv_sge, 1, 32),
+        LIMIT(max_send_sge, 1, QSW_MAX_SGE),
+        LIMIT(max_recv_sge, 1, QSW_MAX_SGE),
         LIMIT(max_inline, 0, 1024),
         LIMIT(max_rd_atom, 1, 128),
         LIMIT(max_mtu, 256, 4096),

@@ -79,9 +79,8 @@ for i in $(seq "$reloads"); do
 done
 check "after $reloads reloads: counters at idle" wait_for 60 counters_at_zero
 echo "counters: $(counters)"
-check "traffic after the reloads: ping-pong with data check" \
-    sh -c "ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 > /tmp/s.log 2>&1 & sleep 1;
-           ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 $QRDMA_IP > /tmp/c.log 2>&1 && wait"
+check "traffic after the reloads: qrdma-pingpong, every byte checked" \
+    pair_run pp qrdma-pingpong -d qrdma0 -g 1 -s 4096 -n 50
 check "qrdma-datapath passes after the reloads" sh -c 'qrdma-datapath > /tmp/dp.log 2>&1'
 
 # ---- 3. function-level reset with traffic running -----------------------------------
@@ -198,11 +197,9 @@ echo "counters: $(counters)"
 # The chunk and WR sizes of the runs above: its buffers take no more guest
 # pages than theirs did (pages touched for the first time count in RSS).
 check "traffic after the resets: qrdma-bulk 64 MB written, read back, checked" \
-    sh -c "qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60 > /tmp/s.log 2>&1 & sleep 1;
-           qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60 $QRDMA_IP > /tmp/c.log 2>&1 && wait \$!"
-check "traffic after the resets: ping-pong with data check" \
-    sh -c "ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 > /tmp/s.log 2>&1 & sleep 1;
-           ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 $QRDMA_IP > /tmp/c.log 2>&1 && wait"
+    pair_run bulk-end qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60
+check "traffic after the resets: qrdma-pingpong, every byte checked" \
+    pair_run pp qrdma-pingpong -d qrdma0 -g 1 -s 4096 -n 50
 rss1=$(vm_rss end)
 echo "QEMU RSS: ${rss0} kB after warm-up, ${rss1} kB at the end ($(( (rss1 - rss0) / 1024 )) MB more)"
 # Guest pages touched for the first time also count; a leak per cycle in
