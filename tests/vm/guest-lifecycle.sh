@@ -23,7 +23,9 @@
 #     Then one reset whose bring-up fails (pe_ready_timeout_ms below the
 #     device's pe-ready-delay-us): nothing registered, another reset brings
 #     the device back; the same failure followed by rmmod and modprobe; and
-#     one PCI remove + rescan with traffic running. Afterwards the counters
+#     an FLR written with setpci behind the driver's back (the device's own
+#     counters drop to zero under live objects), and one PCI remove +
+#     rescan with traffic running. Afterwards the counters
 #     are idle, traffic works, and QEMU's RSS over the resets is reported.
 #  4. QEMU's resident set size is read after a warm-up and at the end.
 . "$(dirname "$0")/guest-lib.sh"
@@ -184,6 +186,33 @@ check "failing bring-up again: no qrdma0" test ! -e "$dev"
 check "after a failed bring-up: rmmod" timeout 120 rmmod qrdma
 check "after a failed bring-up: modprobe" modprobe qrdma
 check "after a failed bring-up: qrdma0 and its netdev back" back_up
+
+# An FLR behind the driver's back: setpci writes Initiate FLR into the PCIe
+# Device Control register, as a confused or hostile guest can. The device
+# really resets: its own object counters (registers the driver's hw_*
+# attributes read) drop to zero although the driver and the traffic still
+# hold QPs, CQs and MRs, and nothing more moves. The config space the FLR
+# cleared is written back by hand (the kernel did not save it); then the
+# driver's own reset recovers.
+hw_counters="hw_qps hw_cqs hw_srqs hw_mrs hw_ahs"
+hw_all_zero() {
+    local c
+    for c in $hw_counters; do [ "$(cat "$qdev_sys/$c")" = 0 ] || return 1; done
+}
+if pair_start bulk; then ok "setpci FLR: traffic runs"; else fail "setpci FLR: the traffic did not start"; fi
+check "setpci FLR: the device holds the traffic's QPs" test "$(cat "$qdev_sys/hw_qps")" -gt "${idle[hw_qps]}"
+saved=$(for r in 0 1 2 3 4 5; do echo "BASE_ADDRESS_$r.l=$(setpci -s "$bdf" BASE_ADDRESS_$r.l)"; done)
+saved_cmd=$(setpci -s "$bdf" COMMAND.w)
+check "setpci FLR: Initiate FLR written into Device Control" setpci -s "$bdf" CAP_EXP+8.w=8000:8000
+sleep 0.2
+# shellcheck disable=SC2086 # one setpci argument per saved register
+check "setpci FLR: BARs and COMMAND written back" sh -c \
+    "setpci -s $bdf $(echo $saved) && setpci -s $bdf COMMAND.w=$saved_cmd"
+check "setpci FLR: the device's own counters are zero" hw_all_zero
+echo "after the setpci FLR: $(for c in $hw_counters; do printf '%s=%s ' "$c" "$(cat "$qdev_sys/$c")"; done)"
+check "setpci FLR: the driver's reset recovers" flr
+pair_end bulk "setpci FLR"
+check "setpci FLR: qrdma0 and its netdev back" back_up
 
 # PCI remove (the driver's remove) and rescan (probe) with traffic running.
 if pair_start bulk; then ok "remove: traffic runs"; else fail "remove: the traffic did not start"; fi
