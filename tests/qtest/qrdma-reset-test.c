@@ -99,12 +99,7 @@ static void write_with_irq_to(Bed *b, uint64_t addr, uint32_t data)
     QRdma *d = &b->d;
 
     qrdma_t_bringup(d, false);
-    qrdma_t_create_cq(d, 1, true);
-    qrdma_t_create_cq(d, 2, false);
-    qrdma_t_create_rc_qp(d, QP_A, 1, 2);
-    qrdma_t_create_rc_qp(d, QP_B, 2, 2);
-    qrdma_t_rc_to_rts(d, QP_A, d->gid, d->mac, QP_B, 7);
-    qrdma_t_rc_to_rts(d, QP_B, d->gid, d->mac, QP_A, 7);
+    qrdma_t_loopback_pair(d, QP_A, QP_B, true);
     qrdma_t_msix_entry(d, 0, addr, data);
     qrdma_t_reg_write(d, QRDMA_REG_CEQCTL(0), QRDMA_EQCTL_CAUSE_ENA | 0);
     qrdma_t_reg_write(d, QRDMA_REG_DYN_CTL(0), QRDMA_DYN_CTL_INTENA);
@@ -138,12 +133,7 @@ static void expect_reset_then_usable(Bed *b)
         g_assert_cmpuint(qrdma_t_reg_read(d, QRDMA_REG_OBJ_COUNT(t)), ==, 0);
     }
     qrdma_t_bringup(d, false);
-    qrdma_t_create_cq(d, 1, false);
-    qrdma_t_create_cq(d, 2, false);
-    qrdma_t_create_rc_qp(d, QP_A, 1, 2);
-    qrdma_t_create_rc_qp(d, QP_B, 2, 2);
-    qrdma_t_rc_to_rts(d, QP_A, d->gid, d->mac, QP_B, 7);
-    qrdma_t_rc_to_rts(d, QP_B, d->gid, d->mac, QP_A, 7);
+    qrdma_t_loopback_pair(d, QP_A, QP_B, false);
     qtest_memset(b->qts, d->mem + QRDMA_T_DATA, 0x3c, 4096);
     qrdma_t_post_write(d, QP_A, 0, 0x80000, 4096);
     g_assert(qrdma_t_wait_cq(d, 1, &e, 2000));
@@ -233,12 +223,7 @@ static void test_unplug_with_qps(void)
     g_assert_cmphex(qpci_config_readw(&d.dev, PCI_VENDOR_ID), ==, QRDMA_PCI_VENDOR_ID);
     qrdma_t_start(&d, qts, &alloc);
     qrdma_t_bringup(&d, false);
-    qrdma_t_create_cq(&d, 1, false);
-    qrdma_t_create_cq(&d, 2, false);
-    qrdma_t_create_rc_qp(&d, QP_A, 1, 2);
-    qrdma_t_create_rc_qp(&d, QP_B, 2, 2);
-    qrdma_t_rc_to_rts(&d, QP_A, d.gid, d.mac, QP_B, 7);
-    qrdma_t_rc_to_rts(&d, QP_B, d.gid, d.mac, QP_A, 7);
+    qrdma_t_loopback_pair(&d, QP_A, QP_B, false);
     qrdma_t_post_write(&d, QP_A, 0, 0x80000, 0x10000);
     g_assert(qrdma_t_wait_cq(&d, 1, &e, 2000));
     qrdma_t_post_write(&d, QP_A, 0, 0x90000, 0x10000);

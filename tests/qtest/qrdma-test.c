@@ -91,12 +91,7 @@ static void loopback_write(QRdma *d, uint32_t len, unsigned seed)
 
 static void loopback_pair(QRdma *d, bool ceq)
 {
-    qrdma_t_create_cq(d, 1, ceq);
-    qrdma_t_create_cq(d, 2, false);
-    qrdma_t_create_rc_qp(d, LB_QP_A, 1, 2);
-    qrdma_t_create_rc_qp(d, LB_QP_B, 2, 2);
-    qrdma_t_rc_to_rts(d, LB_QP_A, d->gid, d->mac, LB_QP_B, 7);
-    qrdma_t_rc_to_rts(d, LB_QP_B, d->gid, d->mac, LB_QP_A, 7);
+    qrdma_t_loopback_pair(d, LB_QP_A, LB_QP_B, ceq);
 }
 
 static void test_loopback(void *obj, void *data, QGuestAllocator *alloc)

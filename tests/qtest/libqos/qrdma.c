@@ -210,11 +210,6 @@ static void w8(QRdma *d, uint64_t off, uint8_t v)
     qtest_writeb(d->qts, d->mem + off, v);
 }
 
-static void w16(QRdma *d, uint64_t off, uint16_t v)
-{
-    qtest_writew(d->qts, d->mem + off, v);
-}
-
 static void w32(QRdma *d, uint64_t off, uint32_t v)
 {
     qtest_writel(d->qts, d->mem + off, v);
@@ -283,6 +278,16 @@ void qrdma_t_rc_to_rts(QRdma *d, uint32_t id, const uint8_t *dgid, const uint8_t
     w8(d, MI(rnr_retry), 7);
     w8(d, MI(max_rd_atomic), 4);
     mod_run(d, id);
+}
+
+void qrdma_t_loopback_pair(QRdma *d, uint32_t qa, uint32_t qb, bool ceq)
+{
+    qrdma_t_create_cq(d, 1, ceq);
+    qrdma_t_create_cq(d, 2, false);
+    qrdma_t_create_rc_qp(d, qa, 1, 2);
+    qrdma_t_create_rc_qp(d, qb, 2, 2);
+    qrdma_t_rc_to_rts(d, qa, d->gid, d->mac, qb, 7);
+    qrdma_t_rc_to_rts(d, qb, d->gid, d->mac, qa, 7);
 }
 
 void qrdma_t_post_write(QRdma *d, uint32_t qp, uint64_t src, uint64_t dst, uint32_t len)

@@ -94,6 +94,11 @@ void qrdma_t_create_cq(QRdma *d, uint32_t id, bool ceq);
 void qrdma_t_create_rc_qp(QRdma *d, uint32_t id, uint32_t scq, uint32_t rcq);
 void qrdma_t_rc_to_rts(QRdma *d, uint32_t id, const uint8_t *dgid, const uint8_t *dmac,
                        uint32_t dqpn, uint8_t retry_cnt);
+/*
+ * CQ 1 (its events on CEQ 0 when ceq) and CQ 2; RC QPs qa and qb of this
+ * device connected to each other (loopback), qa's send CQ 1, the rest CQ 2.
+ */
+void qrdma_t_loopback_pair(QRdma *d, uint32_t qa, uint32_t qb, bool ceq);
 /* An RDMA WRITE of len bytes from DATA + src to the peer's IOVA of DATA + dst. */
 void qrdma_t_post_write(QRdma *d, uint32_t qp, uint64_t src, uint64_t dst, uint32_t len);
 bool qrdma_t_poll_cq(QRdma *d, uint32_t cq, QRdmaCqe *e);
