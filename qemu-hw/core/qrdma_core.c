@@ -686,7 +686,12 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
 
 bool qrdma_core_lan_can_receive(struct qrdma_core *core)
 {
-    return !core->guard.depth && qrdma_lan_can_receive(core);
+    if (core->guard.depth) {
+        /* The embedding queues the frame: ask for it when this call ends. */
+        core->guard.rx_held = true;
+        return false;
+    }
+    return qrdma_lan_can_receive(core);
 }
 
 size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)

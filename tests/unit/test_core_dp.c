@@ -2012,12 +2012,13 @@ static void test_reset_in_flight_held(void)
  * on A's first interrupt (a completion on A's armed send CQ); ASan would
  * see the engine or the object arrays freed under the work that raised it.
  */
-enum irq_action { IRQ_RESET, IRQ_DEV_CTRL, IRQ_UNPLUG, IRQ_MMIO, IRQ_FRAME };
+enum irq_action { IRQ_RESET, IRQ_DEV_CTRL, IRQ_UNPLUG, IRQ_MMIO, IRQ_FRAME, IRQ_FRAME_ASK };
 
 static enum irq_action irq_action;
 static int irq_hook_runs;
 static bool irq_hook_saw_busy;
 static size_t irq_frame_taken;
+static bool irq_frame_can;
 
 static void irq_hook(struct side *s, unsigned vector)
 {
@@ -2041,8 +2042,11 @@ static void irq_hook(struct side *s, unsigned vector)
         qrdma_core_reg_write(&s->core, QRDMA_REG_SCRATCH, 4, 0x5a5a);
         qrdma_core_db_write(&s->core, QRDMA_DB_SQ, 4, QPN);
         break;
-    case IRQ_FRAME:
+    case IRQ_FRAME:                         /* handed over without asking */
         irq_frame_taken = qrdma_core_lan_receive(&s->core, runt, sizeof(runt));
+        break;
+    case IRQ_FRAME_ASK:                     /* as QEMU's net layer: ask, then queue */
+        irq_frame_can = qrdma_core_lan_can_receive(&s->core);
         break;
     }
 }
@@ -2211,6 +2215,22 @@ static void test_irq_frame_held(void)
     CHECK_EQ(e.status, QSW_WC_SUCCESS);
 }
 
+/* Asked from an interrupt whether it can receive: no, and it asks for the frame later. */
+static void test_irq_frame_asked(void)
+{
+    int ready;
+
+    irq_action = IRQ_FRAME_ASK;
+    irq_pair();
+    irq_frame_can = true;
+    ready = SA->rx_ready_calls;
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK(!irq_frame_can);
+    CHECK_EQ(SA->rx_ready_calls, ready + 1);
+    CHECK(qrdma_core_lan_can_receive(&SA->core));
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_ring_wrap),
@@ -2259,6 +2279,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_irq_unplugs_device),
     UNIT_TEST(test_irq_mmio_refused),
     UNIT_TEST(test_irq_frame_held),
+    UNIT_TEST(test_irq_frame_asked),
 };
 
 int main(void)
