@@ -4,6 +4,7 @@
 #                under ASan+UBSan), QEMU and guest builds, the VM tests
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
+#   make qtest   qtests of the QEMU glue (QEMU's own framework, no guest)
 #   make fuzz    libFuzzer on the device core (registers; the data path on
 #                two brought-up cores; RoCEv2 frames into one) and on the
 #                transport's receive path (FUZZ_SECONDS each, default 600)
@@ -47,7 +48,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke \
+.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest vm-check demo clean
 
 all: unit
@@ -185,6 +186,10 @@ qemu: setup
 
 guest: setup
 	@bash scripts/build-guest.sh >/dev/null
+
+# The libqos node and qtests in tests/qtest/, built in the cached QEMU tree.
+qtest: setup
+	@bash scripts/run-qtests.sh
 
 vm-check: qemu guest
 	@bash tests/vm/run-all.sh

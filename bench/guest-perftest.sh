@@ -61,18 +61,22 @@ for row in "${matrix[@]}"; do
                 wait_for 10 bash -c "! kill -0 $server 2>/dev/null"
                 kill "$server" 2>/dev/null
                 wait "$server" 2>/dev/null
+                # The client records the result: a failed server fails it too.
+                echo "$?" > "$QRDMA_JOB/srv-rc-$n.tmp" && mv "$QRDMA_JOB/srv-rc-$n.tmp" "$QRDMA_JOB/srv-rc-$n"
             else
                 vm_wait "srv-$n" 300 || exit 1
                 sleep 2
                 timeout 120 "$bin" -d "$dev" -R -F -s "$size" $iters "$(peer_ip)" >"$log" 2>&1
                 rc=$?
                 vm_signal "cli-$n"
-                if [ "$rc" -eq 0 ] && v=$(parse "$kind" "$log"); then
+                wait_for 30 test -e "$QRDMA_JOB/srv-rc-$n"
+                src=$(cat "$QRDMA_JOB/srv-rc-$n" 2>/dev/null || echo none)
+                if [ "$rc" -eq 0 ] && [ "$src" = 0 ] && v=$(parse "$kind" "$log"); then
                     echo "$setup $name $size $rep $v $unit" >> "$out"
                     echo "bench: $setup $name $size B rep $rep: $v $unit"
                 else
                     echo "$setup $name $size $rep fail $unit" >> "$out"
-                    echo "bench: $setup $name $size B rep $rep: failed (rc $rc, ${log##*/})"
+                    echo "bench: $setup $name $size B rep $rep: failed (rc $rc, server $src, ${log##*/})"
                 fi
             fi
             vm_barrier "done-$n" 300 || exit 1

@@ -6,6 +6,17 @@
  * Threading: MMIO handlers, the PE-ready timer and the netdev callbacks all
  * run with the BQL held, which is the core's one lock.
  *
+ * Lifetime: the core guards itself against re-entry (struct
+ * qrdma_core_guard): an interrupt it raises is delivered when its outermost
+ * call returns, and a reset or teardown asked for from inside one of its
+ * callbacks (an MSI-X message aimed at DEV_CTRL, at our config space for an
+ * FLR, at a bridge's Secondary Bus Reset or a slot's power control) waits
+ * until then. What this file adds: entry points that are not MMIO (bottom
+ * halves, timers, netdev receive) hold a reference on the device so that
+ * an unplug from inside them cannot free it under the core, and once the
+ * device is unrealized (gone) the callbacks the core still makes on the way
+ * out do nothing.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qemu/osdep.h"
@@ -40,6 +51,7 @@ struct QrdmaState {
     QEMUTimer *dp_timer;        /* the transport's retransmit/ACK/RNR deadline */
     QEMUBH *work_bh;
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
+    bool gone;                  /* unrealized; the core may still be on its way out */
     char *board_id;
 
     struct qrdma_core_config cfg;
@@ -58,6 +70,9 @@ static void qrdma_env_schedule_pe_ready(void *opaque, uint64_t delay_ns)
 {
     QrdmaState *s = opaque;
 
+    if (s->gone) {
+        return;
+    }
     timer_mod(s->pe_ready_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
 }
 
@@ -66,7 +81,7 @@ static bool qrdma_env_link_up(void *opaque)
     QrdmaState *s = opaque;
     NetClientState *nc;
 
-    if (!s->nic) {
+    if (s->gone || !s->nic) {
         return false;
     }
     nc = qemu_get_queue(s->nic);
@@ -83,7 +98,7 @@ static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len, bool is
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
 
-    if (addr + len < addr) {
+    if (s->gone || addr + len < addr) {
         return false;
     }
     RCU_READ_LOCK_GUARD();
@@ -127,6 +142,9 @@ static void qrdma_env_msix_notify(void *opaque, unsigned vector)
 {
     QrdmaState *s = opaque;
 
+    if (s->gone) {
+        return;
+    }
     trace_qrdma_irq(vector);
     msix_notify(PCI_DEVICE(s), vector);
 }
@@ -135,6 +153,9 @@ static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
 {
     QrdmaState *s = opaque;
 
+    if (s->gone) {
+        return;
+    }
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
@@ -143,8 +164,27 @@ static void qrdma_env_kick(void *opaque, unsigned what)
 {
     QrdmaState *s = opaque;
 
+    if (s->gone) {
+        return;
+    }
     s->pending_work |= what;
     qemu_bh_schedule(s->work_bh);
+}
+
+/*
+ * A non-MMIO entry into the core holds the device: an unplug from inside
+ * it (an interrupt aimed at the slot's power control) must not free the
+ * core under its own call. MMIO needs none: the memory map holds the
+ * device while a vCPU is inside one of its regions.
+ */
+static void qrdma_hold(QrdmaState *s)
+{
+    object_ref(OBJECT(s));
+}
+
+static void qrdma_release(QrdmaState *s)
+{
+    object_unref(OBJECT(s));
 }
 
 static void qrdma_work_bh(void *opaque)
@@ -153,14 +193,16 @@ static void qrdma_work_bh(void *opaque)
     unsigned what = s->pending_work;
 
     s->pending_work = 0;
+    qrdma_hold(s);
     qrdma_core_run(&s->core, what);
+    qrdma_release(s);
 }
 
 static void qrdma_env_rx_ready(void *opaque)
 {
     QrdmaState *s = opaque;
 
-    if (s->nic) {
+    if (!s->gone && s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
 }
@@ -175,6 +217,9 @@ static void qrdma_env_timer_mod(void *opaque, uint64_t deadline_ns)
 {
     QrdmaState *s = opaque;
 
+    if (s->gone) {
+        return;
+    }
     if (deadline_ns == UINT64_MAX) {
         timer_del(s->dp_timer);
     } else {
@@ -186,7 +231,9 @@ static void qrdma_dp_timer(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    qrdma_hold(s);
     qrdma_core_timer(&s->core);
+    qrdma_release(s);
 }
 
 static void qrdma_pe_ready_timer(void *opaque)
@@ -194,7 +241,9 @@ static void qrdma_pe_ready_timer(void *opaque)
     QrdmaState *s = opaque;
 
     trace_qrdma_pe_ready();
+    qrdma_hold(s);
     qrdma_core_pe_ready(&s->core);
+    qrdma_release(s);
 }
 
 /* ---- BARs ---------------------------------------------------------------- */
@@ -268,7 +317,11 @@ static bool qrdma_net_can_receive(NetClientState *nc)
 static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
-    size_t taken = qrdma_core_lan_receive(&s->core, buf, size);
+    size_t taken;
+
+    qrdma_hold(s);
+    taken = qrdma_core_lan_receive(&s->core, buf, size);
+    qrdma_release(s);
 
     /*
      * An empty frame was consumed (counted as an error), but returning 0
@@ -286,6 +339,19 @@ static NetClientInfo qrdma_net_info = {
     .can_receive = qrdma_net_can_receive,
     .receive = qrdma_net_receive,
 };
+
+/* ---- config space -------------------------------------------------------- */
+
+/*
+ * An FLR written into the PCIe Device Control register resets the function
+ * (pci_device_reset -> qrdma_reset_hold), whoever writes it: the driver's
+ * reset path, setpci, or a DMA aimed at our config space.
+ */
+static void qrdma_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+{
+    pci_default_write_config(pdev, addr, val, len);
+    pcie_cap_flr_write_config(pdev, addr, val, len);
+}
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -365,7 +431,15 @@ static void qrdma_exit(PCIDevice *pdev)
 {
     QrdmaState *s = QRDMA(pdev);
 
+    /*
+     * From here the core's callbacks do nothing. If the core is inside one
+     * of its calls (this unplug came from one of its callbacks), its
+     * teardown waits for that call to return; the reference the caller
+     * holds keeps this memory until then.
+     */
+    s->gone = true;
     qemu_del_nic(s->nic);
+    s->nic = NULL;
     qemu_bh_delete(s->work_bh);
     timer_free(s->pe_ready_timer);
     timer_free(s->dp_timer);
@@ -454,6 +528,7 @@ static void qrdma_class_init(ObjectClass *klass, void *data)
 
     k->realize = qrdma_realize;
     k->exit = qrdma_exit;
+    k->config_write = qrdma_write_config;
     k->vendor_id = QRDMA_PCI_VENDOR_ID;
     k->device_id = QRDMA_PCI_DEVICE_ID;
     k->revision = QRDMA_PCI_REVISION;

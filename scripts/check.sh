@@ -2,7 +2,7 @@
 # make check: every stage a submission must pass, with its timing.
 #   setup (apt) -> unit tests (plain, ASan+UBSan) -> fuzz smoke (libFuzzer,
 #   ASan+UBSan) -> driver against Linux 6.1
-#   -> QEMU -> guest -> VM tests
+#   -> QEMU -> qtests of the QEMU glue -> guest -> VM tests
 # Ends with one "check: N passed, N failed" line summing the test counts.
 . "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
@@ -23,11 +23,13 @@ run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory -j"$(nproc)" fuzz-smoke || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage qtest bash scripts/run-qtests.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
 
 grep -E 'stage [a-z0-9.-]+: [0-9]+s' "$out" | sed 's/^\[[0-9:]*\] //' | sed 's/^/  /'
-read -r passed failed < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
+# Every suite's closing line: core-*, test_sw_* (tests/unit/unit.h), vm-tests.
+read -r passed failed < <(grep -E '^[A-Za-z0-9_-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
     awk '{ p += $2; f += $4 } END { print p + 0, f + 0 }')
 [ "$rc" -eq 0 ] || failed=$((failed + 1))
 echo "make check took $(($(date +%s) - t0))s"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs VM tests against a QEMU built with --enable-asan --enable-ubsan:
+# Runs the qtests and VM tests against a QEMU built with --enable-asan --enable-ubsan:
 # `make check-asan`. Not part of `make check`: the sanitizer build of QEMU
 # takes about ten minutes on two cores the first time (cached after).
 # Fails on a failed test or on any sanitizer report from QEMU.
@@ -8,6 +8,16 @@ qemu=$(QRDMA_QEMU_VARIANT=asan bash "$QRDMA_TOP/scripts/build-qemu.sh") || die "
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 rc=0
+# The qtests of the glue first: resets and unplugs from the device's own
+# interrupts are where a use-after-free would show.
+log "qtests under the ASan+UBSan QEMU"
+QRDMA_QEMU_VARIANT=asan UBSAN_OPTIONS=print_stacktrace=1 \
+    bash "$QRDMA_TOP/scripts/run-qtests.sh" > "$out" 2>&1 || { rc=1; log "qtests FAILED"; }
+if grep -E 'ERROR: AddressSanitizer|runtime error:' "$out"; then
+    rc=1
+    log "qtests: sanitizer report from QEMU"
+fi
+grep -E '^qtest: ' "$out"
 for t in test-smoke test-bad-input test-ethernet; do
     log "$t under the ASan+UBSan QEMU"
     # Leak checking at exit reports QEMU's own allocations; errors matter here.

@@ -313,6 +313,13 @@ struct qsw_ops {
     int (*invalidate)(void *opaque, uint32_t pd, uint32_t key);
     /* REG_MR at the requester, in send-queue order: 0 or error (optional; without it REG_MR fails). */
     int (*reg_mr)(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg);
+    /*
+     * Optional: qsw_post_send() refused a WR of qp because its send queue
+     * was full, and a slot is free again. Called once per refusal streak,
+     * also for WRs that completed silently (unsignaled), so an embedder
+     * feeding a deeper queue of its own knows when to go on.
+     */
+    void (*sq_space)(void *opaque, struct qsw_qp *qp);
 };
 
 /* Capacities chosen at QP creation (NULL: defaults). */
@@ -405,6 +412,12 @@ void *qsw_qp_user(const struct qsw_qp *qp);
 uint32_t qsw_qp_num(const struct qsw_qp *qp);
 enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp);
 struct qsw_qp *qsw_qp_lookup(struct qsw_engine *eng, uint32_t qpn);
+/*
+ * Host memory the QP holds: its structure, its send queue (one slot per
+ * WR, max_send_wr rounded up to a power of two), each slot's inline
+ * buffer (max_inline) and its responder resources. For accounting.
+ */
+size_t qsw_qp_host_bytes(const struct qsw_qp *qp);
 
 /*
  * Queue one send WR (copied, inline data included). 0, -QSW_ENOMEM when

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "sw_int.h"
+#include "qrdma/qrdma_qp_sm.h"
 
 #define HASH_BUCKETS 1024u
 
@@ -324,6 +325,14 @@ void qsw_qp_destroy(struct qsw_qp *qp)
     qp_free(qp);
 }
 
+size_t qsw_qp_host_bytes(const struct qsw_qp *qp)
+{
+    size_t slots = (size_t)qp->sq_mask + 1;
+
+    return sizeof(*qp) + slots * (sizeof(*qp->sq) + qp->max_inline) +
+           (size_t)qp->resp.nres * sizeof(*qp->resp.res);
+}
+
 void *qsw_qp_user(const struct qsw_qp *qp) { return qp->user; }
 uint32_t qsw_qp_num(const struct qsw_qp *qp) { return qp->qpn; }
 enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp) { return (enum qsw_qp_state)qp->state; }
@@ -341,6 +350,16 @@ void qsw_complete(struct qsw_qp *qp, const struct qsw_wc *wc)
 {
     qp->eng->st.completions++;
     qp->eng->ops.complete(qp->eng->opaque, qp, wc);
+}
+
+void qsw_sq_freed(struct qsw_qp *qp)
+{
+    if (qp->sq_waiting && qp->sq_tail - qp->sq_head <= qp->sq_mask) {
+        qp->sq_waiting = false;
+        if (qp->eng->ops.sq_space) {
+            qp->eng->ops.sq_space(qp->eng->opaque, qp);
+        }
+    }
 }
 
 static void qp_event(struct qsw_qp *qp, enum qsw_event ev)
@@ -377,27 +396,21 @@ void qsw_qp_to_sqe(struct qsw_qp *qp)
     qsw_req_flush(qp);
 }
 
+/* The transport's states and QP types are the verbs values the table is indexed by. */
+#define SAME_STATE(s) ((int)QSW_QPS_##s == (int)QRDMA_QPS_##s)
+_Static_assert(SAME_STATE(RESET) && SAME_STATE(INIT) && SAME_STATE(RTR) && SAME_STATE(RTS) &&
+               SAME_STATE(SQD) && SAME_STATE(SQE) && SAME_STATE(ERR),
+               "QP states are ibv_qp_state");
+#undef SAME_STATE
+
+/* IBTA 10.3.1: the transitions of qrdma_qp_transitions[], the device's table too. */
 static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
 {
-    if (next == QSW_QPS_RESET || next == QSW_QPS_ERR) {
-        return true;
-    }
-    switch (cur) {
-    case QSW_QPS_RESET:
-        return next == QSW_QPS_INIT;
-    case QSW_QPS_INIT:
-        return next == QSW_QPS_INIT || next == QSW_QPS_RTR;
-    case QSW_QPS_RTR:
-        return next == QSW_QPS_RTS;
-    case QSW_QPS_RTS:
-        return next == QSW_QPS_RTS || next == QSW_QPS_SQD;
-    case QSW_QPS_SQD:
-        return next == QSW_QPS_SQD || next == QSW_QPS_RTS;
-    case QSW_QPS_SQE:
-        return next == QSW_QPS_RTS && type != QSW_QPT_RC;
-    default:
-        return false;
-    }
+    unsigned kind = type == QSW_QPT_RC ? QRDMA_QPK_RC
+                  : type == QSW_QPT_UC ? QRDMA_QPK_UC : QRDMA_QPK_UD;
+
+    return cur < QRDMA_QP_NUM_STATES && next < QRDMA_QP_NUM_STATES &&
+           (qrdma_qp_transitions[cur][next] & QRDMA_QPK_BIT(kind));
 }
 
 /*
@@ -587,6 +600,7 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
         }
     }
     if (qp->sq_tail - qp->sq_head > qp->sq_mask) {
+        qp->sq_waiting = true;
         return -QSW_ENOMEM;
     }
     w = &qp->sq[qp->sq_tail & qp->sq_mask];

@@ -224,6 +224,7 @@ struct qsw_qp {
     uint8_t *inl_pool;
     uint32_t max_inline;
     uint32_t sq_mask, sq_head, sq_cur, sq_tail;     /* free-running */
+    bool sq_waiting;            /* a post found the queue full: ops.sq_space when not */
 
     struct {
         uint32_t psn;           /* next PSN to send */
@@ -319,6 +320,8 @@ void qsw_qp_timer_update(struct qsw_qp *qp);
 void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev);
 void qsw_qp_to_sqe(struct qsw_qp *qp);
 void qsw_complete(struct qsw_qp *qp, const struct qsw_wc *wc);
+/* Send queue slots were freed: tell an embedder that found the queue full. */
+void qsw_sq_freed(struct qsw_qp *qp);
 
 /* sw_proto.c: build a frame in eng->tx. */
 uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6);

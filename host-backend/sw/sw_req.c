@@ -88,6 +88,7 @@ static void comp_run(struct qsw_qp *qp)
         }
         qp->sq_head++;
         wqe_complete(qp, w, status);
+        qsw_sq_freed(qp);
         if (status != QSW_WC_SUCCESS) {
             if (qp->type == QSW_QPT_RC) {
                 qsw_qp_to_error(qp, 0);
@@ -546,11 +547,13 @@ void qsw_req_flush(struct qsw_qp *qp)
     qp->comp.psn = qp->req.psn;
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
     qsw_qp_timer_update(qp);
+    qsw_sq_freed(qp);
 }
 
 void qsw_req_reset(struct qsw_qp *qp)
 {
     qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
+    qp->sq_waiting = false;     /* RESET empties the queue; the embedder knows */
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->req.psn = qp->comp.psn = qp->req.hi_psn = qp->attr.sq_psn;

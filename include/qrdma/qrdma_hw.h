@@ -806,6 +806,8 @@ struct qrdma_cq_shadow {
 #define QRDMA_SQ_WQE_HDR_BYTES		64u
 #define QRDMA_RQ_WQE_HDR_BYTES		16u
 #define QRDMA_SGE_BYTES			16u
+/* An SQ stride holds at least the header: CREATE_QP refuses 32-byte SQ WQEs. */
+#define QRDMA_SQ_WQE_LOG2_MIN		6
 
 /* SRQ context in HMC, 64 bytes: qword 0 VALID[0] | arg0, qwords 1..4 args 1..4. */
 #define QRDMA_SRQ_CTX_VALID		1ULL
@@ -865,8 +867,8 @@ enum qrdma_qp_state {
  * where they have one; a bad field fails with QRDMA_CQP_ERR_INFO and the
  * field's byte offset as minor. Each ring holds 2^SIZE_LOG2 WQEs with
  * SIZE_LOG2 in QRDMA_WQ_SIZE_LOG2_MIN..MAX and 2^SIZE_LOG2 <= CAP_MAX_QP_WR
- * + 1, of a stride 2^WQE_LOG2 in QRDMA_WQE_LOG2_MIN..MAX, at most
- * QRDMA_QUEUE_MAX_BYTES in all. With QRDMA_QP_CREATE_SRQ the RQ fields
+ * + 1, of a stride 2^WQE_LOG2 in QRDMA_WQE_LOG2_MIN..MAX (the SQ's from
+ * QRDMA_SQ_WQE_LOG2_MIN), at most QRDMA_QUEUE_MAX_BYTES in all. With QRDMA_QP_CREATE_SRQ the RQ fields
  * (rq_size_log2, rq_wqe_log2, rq_addr, RQ_VIRTMAP) are 0; without it srq
  * is 0. QP 0 cannot be created; QP 1 only as the GSI QP (above).
  */

@@ -197,8 +197,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_srq_wr, 0, 1u << 15),
         /* The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES. */
         LIMIT(max_cqe, 2, QRDMA_QUEUE_MAX_BYTES / QRDMA_CQE_SIZE),
-        LIMIT(max_send_sge, 1, 32),
-        LIMIT(max_recv_sge, 1, 32),
+        LIMIT(max_send_sge, 1, QSW_MAX_SGE),
+        LIMIT(max_recv_sge, 1, QSW_MAX_SGE),
         LIMIT(max_inline, 0, 1024),
         LIMIT(max_rd_atom, 1, 128),
         LIMIT(max_mtu, 256, 4096),
@@ -265,7 +265,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     return 0;
 }
 
-void qrdma_core_reset(struct qrdma_core *core)
+static void core_reset_now(struct qrdma_core *core)
 {
     const struct qrdma_core_config *cfg = &core->cfg;
     const uint64_t max_mr_size = QRDMA_CORE_MAX_MR_SIZE;
@@ -274,6 +274,8 @@ void qrdma_core_reset(struct qrdma_core *core)
     memset(core->regs, 0, sizeof(core->regs));
     core->pe_ready = false;
     core->stats.resets++;
+    /* Interrupts not yet delivered die with the state that raised them. */
+    core->guard.irq_pending = 0;
 
     *reg(core, QRDMA_REG_SIGNATURE) = QRDMA_SIGNATURE;
     *reg(core, QRDMA_REG_IF_VERSION) =
@@ -330,10 +332,113 @@ void qrdma_core_reset(struct qrdma_core *core)
     }
 }
 
+/* ---- re-entrancy guard (struct qrdma_core_guard) --------------------------- */
+
+static void core_enter(struct qrdma_core *core)
+{
+    core->guard.depth++;
+}
+
+static bool core_nested(const struct qrdma_core *core)
+{
+    return core->guard.depth > 1;
+}
+
+static void core_fini_now(struct qrdma_core *core)
+{
+    qrdma_dp_fini(core);
+    qrdma_obj_reset(core);
+}
+
+/*
+ * Leave an entry point. The outermost one delivers the interrupts its work
+ * raised, then does the teardown or reset asked for meanwhile. Depth stays
+ * 1 until the end, so whatever a callback does to the device here is itself
+ * guarded: a BAR access is refused, a reset only marked. Every loop is
+ * bounded: one pass per vector, and nothing marked during it adds one.
+ */
+static void core_exit(struct qrdma_core *core)
+{
+    struct qrdma_core_guard *g = &core->guard;
+    bool rx_held;
+    unsigned n;
+
+    if (core_nested(core)) {
+        g->depth--;
+        return;
+    }
+    for (n = 0; n < QRDMA_MAX_VECTORS && g->irq_pending && !g->reset_pending &&
+                !g->fini_pending; n++) {
+        unsigned v = (unsigned)__builtin_ctzll(g->irq_pending);
+
+        g->irq_pending &= ~(1ull << v);
+        core->env.msix_notify(core->env.opaque, v);
+    }
+    if (g->fini_pending) {
+        core_fini_now(core);
+    } else if (g->reset_pending) {
+        core_reset_now(core);
+    }
+    rx_held = g->rx_held && !g->fini_pending;
+    g->irq_pending = 0;
+    g->reset_pending = g->fini_pending = g->rx_held = false;
+    g->depth = 0;
+    /* Frames refused while busy: the embedding may hand them over now. */
+    if (rx_held) {
+        core->env.rx_ready(core->env.opaque);
+    }
+}
+
+/* A guest access that came back in from one of the core's own callbacks. */
+static void core_refuse(struct qrdma_core *core, const char *what, uint64_t offset)
+{
+    core->stats.reentries_refused++;
+    qrdma_guest_error(core, "%s at 0x%" PRIx64 " while the device is busy with its own "
+                      "work (an interrupt or DMA aimed at the device): refused", what, offset);
+}
+
+void qrdma_irq_raise(struct qrdma_core *core, unsigned v)
+{
+    if (!core->guard.depth) {
+        /* Outside any entry point (a unit test driving a block directly). */
+        core->env.msix_notify(core->env.opaque, v);
+        return;
+    }
+    core->guard.irq_pending |= 1ull << v;
+}
+
+bool qrdma_core_busy(const struct qrdma_core *core)
+{
+    return core->guard.depth > 0;
+}
+
+void qrdma_core_reset(struct qrdma_core *core)
+{
+    if (core->guard.depth) {
+        core->guard.reset_pending = true;
+        core->stats.resets_deferred++;
+        return;
+    }
+    core_enter(core);
+    core_reset_now(core);
+    core_exit(core);
+}
+
+void qrdma_core_fini(struct qrdma_core *core)
+{
+    if (core->guard.depth) {
+        core->guard.fini_pending = true;
+        return;
+    }
+    core_fini_now(core);
+}
+
 void qrdma_core_pe_ready(struct qrdma_core *core)
 {
+    core_enter(core);
     core->pe_ready = true;
     *reg(core, QRDMA_REG_PE_STATUS) = QRDMA_PE_STATUS_READY;
+    core_exit(core);
 }
 
 static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset)
@@ -356,8 +461,12 @@ static uint32_t reg_read_obj_count(struct qrdma_core *core, uint32_t offset)
 static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
 {
     if (value & QRDMA_DEV_CTRL_RESET) {
-        /* RESET is self-clearing: the register file reset stores 0 here. */
-        qrdma_core_reset(core);
+        /*
+         * RESET is self-clearing: the register file reset stores 0 here.
+         * It is done as this write returns (core_exit), not under the
+         * caller's feet.
+         */
+        core->guard.reset_pending = true;
     }
 }
 
@@ -423,7 +532,7 @@ static const struct qrdma_reg_desc *reg_lookup(struct qrdma_core *core, const ch
     return desc;
 }
 
-uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+static uint32_t reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
 {
     const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
@@ -437,8 +546,22 @@ uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned 
                       : *block->storage(core, (uint32_t)offset);
 }
 
-void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                          uint64_t value64)
+uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+{
+    uint32_t value = 0;
+
+    core_enter(core);
+    if (core_nested(core)) {
+        core_refuse(core, "BAR0 read", offset);
+    } else {
+        value = reg_read(core, offset, size);
+    }
+    core_exit(core);
+    return value;
+}
+
+static void reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                      uint64_t value64)
 {
     const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
@@ -465,8 +588,32 @@ void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned siz
     }
 }
 
+void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                          uint64_t value)
+{
+    core_enter(core);
+    if (!core_nested(core)) {
+        reg_write(core, offset, size, value);
+    } else if (offset == QRDMA_REG_DEV_CTRL && size == 4 &&
+               (uint32_t)value == QRDMA_DEV_CTRL_RESET) {
+        /* A reset is honoured from anywhere, after the work in progress. */
+        core->stats.resets_deferred++;
+        core->guard.reset_pending = true;
+    } else {
+        core_refuse(core, "BAR0 write", offset);
+    }
+    core_exit(core);
+}
+
 void qrdma_core_run(struct qrdma_core *core, unsigned what)
 {
+    core_enter(core);
+    if (core_nested(core)) {
+        /* Not under the work in progress: ask again for later. */
+        core->env.kick(core->env.opaque, what);
+        core_exit(core);
+        return;
+    }
     if (what & QRDMA_WORK_CQP) {
         qrdma_cqp_process(core);
     }
@@ -476,24 +623,32 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what)
     if (what & QRDMA_WORK_DP) {
         qrdma_dp_process(core);
     }
+    core_exit(core);
 }
 
 void qrdma_core_timer(struct qrdma_core *core)
 {
-    core->dp.deadline = UINT64_MAX;
-    qrdma_dp_process(core);
+    core_enter(core);
+    if (core_nested(core)) {
+        core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+    } else {
+        core->dp.deadline = UINT64_MAX;
+        qrdma_dp_process(core);
+    }
+    core_exit(core);
 }
 
 uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size)
 {
+    core_enter(core);
     qrdma_guest_error(core, "doorbell read of %u bytes at page %" PRIu64 " offset 0x%" PRIx64
                 ": doorbells are write-only", size, offset / QRDMA_DB_PAGE_SIZE,
                 offset % QRDMA_DB_PAGE_SIZE);
+    core_exit(core);
     return 0;
 }
 
-void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                         uint64_t value)
+static void db_write(struct qrdma_core *core, uint64_t offset, unsigned size, uint64_t value)
 {
     uint64_t page = offset / QRDMA_DB_PAGE_SIZE;
 
@@ -513,4 +668,44 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
         return;
     }
     qrdma_dp_doorbell(core, page, offset % QRDMA_DB_PAGE_SIZE, value);
+}
+
+void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                         uint64_t value)
+{
+    core_enter(core);
+    if (core_nested(core)) {
+        core_refuse(core, "doorbell write", offset);
+    } else {
+        db_write(core, offset, size, value);
+    }
+    core_exit(core);
+}
+
+/* ---- LAN receive (qrdma_lan.c), inside the guard -------------------------------------- */
+
+bool qrdma_core_lan_can_receive(struct qrdma_core *core)
+{
+    if (core->guard.depth) {
+        /* The embedding queues the frame: ask for it when this call ends. */
+        core->guard.rx_held = true;
+        return false;
+    }
+    return qrdma_lan_can_receive(core);
+}
+
+size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
+{
+    size_t taken = 0;
+
+    core_enter(core);
+    if (core_nested(core)) {
+        /* Held by the embedding (0 taken) and asked for again by rx_ready. */
+        core->stats.reentries_refused++;
+        core->guard.rx_held = true;
+    } else {
+        taken = qrdma_lan_receive(core, frame, len);
+    }
+    core_exit(core);
+    return taken;
 }

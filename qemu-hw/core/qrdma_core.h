@@ -154,6 +154,14 @@ struct qrdma_core_stats {
     uint64_t reg_writes;
     uint64_t doorbells;
     uint64_t cqp_commands;
+    uint64_t reentries_refused;     /* BAR accesses and frames refused while busy */
+    uint64_t resets_deferred;       /* resets asked for from inside the core */
+    /*
+     * Lookups in guest-held tables: HMC translations, PBLE reads and page
+     * probes, and a few per CQP command. What the CQP's work budget per
+     * run counts (qrdma_cqp_process()).
+     */
+    uint64_t guest_lookups;
 };
 
 /* One LAN descriptor ring: the device's view. */
@@ -388,6 +396,31 @@ struct qrdma_objs {
 #define QRDMA_CORE_PAGE_SIZES   (QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G)
 #define QRDMA_CORE_MAX_MR_SIZE  (1ull << 40)
 
+/*
+ * Re-entrancy and reset lifetime (qrdma_core.c). Every entry point the
+ * embedding calls runs inside this guard. A callback the core makes (a
+ * DMA, a frame sent, an interrupt) can come back into the device: an MSI-X
+ * message aimed at BAR0 DEV_CTRL or at our own config space (FLR), at a
+ * bridge's control register (secondary bus reset) or a slot's power
+ * control (unplug), or a frame looped back by another device in the same
+ * process. So:
+ *  - interrupts raised while inside are delivered when the outermost call
+ *    ends, never with the core's own work on the stack;
+ *  - a reset or a teardown asked for while inside is done there too, after
+ *    the work in progress stops; nothing the work uses is freed under it;
+ *  - a BAR access that arrives while inside is refused (as QEMU's own
+ *    re-entrancy guard refuses it), except DEV_CTRL.RESET, which is
+ *    deferred like any reset; a frame is held by the embedding (can_receive
+ *    is false) and asked for again with rx_ready.
+ */
+struct qrdma_core_guard {
+    unsigned depth;             /* entry points on the stack */
+    uint64_t irq_pending;       /* vectors raised inside, not yet delivered */
+    bool reset_pending;
+    bool fini_pending;
+    bool rx_held;               /* a frame was refused while inside */
+};
+
 struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
@@ -404,6 +437,7 @@ struct qrdma_core {
     struct qrdma_hmc hmc;
     struct qrdma_objs obj;
     struct qrdma_dp dp;
+    struct qrdma_core_guard guard;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -416,15 +450,26 @@ void qrdma_core_config_defaults(struct qrdma_core_config *cfg);
 int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg,
                     const struct qrdma_core_env *env, char *err, size_t err_len);
 
-/* Power-on or function-level reset: all state back to its reset value. */
+/*
+ * Power-on, function-level or bus reset: all state back to its reset
+ * value. Safe from any context: called from inside one of the core's own
+ * callbacks, it is done when the core's outermost call returns (see
+ * struct qrdma_core_guard); otherwise at once.
+ */
 void qrdma_core_reset(struct qrdma_core *core);
 
 /*
- * Free what the core allocated (the object arrays). The embedding calls it
- * when the device goes away; the core may be initialised again afterwards.
- * Safe on a core that was never initialised, if it was zeroed.
+ * Free what the core allocated (the object arrays, the transport). The
+ * embedding calls it when the device goes away; the core may be
+ * initialised again afterwards. Safe on a core that was never initialised,
+ * if it was zeroed. Called from inside a callback, it is done when the
+ * outermost call returns; the embedding must keep the core's memory until
+ * then, and its callbacks must do nothing (the device is gone) meanwhile.
  */
 void qrdma_core_fini(struct qrdma_core *core);
+
+/* Is the core inside one of its entry points (a callback's caller may ask)? */
+bool qrdma_core_busy(const struct qrdma_core *core);
 
 /* The data-path timer (env.timer_mod) fired. */
 void qrdma_core_timer(struct qrdma_core *core);

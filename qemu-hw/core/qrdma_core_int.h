@@ -93,6 +93,12 @@ void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /*
+ * Raise MSI-X vector v (< msix_vectors): delivered through env.msix_notify
+ * when the outermost entry point returns (struct qrdma_core_guard).
+ */
+void qrdma_irq_raise(struct qrdma_core *core, unsigned v);
+
+/*
  * Is a ring of len bytes at addr 4 KB aligned with both ends in guest RAM?
  * Checked when a ring is created; every later access is checked again.
  */
@@ -135,6 +141,9 @@ struct cqp_result qrdma_cqp_destroy_aeq(struct qrdma_core *core, const uint64_t 
 extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);
 void qrdma_lan_tx_process(struct qrdma_core *core);
+/* qrdma_core_lan_can_receive / _receive, inside the guard. */
+bool qrdma_lan_can_receive(struct qrdma_core *core);
+size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
 
 /* qrdma_hmc.c: registers, reset, and the HMC commands of qrdma_cqp_ops[] */
 extern const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];

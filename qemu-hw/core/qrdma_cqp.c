@@ -6,8 +6,10 @@
  * qrdma_obj.c, qrdma_qp.c and qrdma_mr.c. See docs/hw-spec.md, "Control QP".
  *
  * Commands run from the core's work kick (a bottom half in QEMU), never in
- * the MMIO handler. A batch is bounded by the ring size. A bad WQE gets an
- * error completion; it never stops the device or the host.
+ * the MMIO handler. A batch is bounded by the ring size, and a run by a
+ * budget of guest lookups (CQP_RUN_BUDGET): the rest of a heavy batch
+ * runs in later runs. A bad WQE gets an error completion; it never stops
+ * the device or the host.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,6 +20,19 @@
 
 #define CQP_WQE_SIZE 64u
 #define CCQ_CQE_SIZE 32u
+
+/*
+ * The work one run may start, in guest lookups (core->stats.guest_lookups:
+ * HMC translations, PBLE reads, page probes). A command is never split:
+ * the heaviest, a two-level REG_MR over the largest PBLE layout, costs
+ * about 16,400 (4,096 roots, each read and its leaves translated). A run
+ * starts no command once it has spent the budget and asks for another
+ * run (env.kick), so the embedding's lock is let go between them instead
+ * of being held for a ring of such commands (2,047, some 3e7 lookups).
+ */
+#define CQP_RUN_BUDGET      4096u
+/* A command's own: its WQE, the CCQ's shadow HEAD, its info or buffer, the CQE. */
+#define CQP_CMD_LOOKUPS     4u
 
 /* ---- creation ------------------------------------------------------------ */
 
@@ -253,6 +268,7 @@ static void ccq_post(struct qrdma_core *core, uint32_t wqe_index, uint8_t opcode
 void qrdma_cqp_process(struct qrdma_core *core)
 {
     struct qrdma_cqp *cqp = &core->cqp;
+    uint64_t start = core->stats.guest_lookups;
     uint32_t budget;
 
     if (!cqp->created || cqp->stalled) {
@@ -266,6 +282,12 @@ void qrdma_cqp_process(struct qrdma_core *core)
         uint8_t opcode;
         int i;
 
+        if (core->stats.guest_lookups - start >= CQP_RUN_BUDGET) {
+            /* The rest of the batch in a later run, in order, from sq_head. */
+            core->env.kick(core->env.opaque, QRDMA_WORK_CQP);
+            return;
+        }
+        core->stats.guest_lookups += CQP_CMD_LOOKUPS;
         if (!ccq_has_room(core)) {
             qrdma_guest_error(core, "CQP: no room in the CCQ; WQE %u waits for the next doorbell",
                               cqp->sq_head);

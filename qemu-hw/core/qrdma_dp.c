@@ -28,6 +28,16 @@
 #define DP_SQ_BUDGET        64u
 #define DP_ENGINE_BUDGET    256u
 #define DP_QP_BUDGET        256u
+/*
+ * SQ WQEs of one QP the transport holds at a time. The guest's ring may
+ * be far deeper (4096 WQEs at the default CAP_MAX_QP_WR), and the
+ * transport keeps a slot and an inline buffer of the ring's inline size
+ * per WR it holds: a slot per ring entry cost about 6 MB per QP of 4096
+ * WQEs of 1 KB (6 GB for the default 1024 QPs).
+ * The rest of the ring waits in guest memory until the transport frees a
+ * slot (cb_sq_space). 128 is perftest's default send depth.
+ */
+#define DP_ENGINE_SQ_DEPTH  128u
 
 /* wr_id of a receive WQE taken from an SRQ: the WQE index plus this bit. */
 #define DP_WRID_SRQ         (1ull << 32)
@@ -468,23 +478,30 @@ static int cb_reg_mr(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg)
 
 /* ---- engine callbacks: receive WQEs ---------------------------------------- */
 
-static int read_rq_wqe(struct qrdma_core *core, uint32_t id, const struct qrdma_queue *q,
-                       uint32_t count, struct qsw_recv_wr *out, bool *bad)
+/* What read_rq_wqe() found at a ring's next slot. */
+enum rq_wqe_read {
+    RQ_WQE_OK,
+    RQ_WQE_NONE,                /* not posted yet: VALID is the last lap's */
+    RQ_WQE_MALFORMED,           /* posted (VALID seen), but NUM_SGE or its SGEs are bad */
+    RQ_WQE_UNREADABLE,          /* the slot cannot be read: whether it is posted is unknown */
+};
+
+static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
+                                    const struct qrdma_queue *q, uint32_t count,
+                                    struct qsw_recv_wr *out)
 {
     uint32_t stride = 1u << q->stride_log2, index = count & ((1u << q->size_log2) - 1);
     uint8_t raw[QRDMA_RQ_WQE_HDR_BYTES + QSW_MAX_SGE * QRDMA_SGE_BYTES];
     uint64_t gpa, hdr;
     unsigned n, i, max_sge;
 
-    *bad = false;
     if (qrdma_queue_addr(core, q, (uint64_t)index << q->stride_log2, &gpa) ||
         core->env.dma_read(core->env.opaque, gpa, raw, QRDMA_RQ_WQE_HDR_BYTES)) {
-        *bad = true;
-        return -1;
+        return RQ_WQE_UNREADABLE;
     }
     hdr = qrdma_ld_le64(raw + 8);
     if (!!(hdr & QRDMA_RQ_HDR_VALID) != ring_polarity(q, count)) {
-        return -1;              /* not posted yet */
+        return RQ_WQE_NONE;
     }
     n = hdr & QRDMA_RQ_HDR_NUM_SGE_MASK;
     max_sge = (stride - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES;
@@ -494,8 +511,7 @@ static int read_rq_wqe(struct qrdma_core *core, uint32_t id, const struct qrdma_
     if (n > max_sge || (n && core->env.dma_read(core->env.opaque, gpa + QRDMA_RQ_WQE_HDR_BYTES,
                                                 raw + QRDMA_RQ_WQE_HDR_BYTES,
                                                 n * QRDMA_SGE_BYTES))) {
-        *bad = true;
-        return -1;
+        return RQ_WQE_MALFORMED;
     }
     out->wr_id = index;
     out->num_sge = n;
@@ -506,7 +522,7 @@ static int read_rq_wqe(struct qrdma_core *core, uint32_t id, const struct qrdma_
         out->sg_list[i].length = qrdma_ld_le32(s + 8);
         out->sg_list[i].lkey = qrdma_ld_le32(s + 12);
     }
-    return 0;
+    return RQ_WQE_OK;
 }
 
 static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrdma_srq *srq)
@@ -533,7 +549,7 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
     struct qrdma_core *core = opaque;
     uint32_t id = qp_id_of(tp);
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
-    bool bad;
+    enum rq_wqe_read r;
 
     if (!qp) {
         return -QSW_ENOENT;
@@ -541,8 +557,9 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
     if (qp->flags & QRDMA_QP_CREATE_SRQ) {
         struct qrdma_srq *srq = qrdma_srq_get(core, qp->srq);
 
-        if (!srq || read_rq_wqe(core, id, &srq->ring, srq->head, out, &bad)) {
-            if (srq && bad) {
+        r = srq ? read_rq_wqe(core, id, &srq->ring, srq->head, out) : RQ_WQE_NONE;
+        if (r != RQ_WQE_OK) {
+            if (r != RQ_WQE_NONE) {
                 qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", qp->srq,
                                   srq->head & ((1u << srq->ring.size_log2) - 1));
                 qrdma_aeq_post(core, srq->srq_ctx, qp->srq, QRDMA_AE_SRQ_ERROR,
@@ -556,13 +573,14 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
         srq_limit_check(core, qp->srq, srq);
         return 0;
     }
-    if (read_rq_wqe(core, id, &qp->rq, qp->rq_head, out, &bad)) {
+    r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, out);
+    if (r != RQ_WQE_OK) {
         struct dp_cqe e = {
             .qp_id = id, .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
             .opcode = QSW_WC_RECV, .status = QSW_WC_LOC_QP_OP_ERR, .vendor_err = 1,
         };
 
-        if (!bad) {
+        if (r == RQ_WQE_NONE) {
             return -QSW_ENOENT;
         }
         /*
@@ -583,20 +601,34 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
     return 0;
 }
 
-/* RQ WQEs of a QP in error complete with WR_FLUSH_ERR. */
-static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp)
+/*
+ * RQ WQEs of a QP in error complete with WR_FLUSH_ERR. A slot that cannot
+ * be read (a bad PBLE, bus mastering off) ends the flush: whether a WQE is
+ * posted there is unknown, and flushing on regardless would complete
+ * WQEs that do not exist, lap after lap, without end. The next RQ doorbell
+ * tries again (qrdma_dp_doorbell).
+ */
+static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
+                     struct qrdma_dp_qp *dq)
 {
     struct qsw_recv_wr wr;
     unsigned n;
-    bool bad;
 
     for (n = 0; n < DP_QP_BUDGET; n++) {
         struct dp_cqe e = { .qp_id = id, .opcode = QSW_WC_RECV, .status = QSW_WC_WR_FLUSH_ERR };
+        enum rq_wqe_read r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, &wr);
 
-        if (read_rq_wqe(core, id, &qp->rq, qp->rq_head, &wr, &bad) && !bad) {
+        e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
+        if (r == RQ_WQE_NONE) {
             return;
         }
-        e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
+        if (r == RQ_WQE_UNREADABLE) {
+            qrdma_guest_error(core, "QP %u: RQ WQE %u is unreadable; the flush stops until "
+                              "the next RQ doorbell", id, e.wqe_index);
+            dq->rq_flush = false;
+            qp_fatal(core, id, qp);
+            return;
+        }
         qp->rq_head++;
         cq_post(core, qp->recv_cq, &e);
     }
@@ -773,6 +805,12 @@ static void cb_send_frame(void *opaque, const void *frame, size_t len)
     }
 }
 
+/* The transport's send queue, full at a post, has room: fetch the rest of the ring. */
+static void cb_sq_space(void *opaque, struct qsw_qp *tp)
+{
+    dp_kick_qp(opaque, qp_id_of(tp));
+}
+
 static uint64_t cb_now_ns(void *opaque)
 {
     struct qrdma_core *core = opaque;
@@ -794,6 +832,7 @@ static const struct qsw_ops dp_ops = {
     .now_ns = cb_now_ns,
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
+    .sq_space = cb_sq_space,
 };
 
 /* ---- address vectors --------------------------------------------------------- */
@@ -943,6 +982,25 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
     return NULL;
 }
 
+/*
+ * SQ WQE index cannot be read (a bad PBLE, bus mastering off). A QP not
+ * in error yet completes it in error and moves to ERR (bad_wqe); one
+ * already in ERR stops fetching until the next SQ doorbell, since its
+ * error would kick it again and again to read the same slot.
+ */
+static void sq_unreadable(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
+                          struct qrdma_dp_qp *dq, uint32_t index, const char *why)
+{
+    if (qp->state != QRDMA_QPS_ERR) {
+        dq->sq_fetched++;
+        bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, why);
+        return;
+    }
+    qrdma_guest_error(core, "QP %u: SQ WQE %u: %s; fetching stops until the next SQ doorbell",
+                      id, index, why);
+    qp_fatal(core, id, qp);
+}
+
 /* Hand the SQ's new WQEs to the engine. */
 static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
                      struct qrdma_dp_qp *dq)
@@ -960,7 +1018,7 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
 
         if (qrdma_queue_addr(core, &qp->sq, (uint64_t)index << qp->sq.stride_log2, &gpa) ||
             core->env.dma_read(core->env.opaque, gpa + 56, raw + 56, 8)) {
-            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, "SQ page is not usable");
+            sq_unreadable(core, id, qp, dq, index, "SQ page is not usable");
             return;
         }
         if (!!(qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_VALID) !=
@@ -969,7 +1027,7 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         /* VALID seen: the rest of the WQE was written before it. */
         if (core->env.dma_read(core->env.opaque, gpa, raw, stride)) {
-            bad_wqe(core, id, true, index, QSW_WC_LOC_QP_OP_ERR, "SQ page is not guest RAM");
+            sq_unreadable(core, id, qp, dq, index, "SQ page is not guest RAM");
             return;
         }
         if ((qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_OPCODE_MASK) == QRDMA_SQ_OP_NOP) {
@@ -984,7 +1042,7 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         ret = qsw_post_send(dq->tp, wr);
         if (ret == -QSW_ENOMEM) {
-            return;             /* the engine's queue is full: a completion kicks us */
+            return;             /* the engine's queue is full: cb_sq_space kicks us */
         }
         dq->sq_fetched++;
         if (ret) {
@@ -1025,12 +1083,16 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     struct qrdma_dp_qp *dq;
     struct qsw_qp_cap cap;
     uint32_t stride;
+    bool kicked;
 
     if (!qp || !dp_sized(core) || !(dq = dp_qp(core, qp_id))) {
         return -1;
     }
     stride = 1u << qp->sq.stride_log2;
     cap.max_send_wr = 1u << qp->sq.size_log2;
+    if (cap.max_send_wr > DP_ENGINE_SQ_DEPTH) {
+        cap.max_send_wr = DP_ENGINE_SQ_DEPTH;
+    }
     cap.max_inline = stride > QRDMA_SQ_WQE_HDR_BYTES ? stride - QRDMA_SQ_WQE_HDR_BYTES : 0;
     if (cap.max_inline > QSW_MAX_INLINE) {
         cap.max_inline = QSW_MAX_INLINE;
@@ -1038,7 +1100,15 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     if (dq->tp) {
         qsw_qp_destroy(dq->tp);
     }
+    kicked = dq->kicked;
     memset(dq, 0, sizeof(*dq));
+    /*
+     * A QP reset (or destroyed and created again) while on the kick FIFO
+     * keeps its entry there: forgetting it would let the next kick queue
+     * it a second time, and more entries than nqp slots overwrite other
+     * QPs' entries, which are then never run again.
+     */
+    dq->kicked = kicked;
     dq->tp = qsw_qp_create(core->dp.eng, qp_id, (enum qsw_qp_type)qp->type, qp->pd, &cap,
                            (void *)(uintptr_t)qp_id);
     return dq->tp ? 0 : -1;
@@ -1174,6 +1244,9 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, 
         if (offset == QRDMA_DB_RQ && qp->state != QRDMA_QPS_ERR) {
             return;             /* receive WQEs are read when messages arrive */
         }
+        if (offset == QRDMA_DB_RQ && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
+            dq->rq_flush = true;        /* again, if an unreadable slot stopped it */
+        }
         dp_kick_qp(core, value);
         return;
     }
@@ -1244,7 +1317,7 @@ void qrdma_dp_process(struct qrdma_core *core)
             sq_fetch(core, id, qp, dq);
         }
         if (dq->rq_flush && qp->state == QRDMA_QPS_ERR) {
-            rq_flush(core, id, qp);
+            rq_flush(core, id, qp, dq);
         }
     }
     loopback_drain(core, DP_ENGINE_BUDGET);

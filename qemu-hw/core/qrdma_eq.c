@@ -28,7 +28,7 @@ static void vector_fire(struct qrdma_core *core, unsigned v)
     /* One interrupt per enable: the driver re-enables after handling. */
     in->dyn_ctl[v] &= ~QRDMA_DYN_CTL_INTENA;
     in->pending &= ~(1ull << v);
-    core->env.msix_notify(core->env.opaque, v);
+    qrdma_irq_raise(core, v);
 }
 
 /* An event was written to a queue routed by ctl (CEQCTL or AEQCTL). */

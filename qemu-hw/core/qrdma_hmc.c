@@ -137,6 +137,7 @@ int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uin
     uint32_t sd_index, pd_index, tag;
     uint8_t raw[8];
 
+    core->stats.guest_lookups++;
     if ((unsigned)type >= QRDMA_HMC_NUM_TYPES) {
         /* A caller's bug, not the guest's; refuse it the same way all the same. */
         qrdma_guest_error(core, "HMC: object of unknown type %u", (unsigned)type);

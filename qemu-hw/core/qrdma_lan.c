@@ -53,7 +53,7 @@ static void lan_fire(struct qrdma_core *core, uint32_t cause)
     *ctrl &= ~arm;
     core->lan.pending &= ~cause;
     LAN_REG(core, QRDMA_REG_LAN_INT_CAUSE) |= cause;
-    core->env.msix_notify(core->env.opaque, vector);
+    qrdma_irq_raise(core, vector);
 }
 
 /* A descriptor of the ring behind cause was written back. */
@@ -396,12 +396,12 @@ static void lan_backlog_clear(struct qrdma_core *core)
  * not wait behind LAN frames that have no buffer yet (those go to the
  * backlog, and are dropped when it is full, as a NIC out of descriptors).
  */
-bool qrdma_core_lan_can_receive(struct qrdma_core *core)
+bool qrdma_lan_can_receive(struct qrdma_core *core)
 {
     return true;
 }
 
-size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
+size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
 {
     struct qrdma_lan_backlog *b = &core->lan.backlog;
 

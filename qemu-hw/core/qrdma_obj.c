@@ -75,12 +75,6 @@ void qrdma_obj_reset(struct qrdma_core *core)
     memset(o, 0, sizeof(*o));
 }
 
-void qrdma_core_fini(struct qrdma_core *core)
-{
-    qrdma_dp_fini(core);
-    qrdma_obj_reset(core);
-}
-
 /* count zeroed entries of size bytes; none for count 0 (no index reaches them). */
 static void *obj_calloc(uint32_t count, size_t size)
 {
@@ -229,6 +223,7 @@ int qrdma_pble_get(struct qrdma_core *core, uint64_t index, uint64_t *val, const
         qrdma_guest_error(core, "%s: PBLE %" PRIu64 ": its HMC page is not backed", what, index);
         return QRDMA_PBLE_ERR_HMC;
     }
+    core->stats.guest_lookups++;
     if (core->env.dma_read(core->env.opaque, gpa, raw, sizeof(raw))) {
         qrdma_guest_error(core, "%s: PBLE %" PRIu64 " at 0x%" PRIx64 " is not guest RAM", what,
                           index, gpa);
@@ -243,6 +238,7 @@ static bool span_in_ram(struct qrdma_core *core, uint64_t addr, uint64_t len)
 {
     uint8_t probe;
 
+    core->stats.guest_lookups += 2;
     return len && addr + len - 1 >= addr &&
            !core->env.dma_read(core->env.opaque, addr, &probe, 1) &&
            !core->env.dma_read(core->env.opaque, addr + len - 1, &probe, 1);

@@ -10,6 +10,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
+#include "qrdma/qrdma_qp_sm.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -35,164 +36,127 @@ static const char *const qp_state_name[] = {
     [QRDMA_QPS_SQE] = "SQE",
     [QRDMA_QPS_ERR] = "ERR",
 };
-#define QP_NUM_STATES (QRDMA_QPS_ERR + 1)
+_Static_assert(sizeof(qp_state_name) / sizeof(qp_state_name[0]) == QRDMA_QP_NUM_STATES,
+               "a name for every state");
 
 /* ---- the state machine ------------------------------------------------------------ */
 
-/* QP types as table columns; the GSI QP (QP 1, UD) has IB's own column. */
-enum qp_kind {
-    QPK_RC,
-    QPK_UC,
-    QPK_UD,
-    QPK_GSI,
-    QPK_NUM,
-};
-
-#define K_RC (1u << QPK_RC)
-#define K_UC (1u << QPK_UC)
-#define K_UD (1u << QPK_UD)
-#define K_GSI (1u << QPK_GSI)
-#define K_ALL (K_RC | K_UC | K_UD | K_GSI)
-
-static const char *const qp_kind_name[QPK_NUM] = { "RC", "UC", "UD", "GSI" };
+static const char *const qp_kind_name[QRDMA_QPK_NUM] = { "RC", "UC", "UD", "GSI" };
 
 static int qp_kind(uint8_t type, uint8_t flags)
 {
     switch (type) {
     case QRDMA_QP_TYPE_RC:
-        return QPK_RC;
+        return QRDMA_QPK_RC;
     case QRDMA_QP_TYPE_UC:
-        return QPK_UC;
+        return QRDMA_QPK_UC;
     case QRDMA_QP_TYPE_UD:
-        return flags & QRDMA_QP_CREATE_GSI ? QPK_GSI : QPK_UD;
+        return flags & QRDMA_QP_CREATE_GSI ? QRDMA_QPK_GSI : QRDMA_QPK_UD;
     default:
         return -1;
     }
 }
 
 /*
- * One transition: the QP types that may take it, and per type the
- * attributes it requires and those it allows besides (STATE itself is
- * always allowed). From IBTA vol. 1 section 11.2.4.2 (Modify QP) and the
- * state diagram of section 10.3.1, which Linux's ib_modify_qp_is_ok()
- * table also follows: RESET -> INIT -> RTR -> RTS, RTS <-> SQD, SQE -> RTS
- * (UC and UD only: RC never enters SQE), INIT, RTS and SQD to themselves
- * with optional attributes, and every state to RESET and every state but
- * RESET to ERR. An absent entry is a forbidden transition. The GSI QP is a
- * UD QP without PORT (its port is implied), as ib_mad drives it.
+ * Which transitions exist is qrdma_qp_transitions[] (qrdma/qrdma_qp_sm.h),
+ * the table the transport checks too. Per transition and QP type, this
+ * adds the attributes IB requires and those it allows besides (STATE
+ * itself is always allowed), from IBTA vol. 1 section 11.2.4.2 (Modify
+ * QP), as Linux's ib_modify_qp_is_ok() has them; an absent entry takes
+ * no attribute but STATE. The GSI QP is a UD QP without PORT (its port
+ * is implied), as ib_mad drives it.
  */
-struct qp_transition {
-    uint8_t kinds;
-    uint32_t req[QPK_NUM];
-    uint32_t opt[QPK_NUM];
+struct qp_transition_attrs {
+    uint32_t req[QRDMA_QPK_NUM];
+    uint32_t opt[QRDMA_QPK_NUM];
 };
 
 #define A(x) QRDMA_QP_ATTR_##x
+#define K(x) QRDMA_QPK_##x
 
 /* What RTR -> RTS, RTS -> RTS, SQD -> RTS (and SQE -> RTS) allow. */
 #define TO_RTS_OPT_RC (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE) | \
                        A(MIN_RNR_TIMER))
 #define TO_RTS_OPT_UC (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE))
 #define TO_RTS_OPT_UD (A(CUR_STATE) | A(QKEY))
-#define TO_RTS_OPT { [QPK_RC] = TO_RTS_OPT_RC, [QPK_UC] = TO_RTS_OPT_UC, \
-                     [QPK_UD] = TO_RTS_OPT_UD, [QPK_GSI] = TO_RTS_OPT_UD }
+#define TO_RTS_OPT { [K(RC)] = TO_RTS_OPT_RC, [K(UC)] = TO_RTS_OPT_UC, \
+                     [K(UD)] = TO_RTS_OPT_UD, [K(GSI)] = TO_RTS_OPT_UD }
 
-static const struct qp_transition qp_transitions[QP_NUM_STATES][QP_NUM_STATES] = {
+static const struct qp_transition_attrs
+qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
     [QRDMA_QPS_RESET] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
         [QRDMA_QPS_INIT] = {
-            K_ALL,
             .req = {
-                [QPK_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
-                [QPK_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
-                [QPK_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
-                [QPK_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [K(RC)] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [K(UC)] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [K(UD)] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+                [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
         },
     },
     [QRDMA_QPS_INIT] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
         [QRDMA_QPS_INIT] = {
-            K_ALL,
             .opt = {
-                [QPK_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
-                [QPK_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
-                [QPK_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
-                [QPK_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [K(RC)] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [K(UC)] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+                [K(UD)] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+                [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
         },
         [QRDMA_QPS_RTR] = {
-            K_ALL,
             .req = {
-                [QPK_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
-                           A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
-                [QPK_UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+                [K(RC)] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+                          A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
+                [K(UC)] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
             },
             .opt = {
-                [QPK_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
-                [QPK_UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
-                [QPK_UD] = A(PKEY_INDEX) | A(QKEY),
-                [QPK_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [K(RC)] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+                [K(UC)] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+                [K(UD)] = A(PKEY_INDEX) | A(QKEY),
+                [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
         },
     },
     [QRDMA_QPS_RTR] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
         [QRDMA_QPS_RTS] = {
-            K_ALL,
             .req = {
-                [QPK_RC] = A(SQ_PSN) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-                           A(MAX_QP_RD_ATOMIC),
-                [QPK_UC] = A(SQ_PSN),
-                [QPK_UD] = A(SQ_PSN),
-                [QPK_GSI] = A(SQ_PSN),
+                [K(RC)] = A(SQ_PSN) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+                          A(MAX_QP_RD_ATOMIC),
+                [K(UC)] = A(SQ_PSN),
+                [K(UD)] = A(SQ_PSN),
+                [K(GSI)] = A(SQ_PSN),
             },
             .opt = TO_RTS_OPT,
         },
     },
     [QRDMA_QPS_RTS] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
-        [QRDMA_QPS_RTS] = { K_ALL, .opt = TO_RTS_OPT },
+        [QRDMA_QPS_RTS] = { .opt = TO_RTS_OPT },
         [QRDMA_QPS_SQD] = {
-            K_ALL,
-            .opt = { [QPK_RC] = A(EN_SQD_ASYNC), [QPK_UC] = A(EN_SQD_ASYNC),
-                     [QPK_UD] = A(EN_SQD_ASYNC), [QPK_GSI] = A(EN_SQD_ASYNC) },
+            .opt = { [K(RC)] = A(EN_SQD_ASYNC), [K(UC)] = A(EN_SQD_ASYNC),
+                     [K(UD)] = A(EN_SQD_ASYNC), [K(GSI)] = A(EN_SQD_ASYNC) },
         },
     },
     [QRDMA_QPS_SQD] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
-        [QRDMA_QPS_RTS] = { K_ALL, .opt = TO_RTS_OPT },
+        [QRDMA_QPS_RTS] = { .opt = TO_RTS_OPT },
         /* A drained SQ is where a connected QP's path may be changed. */
         [QRDMA_QPS_SQD] = {
-            K_ALL,
             .opt = {
-                [QPK_RC] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-                           A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
-                           A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
-                           A(PATH_MIG_STATE),
-                [QPK_UC] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
-                           A(PATH_MIG_STATE),
-                [QPK_UD] = A(PKEY_INDEX) | A(QKEY),
-                [QPK_GSI] = A(PKEY_INDEX) | A(QKEY),
+                [K(RC)] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+                          A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
+                          A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
+                          A(PATH_MIG_STATE),
+                [K(UC)] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+                          A(PATH_MIG_STATE),
+                [K(UD)] = A(PKEY_INDEX) | A(QKEY),
+                [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
         },
     },
     [QRDMA_QPS_SQE] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
         [QRDMA_QPS_RTS] = {
-            K_UC | K_UD | K_GSI,
-            .opt = { [QPK_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
-                     [QPK_UD] = A(CUR_STATE) | A(QKEY), [QPK_GSI] = A(CUR_STATE) | A(QKEY) },
+            .opt = { [K(UC)] = A(CUR_STATE) | A(ACCESS_FLAGS),
+                     [K(UD)] = A(CUR_STATE) | A(QKEY), [K(GSI)] = A(CUR_STATE) | A(QKEY) },
         },
-    },
-    [QRDMA_QPS_ERR] = {
-        [QRDMA_QPS_RESET] = { K_ALL },
-        [QRDMA_QPS_ERR] = { K_ALL },
     },
 };
 
@@ -402,6 +366,12 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     res = wq_check(core, &qp->sq, CI(sq_size_log2), CI(sq_wqe_log2), id);
     if (res.major) {
         return res;
+    }
+    /* The data path parses the 64-byte header and what follows it in one stride. */
+    if (qp->sq.stride_log2 < QRDMA_SQ_WQE_LOG2_MIN) {
+        snprintf(why, sizeof(why), "SQ WQE_LOG2 %u: an SQ WQE is at least its %u-byte header",
+                 qp->sq.stride_log2, QRDMA_SQ_WQE_HDR_BYTES);
+        return info_fail(core, CI(sq_wqe_log2), cmd, id, why);
     }
     if (with_srq) {
         if (qp->rq.size_log2 || qp->rq.stride_log2) {
@@ -660,7 +630,7 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
     static const char cmd[] = "MODIFY_QP";
     uint8_t info[MODIFY_INFO_SIZE], ctx[QRDMA_QP_CTX_SIZE];
     uint32_t id = arg[0] & QRDMA_OBJ_ID_MASK;
-    const struct qp_transition *tr;
+    const struct qp_transition_attrs *tr;
     uint32_t mask, allowed, missing;
     uint8_t cur, next_state;
     struct qrdma_qp *qp, next;
@@ -710,7 +680,7 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
     next_state = cur;           /* IB: without STATE, attributes change in place */
     if (mask & A(STATE)) {
         next_state = info[MI(state)];
-        if (next_state >= QP_NUM_STATES) {
+        if (next_state >= QRDMA_QP_NUM_STATES) {
             snprintf(why, sizeof(why), "state %u is not a QP state", next_state);
             return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(state), id, why);
         }
@@ -718,7 +688,7 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
     if (mask & A(CUR_STATE)) {
         uint8_t expected = info[MI(cur_state)];
 
-        if (expected >= QP_NUM_STATES) {
+        if (expected >= QRDMA_QP_NUM_STATES) {
             snprintf(why, sizeof(why), "current state %u is not a QP state", expected);
             return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(cur_state), id, why);
         }
@@ -729,8 +699,8 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
         }
     }
     kind = qp_kind(qp->type, qp->flags);
-    tr = &qp_transitions[cur][next_state];
-    if (!(tr->kinds & (1u << kind))) {
+    tr = &qp_transition_attrs[cur][next_state];
+    if (!(qrdma_qp_transitions[cur][next_state] & QRDMA_QPK_BIT(kind))) {
         snprintf(why, sizeof(why), "%s %s -> %s is not a transition IB allows",
                  qp_kind_name[kind], qp_state_name[cur], qp_state_name[next_state]);
         return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_TRANSITION, id, why);

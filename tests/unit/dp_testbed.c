@@ -75,7 +75,7 @@ static int env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 {
     struct side *s = opaque;
 
-    if (!in_ram(addr, len)) {
+    if (s->dma_off || !in_ram(addr, len)) {
         return -1;
     }
     memcpy(buf, s->ram + (addr - RAM_BASE), len);
@@ -86,16 +86,23 @@ static int env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t le
 {
     struct side *s = opaque;
 
-    if (!in_ram(addr, len)) {
+    if (s->dma_off || !in_ram(addr, len)) {
         return -1;
     }
     memcpy(s->ram + (addr - RAM_BASE), buf, len);
     return 0;
 }
 
+void (*dp_tb_irq_hook)(struct side *s, unsigned vector);
+
 static void env_msix_notify(void *opaque, unsigned vector)
 {
-    ((struct side *)opaque)->irqs++;
+    struct side *s = opaque;
+
+    s->irqs++;
+    if (dp_tb_irq_hook) {
+        dp_tb_irq_hook(s, vector);
+    }
 }
 
 static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
@@ -133,6 +140,7 @@ static void env_kick(void *opaque, unsigned what)
 
 static void env_rx_ready(void *opaque)
 {
+    ((struct side *)opaque)->rx_ready_calls++;
 }
 
 static uint64_t env_now_ns(void *opaque)
@@ -566,7 +574,8 @@ void create_qp(struct side *s, uint32_t id, const struct qp_spec *p)
     w8(s, INFO + offsetof(struct qrdma_qp_create_info, rq_size_log2), srq ? 0 : p->rq_log2);
     w8(s, INFO + offsetof(struct qrdma_qp_create_info, rq_wqe_log2), srq ? 0 : p->rq_wqe_log2);
     w64(s, INFO + offsetof(struct qrdma_qp_create_info, sq_addr), SQ_RING(id));
-    w64(s, INFO + offsetof(struct qrdma_qp_create_info, rq_addr), srq ? 0 : RQ_RING(id));
+    w64(s, INFO + offsetof(struct qrdma_qp_create_info, rq_addr),
+        srq ? 0 : p->rq_addr ? p->rq_addr : RQ_RING(id));
     w64(s, INFO + offsetof(struct qrdma_qp_create_info, qp_ctx), QPCTX(id));
     CQP_OK(cqp(s, QRDMA_CQP_OP_CREATE_QP, id, INFO, 0, 0, 0, 0));
     memset(&s->qp[id], 0, sizeof(s->qp[id]));

@@ -92,6 +92,8 @@ struct side {
     int log_n;
     int frames_sent;
     int irqs;
+    int rx_ready_calls;
+    bool dma_off;                   /* every DMA fails, as with bus mastering cleared */
     /* the driver: CQP */
     unsigned cqp_next, ccq_head;
     bool cqp_valid, ccq_valid;
@@ -118,6 +120,12 @@ extern uint64_t now_ns;
 extern struct qrdma_core_fault_cfg dev_fault;  /* cfg.fault of the sides set up next */
 extern uint32_t dev_stall_floor_ms;             /* cfg.stall_floor_ms of the sides set up next */
 extern unsigned rc_retry_cnt;                  /* retry_cnt rc_to_rts sets (default 3) */
+/*
+ * Called from a side's env.msix_notify, after counting: a test's way to make
+ * an interrupt come back into the device (reset, unplug, MMIO), as an MSI-X
+ * message aimed at a register would. NULL: nothing.
+ */
+extern void (*dp_tb_irq_hook)(struct side *s, unsigned vector);
 /* The in-process wire: frames queued, frames to drop (both directions) before delivering. */
 extern int frames_in_flight;
 extern int drop_frames;
@@ -209,6 +217,7 @@ struct qp_spec {
     uint16_t db_page;
     uint32_t send_cq, recv_cq, srq;
     unsigned sq_log2, sq_wqe_log2, rq_log2, rq_wqe_log2;
+    uint64_t rq_addr;               /* 0: RQ_RING(id); with RQ_VIRTMAP, the first PBLE */
 };
 
 /* RC, send CQ 1, receive CQ 2, SQ of 8 WQEs of 256 bytes, RQ of 8 of 64. */

@@ -214,6 +214,13 @@ static int op_invalidate(void *o, uint32_t pd, uint32_t key)
     return 0;
 }
 
+static void op_sq_space(void *o, struct qsw_qp *qp)
+{
+    struct tb_node *n = o;
+
+    n->sq_space++;
+}
+
 static const struct qsw_ops tb_ops = {
     .sge_read = op_sge_read,
     .sge_write = op_sge_write,
@@ -227,6 +234,7 @@ static const struct qsw_ops tb_ops = {
     .send_frame = op_send_frame,
     .now_ns = op_now,
     .invalidate = op_invalidate,
+    .sq_space = op_sq_space,
 };
 
 /* ---- set-up -------------------------------------------------------------------------- */

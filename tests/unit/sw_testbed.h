@@ -48,6 +48,7 @@ struct tb_node {
     struct qsw_wc *wc;
     size_t nwc, cap_wc;
     unsigned events[32];
+    unsigned sq_space;      /* sq_space callbacks */
     uint64_t atomics;       /* atomics executed by rkey_atomic */
     struct tb_qpctx *ctx[16];
     unsigned nctx;

@@ -1302,6 +1302,170 @@ static void test_rnr(void)
     no_errors(SB);
 }
 
+/*
+ * MODIFY_QP to RESET while the QP waits on the data path's kick FIFO
+ * (issue 11): the QP was queued again at the next kick, and enough such
+ * rounds overflowed the FIFO over another QP's entry, which then never
+ * ran (its flag said queued, so later doorbells did not queue it again).
+ */
+static void test_reset_while_kicked(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    const uint32_t other = 3;
+    unsigned i;
+
+    rc_pair();
+    create_qp(SA, other, &rc_spec);
+    create_qp(SB, other, &rc_spec);
+    rc_to_rts(SA, other, SB, other, 7);
+    rc_to_rts(SB, other, SA, other, 7);
+    pump();
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);                     /* QP 3 waits on the FIFO */
+    for (i = 0; i < N_QP + 1; i++) {
+        ring_sq(SA, QPN);
+        modify_state(SA, QPN, QRDMA_QPS_RESET);
+        CHECK(SA->core.dp.fifo_len <= 2);   /* each QP at most once */
+    }
+    pump();
+    EXPECT_CQE(SB, 2, other, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(SA->core.dp.fifo_len, 0);
+    /* And the next doorbell of either QP is heard. */
+    post_recv(SB, other, 0x4000, 4096);
+    post_send(SA, other, &w);
+    ring_sq(SA, other);
+    pump();
+    EXPECT_CQE(SB, 2, other, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 40);
+    EXPECT_CQE(SA, 1, other, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    no_errors(SA);
+    no_errors(SB);
+}
+
+/* Run s's kicked work at most rounds times (no frames move): did it go quiet? */
+static bool settles(struct side *s, unsigned rounds)
+{
+    while (rounds-- && s->kicks) {
+        unsigned what = s->kicks;
+
+        s->kicks = 0;
+        qrdma_core_run(&s->core, what);
+    }
+    return !s->kicks;
+}
+
+/*
+ * A QP in ERR whose rings cannot be read (issue 11): bus mastering off,
+ * then an RQ page behind a PBLE that is not guest RAM. The flush used to
+ * complete 256 "WQEs" a pass and kick itself again for ever; now it stops
+ * at the unreadable slot with a guest error (and QP_FATAL), and the next
+ * doorbell, with the ring readable again, flushes what is really posted.
+ */
+static void test_flush_unreadable(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 40, 0 } } };
+    struct qp_spec spec = rc_spec;
+    const uint32_t pble = 4;
+    uint64_t pble_gpa;
+    unsigned i;
+
+    /* Bus mastering cleared: no DMA at all. */
+    rc_pair();
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    post_send(SB, QPN, &w);
+    modify_state(SB, QPN, QRDMA_QPS_ERR);  /* the flush is kicked, not yet run */
+    SB->dma_off = true;
+    ring_sq(SB, QPN);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(logged(SB, "QP 2: SQ WQE 0: SQ page is not usable; fetching stops"));
+    SB->dma_off = false;
+    expect_no_cqe(SB, 1);
+    expect_no_cqe(SB, 2);
+    /* Readable again: the doorbells flush exactly what was posted. */
+    ring_rq(SB, QPN);
+    ring_sq(SB, QPN);
+    pump();
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+    EXPECT_CQE(SB, 1, QPN, 0, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SB, 1);
+
+    /* An RQ behind a PBLE that the driver points outside guest RAM. */
+    setup();
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    CHECK_EQ(qrdma_core_hmc_object(&SB->core, QRDMA_HMC_PBLE, pble, &pble_gpa), 0);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    spec.flags = QRDMA_QP_CREATE_RQ_VIRTMAP;
+    spec.rq_addr = pble;
+    create_qp(SB, QPN, &spec);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    for (i = 0; i < 3; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+    }
+    modify_state(SB, QPN, QRDMA_QPS_ERR);
+    w64(SB, pble_gpa, 0x7fff0000000ull);
+    CHECK(settles(SB, 16));
+    CHECK(logged(SB, "QP 2: RQ WQE 0 is unreadable; the flush stops"));
+    CHECK(aeq_has(SB, QRDMA_AE_QP_FATAL, QPN, QRDMA_AE_SRC_QP, QPCTX(QPN)));
+    expect_no_cqe(SB, 2);
+    /* Still broken: one more doorbell is one more guest error, no loop. */
+    log_clear(SB);
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    CHECK_EQ(SB->guest_errors, 1);
+    w64(SB, pble_gpa, RQ_RING(QPN));
+    ring_rq(SB, QPN);
+    CHECK(settles(SB, 16));
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SB, 2, QPN, i, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    }
+    expect_no_cqe(SB, 2);
+}
+
+/*
+ * A send queue deeper than the transport's (128 WRs): 200 unsignaled
+ * WRITEs and a signaled one in one doorbell. The transport completes the
+ * unsignaled ones silently; the data path must still learn that it has
+ * room and fetch the rest of the ring (cb_sq_space).
+ */
+static void test_sq_deeper_than_engine(void)
+{
+    struct qp_spec spec = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .unsignaled = true, .nsge = 1 };
+    unsigned i, n = 200;
+
+    spec.sq_log2 = 8;
+    spec.sq_wqe_log2 = 7;                   /* 256 WQEs of 128 bytes: 32 KB ... */
+    spec.rq_addr = RAM_BASE + 0xf0000;      /* ... over RQ_RING's place: the RQ elsewhere */
+    rc_pair_spec(&spec, &rc_spec, 7);
+    fill(SA, 0, 8 * (n + 1), 21);
+    for (i = 0; i <= n; i++) {
+        w.unsignaled = i < n;
+        w.remote_off = 0x40000 + 8 * i;
+        w.sge[0] = (struct sge){ 8 * i, 8, 0 };
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    /* Nothing delivered yet: the transport is full and the fetch waits. */
+    CHECK(settles(SA, 64));
+    CHECK_EQ(SA->core.dp.sq_wqes, 128);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, n, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SA, 1);
+    CHECK(!memcmp(dbuf(SA, 0), dbuf(SB, 0x40000), 8 * (n + 1)));
+    CHECK_EQ(SA->core.dp.sq_wqes, n + 1);
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* RNR retries exhausted: RNR_RETRY_EXC_ERR and the QP in error. */
 static void test_rnr_exceeded(void)
 {
@@ -1838,6 +2002,235 @@ static void test_reset_in_flight_held(void)
     reset_in_flight(true);
 }
 
+/*
+ * ---- interrupts that come back into the device ------------------------------------
+ *
+ * A guest may aim an MSI-X vector at a register: BAR0 DEV_CTRL, its own
+ * config space (FLR), a bridge's Secondary Bus Reset or a slot's power
+ * control. Then delivering the interrupt resets or removes the device,
+ * or writes its BARs, from inside its own work. The hook below does that
+ * on A's first interrupt (a completion on A's armed send CQ); ASan would
+ * see the engine or the object arrays freed under the work that raised it.
+ */
+enum irq_action { IRQ_RESET, IRQ_DEV_CTRL, IRQ_UNPLUG, IRQ_MMIO, IRQ_FRAME, IRQ_FRAME_ASK };
+
+static enum irq_action irq_action;
+static int irq_hook_runs;
+static bool irq_hook_saw_busy;
+static size_t irq_frame_taken;
+static bool irq_frame_can;
+
+static void irq_hook(struct side *s, unsigned vector)
+{
+    static const uint8_t runt[64] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+    if (s != SA || irq_hook_runs++) {
+        return;
+    }
+    irq_hook_saw_busy = qrdma_core_busy(&s->core);
+    switch (irq_action) {
+    case IRQ_RESET:                         /* FLR or bus reset through the embedding */
+        qrdma_core_reset(&s->core);
+        break;
+    case IRQ_DEV_CTRL:
+        qrdma_core_reg_write(&s->core, QRDMA_REG_DEV_CTRL, 4, QRDMA_DEV_CTRL_RESET);
+        break;
+    case IRQ_UNPLUG:
+        qrdma_core_fini(&s->core);
+        break;
+    case IRQ_MMIO:
+        qrdma_core_reg_write(&s->core, QRDMA_REG_SCRATCH, 4, 0x5a5a);
+        qrdma_core_db_write(&s->core, QRDMA_DB_SQ, 4, QPN);
+        break;
+    case IRQ_FRAME:                         /* handed over without asking */
+        irq_frame_taken = qrdma_core_lan_receive(&s->core, runt, sizeof(runt));
+        break;
+    case IRQ_FRAME_ASK:                     /* as QEMU's net layer: ask, then queue */
+        irq_frame_can = qrdma_core_lan_can_receive(&s->core);
+        break;
+    }
+}
+
+/* A and B connected, A's send CQ armed to raise vector 1 through CEQ 0. */
+static void irq_pair(void)
+{
+    setup();
+    create_cq_ex(SA, 1, 4, true);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    pump();
+    reg_w(SA, QRDMA_REG_CEQCTL(0), QRDMA_EQCTL_CAUSE_ENA | 1);
+    reg_w(SA, QRDMA_REG_DYN_CTL(1), QRDMA_DYN_CTL_INTENA);
+    arm(SA, 1, QRDMA_CQ_ARM_NEXT);
+    irq_hook_runs = 0;
+    irq_hook_saw_busy = false;
+    dp_tb_irq_hook = irq_hook;
+}
+
+/* Four 16 KB WRITEs A -> B; with deliver, run until the hook has run. */
+static void irq_traffic(void)
+{
+    unsigned i;
+
+    for (i = 0; i < 4; i++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000 + i * 0x4000,
+                         .nsge = 1, .sge = { { 0x10000 + i * 0x4000, 0x4000, 0 } } };
+
+        fill(SA, 0x10000 + i * 0x4000, 0x4000, 50 + i);
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+    while (!irq_hook_runs && (SA->kicks || SB->kicks || frames_in_flight)) {
+        pump_some(1);
+    }
+    CHECK_EQ(irq_hook_runs, 1);
+    CHECK(irq_hook_saw_busy);
+}
+
+/* After a reset from an interrupt: A is quiet for good, B's QP fails over. */
+static void expect_reset_quiet(void)
+{
+    uint8_t *snap = malloc(RAM_SIZE);
+    int sent;
+
+    CHECK_EQ(SA->core.stats.resets_deferred, 1);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PE_STATUS), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_CQ), 0);
+    CHECK(snap != NULL);
+    if (!snap) {
+        return;
+    }
+    memcpy(snap, SA->ram, RAM_SIZE);
+    sent = SA->frames_sent;
+    pump_ms(5000);
+    CHECK_EQ(SA->frames_sent, sent);
+    CHECK(!memcmp(snap, SA->ram, RAM_SIZE));
+    free(snap);
+    CHECK_EQ(frames_in_flight, 0);
+}
+
+static void test_irq_resets_device(void)
+{
+    irq_action = IRQ_RESET;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    expect_reset_quiet();
+}
+
+static void test_irq_writes_dev_ctrl(void)
+{
+    irq_action = IRQ_DEV_CTRL;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    expect_reset_quiet();
+}
+
+/* The same from the retransmit timer: B hears nothing, A's WRITE fails from the timer. */
+static void test_irq_from_timer_resets_device(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000, .nsge = 1,
+                     .sge = { { 0x10000, 0x1000, 0 } } };
+
+    rc_retry_cnt = 1;
+    irq_action = IRQ_RESET;
+    irq_pair();
+    post_send(SA, QPN, &w);
+    drop_frames = 1000;
+    ring_sq(SA, QPN);
+    pump_ms(30000);
+    dp_tb_irq_hook = NULL;
+    rc_retry_cnt = 3;
+    CHECK_EQ(irq_hook_runs, 1);
+    CHECK(irq_hook_saw_busy);
+    drop_frames = 0;
+    expect_reset_quiet();
+}
+
+/* Hot-unplug from an interrupt: the teardown waits for the work to return. */
+static void test_irq_unplugs_device(void)
+{
+    irq_action = IRQ_UNPLUG;
+    irq_pair();
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK(SA->core.dp.eng == NULL);
+    CHECK(SA->core.obj.qp == NULL);
+    /* The device is gone: nothing more reaches it; B's retries run out. */
+    fq_clear();
+    SA->kicks = 0;
+    SA->timer = UINT64_MAX;
+    side_up(SA, 0);
+}
+
+/* BAR writes from an interrupt are refused and change nothing; the traffic goes on. */
+static void test_irq_mmio_refused(void)
+{
+    struct cqe e;
+    unsigned i;
+
+    irq_action = IRQ_MMIO;
+    irq_pair();
+    log_clear(SA);
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK_EQ(SA->core.stats.reentries_refused, 2);
+    CHECK(logged(SA, "BAR0 write at 0x"));
+    CHECK(logged(SA, "doorbell write at 0x"));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_SCRATCH), 0);
+    pump_ms(1000);
+    for (i = 0; i < 4; i++) {
+        CHECK(poll_cq(SA, 1, &e));
+        CHECK_EQ(e.status, QSW_WC_SUCCESS);
+        CHECK(!memcmp(dbuf(SA, 0x10000 + i * 0x4000), dbuf(SB, 0x40000 + i * 0x4000), 0x4000));
+    }
+    CHECK_EQ(SA->core.stats.resets, 1);
+}
+
+/* A frame handed in from an interrupt is held back, then asked for again. */
+static void test_irq_frame_held(void)
+{
+    struct cqe e;
+    int ready;
+
+    irq_action = IRQ_FRAME;
+    irq_pair();
+    irq_frame_taken = 1;
+    ready = SA->rx_ready_calls;
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK_EQ(irq_frame_taken, 0);
+    CHECK_EQ(SA->rx_ready_calls, ready + 1);
+    CHECK_EQ(SA->core.stats.reentries_refused, 1);
+    CHECK(qrdma_core_lan_can_receive(&SA->core));
+    pump_ms(1000);
+    CHECK(poll_cq(SA, 1, &e));
+    CHECK_EQ(e.status, QSW_WC_SUCCESS);
+}
+
+/* Asked from an interrupt whether it can receive: no, and it asks for the frame later. */
+static void test_irq_frame_asked(void)
+{
+    int ready;
+
+    irq_action = IRQ_FRAME_ASK;
+    irq_pair();
+    irq_frame_can = true;
+    ready = SA->rx_ready_calls;
+    irq_traffic();
+    dp_tb_irq_hook = NULL;
+    CHECK(!irq_frame_can);
+    CHECK_EQ(SA->rx_ready_calls, ready + 1);
+    CHECK(qrdma_core_lan_can_receive(&SA->core));
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_ring_wrap),
@@ -1866,6 +2259,9 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_cq_overflow_shared),
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
+    UNIT_TEST(test_reset_while_kicked),
+    UNIT_TEST(test_flush_unreadable),
+    UNIT_TEST(test_sq_deeper_than_engine),
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
@@ -1877,6 +2273,13 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_fault_limits),
     UNIT_TEST(test_reset_in_flight),
     UNIT_TEST(test_reset_in_flight_held),
+    UNIT_TEST(test_irq_resets_device),
+    UNIT_TEST(test_irq_writes_dev_ctrl),
+    UNIT_TEST(test_irq_from_timer_resets_device),
+    UNIT_TEST(test_irq_unplugs_device),
+    UNIT_TEST(test_irq_mmio_refused),
+    UNIT_TEST(test_irq_frame_held),
+    UNIT_TEST(test_irq_frame_asked),
 };
 
 int main(void)

@@ -795,6 +795,8 @@ static void test_qp_create_errors(void)
     BAD(sq_log2, 13, o_sqs, "above CAP_MAX_QP_WR 4096");
     BAD(sq_wqe, 4, o_sqw, "WQE_LOG2 4 is outside 5..10");
     BAD(sq_wqe, 11, o_sqw, "WQE_LOG2 11");
+    /* 32 bytes is a valid RQ stride but less than an SQ WQE's header (issue 11). */
+    BAD(sq_wqe, 5, o_sqw, "info byte 21: SQ WQE_LOG2 5: an SQ WQE is at least its 64-byte header");
     BAD(rq_log2, 0, o_rqs, "SIZE_LOG2 0");
     BAD(rq_wqe, 0, o_rqw, "WQE_LOG2 0");
     BAD(qp_ctx, 1ull << 63, o_ctx, "QP_CTX has bit 63 set");
@@ -1385,6 +1387,116 @@ static void test_qp_query(void)
     CHECK_REFUSED(cmd(QRDMA_CQP_OP_QUERY_QP, 2, RAM_END - 64, 0, 0, 0, 0),
                   QRDMA_CQP_ERR_INVALID_ARG, 1, "guest RAM");
     CHECK_REFUSED(query_qp(N_QP), QRDMA_CQP_ERR_HMC, QRDMA_HMC_ERR_COUNT, "beyond");
+}
+
+/*
+ * The host memory behind one QP at its largest (issue 11): 4096 SQ WQEs of
+ * 1 KB, which a guest may ask for at the default properties, each with
+ * 960 bytes of inline room. The transport held a slot and an inline buffer
+ * per ring entry, about 6 MB per QP; the data path now gives it at most
+ * 128 WRs at a time. This fails if the allocation grows back.
+ */
+#define QP_HOST_BYTES_MAX (192u << 10)
+
+static void test_qp_host_memory(void)
+{
+    struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
+    size_t bytes;
+    unsigned i;
+
+    setup();
+    qp_cqs();
+    /* A 4 MB SQ: 1024 ring pages, every PBLE naming the same guest page. */
+    for (i = 0; i < 1024; i++) {
+        put64(hmc_obj_addr(QRDMA_HMC_PBLE, i), PAGES);
+    }
+    s.flags = QRDMA_QP_CREATE_SQ_VIRTMAP;
+    s.sq_log2 = 12;
+    s.sq_wqe = QRDMA_WQE_LOG2_MAX;
+    s.sq_addr = 0;
+    CHECK_RESULT(create_qp_spec(2, &s), QRDMA_CQP_OK, 0);
+    CHECK(core.dp.qp && core.dp.qp[2].tp);
+    if (!core.dp.qp || !core.dp.qp[2].tp) {
+        return;
+    }
+    bytes = qsw_qp_host_bytes(core.dp.qp[2].tp);
+    printf("# transport memory of a QP of 4096 SQ WQEs of 1 KB: %zu bytes; "
+           "%u such QPs (max-qp default): %zu bytes\n", bytes, QRDMA_DEFAULT_MAX_QP,
+           bytes * QRDMA_DEFAULT_MAX_QP);
+    CHECK(bytes <= QP_HOST_BYTES_MAX);
+    CHECK_RESULT(destroy_qp(2), QRDMA_CQP_OK, 0);
+}
+
+/*
+ * A batch whose commands each cost thousands of guest lookups (issue 11):
+ * 20 CREATE_QPs with a 4 MB VIRTMAP SQ (1024 PBLEs read and their pages
+ * probed each), a CREATE_QP that fails, and a NOP, in one doorbell. The
+ * CQP ran the whole ring in one run under the embedding's lock; now a run
+ * stops starting commands after its budget and kicks itself, and the
+ * batch completes over several runs, in order, with the right results.
+ */
+static void test_cqp_budget(void)
+{
+    struct qp_spec s = qp_spec(QRDMA_QP_TYPE_RC);
+    uint64_t most = 0, scratch, status, retval;
+    unsigned i, first, runs = 0, n = 20;
+
+    setup();
+    qp_cqs();
+    for (i = 0; i < 1024; i++) {
+        put64(hmc_obj_addr(QRDMA_HMC_PBLE, i), PAGES);
+    }
+    s.flags = QRDMA_QP_CREATE_SQ_VIRTMAP;
+    s.sq_log2 = 12;
+    s.sq_wqe = QRDMA_WQE_LOG2_MAX;
+    s.sq_addr = 0;
+    put_create_info(&s);
+    first = drv.sq_next;
+    for (i = 0; i < n; i++) {
+        cqp_post(QRDMA_CQP_OP_CREATE_QP, (const uint64_t[6]){ 2 + i, INFO }, 100 + i,
+                 drv.sq_valid);
+    }
+    cqp_post(QRDMA_CQP_OP_CREATE_QP, (const uint64_t[6]){ 2, INFO }, 100 + n, drv.sq_valid);
+    cqp_post(QRDMA_CQP_OP_NOP, NULL, 101 + n, drv.sq_valid);
+    wr(QRDMA_REG_CQP_DB, drv.sq_next);
+    while (fake.kicks & QRDMA_WORK_CQP) {
+        uint64_t before = core.stats.guest_lookups;
+
+        fake.kicks = 0;
+        qrdma_core_run(&core, QRDMA_WORK_CQP);
+        if (core.stats.guest_lookups - before > most) {
+            most = core.stats.guest_lookups - before;
+        }
+        if (++runs == 1) {
+            CHECK(rd(QRDMA_REG_CQP_TAIL) != drv.sq_next);   /* not all in the first run */
+        }
+        CHECK(runs < 100);
+        if (runs >= 100) {
+            break;
+        }
+    }
+    printf("# %u CQP commands of about 4,100 guest lookups each: %u runs, at most %" PRIu64
+           " lookups in one\n", n + 2, runs, most);
+    CHECK(runs > 1);
+    CHECK(most < 2 * 4096 + 64);                /* the budget and one more command */
+    CHECK_EQ(rd(QRDMA_REG_CQP_TAIL), drv.sq_next);
+    for (i = 0; i < n + 2; i++) {
+        CHECK(cqp_poll(&scratch, &status, &retval));
+        CHECK_EQ(scratch, 100 + i);
+        CHECK_EQ((status & QRDMA_CCQ_CQE_WQE_INDEX_MASK) >> QRDMA_CCQ_CQE_WQE_INDEX_SHIFT,
+                 (first + i) % drv.sq_len);
+        if (i == n) {
+            CHECK_RESULT(status, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS);
+        } else {
+            CHECK_RESULT(status, QRDMA_CQP_OK, 0);
+        }
+    }
+    CHECK(!cqp_poll(&scratch, &status, &retval));
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_QP), n);
+    for (i = 0; i < n; i++) {
+        CHECK(core.obj.qp[2 + i].valid);
+        CHECK_RESULT(destroy_qp(2 + i), QRDMA_CQP_OK, 0);
+    }
 }
 
 static void test_qp_destroy(void)
@@ -2120,6 +2232,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_qp_create_srq),
     UNIT_TEST(test_qp_gsi),
     UNIT_TEST(test_qp_create_errors),
+    UNIT_TEST(test_qp_host_memory),
+    UNIT_TEST(test_cqp_budget),
     UNIT_TEST(test_qp_state_matrix),
     UNIT_TEST(test_qp_state_attrs),
     UNIT_TEST(test_qp_modify_mask),

@@ -11,6 +11,7 @@
 
 #include "core/qrdma_core.h"
 #include "fake_env.h"
+#include "qrdma_sw.h"
 #include "unit.h"
 
 int unit_failures;
@@ -124,6 +125,23 @@ static void test_bad_config_refused(void)
     cfg.mac[0] = 0x01;
     CHECK_EQ(qrdma_core_init(&c, &cfg, &env, err, sizeof(err)), -EINVAL);
     CHECK_STR_CONTAINS(err, "multicast");
+
+    /*
+     * The data path carries at most QSW_MAX_SGE SGEs per WQE: a larger
+     * advertised maximum would let a consumer post WQEs that then fail.
+     */
+    qrdma_core_config_defaults(&cfg);
+    cfg.max_send_sge = QSW_MAX_SGE;
+    cfg.max_recv_sge = QSW_MAX_SGE;
+    CHECK_EQ(qrdma_core_init(&c, &cfg, &env, err, sizeof(err)), 0);
+    qrdma_core_fini(&c);
+    cfg.max_send_sge = QSW_MAX_SGE + 1;
+    CHECK_EQ(qrdma_core_init(&c, &cfg, &env, err, sizeof(err)), -EINVAL);
+    CHECK_STR_CONTAINS(err, "max_send_sge=17 is outside 1..16");
+    cfg.max_send_sge = QSW_MAX_SGE;
+    cfg.max_recv_sge = QSW_MAX_SGE + 1;
+    CHECK_EQ(qrdma_core_init(&c, &cfg, &env, err, sizeof(err)), -EINVAL);
+    CHECK_STR_CONTAINS(err, "max_recv_sge=17 is outside 1..16");
 
     qrdma_core_config_defaults(&cfg);
     env.link_up = NULL;

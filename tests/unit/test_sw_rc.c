@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 
+#include "qrdma/qrdma_qp_sm.h"
 #include "sw_testbed.h"
 #include "unit.h"
 
@@ -1066,6 +1067,129 @@ static void test_qp_table(void)
     tb_free(tb);
 }
 
+/*
+ * A post refused for a full send queue is followed by one sq_space call
+ * once a slot is free, also when the WRs that left were unsignaled (no
+ * completion says so) or flushed: the device feeds a deeper guest ring
+ * through a 128-WR queue this way.
+ */
+static void test_sq_space(void)
+{
+    struct tb_conn c = { .mtu = QSW_MTU_1024, .psn_a = 100, .psn_b = 5000, .retry_cnt = 7,
+                         .rnr_retry = 7 };
+    struct tb *tb = tb_new(false);
+    struct tb_node *na = &tb->node[0];
+    struct qsw_qp *a = tb_qp(na, 0x11, QSW_QPT_RC, 1, 4);
+    struct qsw_qp *b = tb_qp(&tb->node[1], 0x22, QSW_QPT_RC, 1, 4);
+    uint32_t ka = tb_reg_mr(na, 1, 0, TB_MEM_SIZE, 0xf);
+    uint32_t kb = tb_reg_mr(&tb->node[1], 1, 0, TB_MEM_SIZE, 0xf);
+    struct qsw_send_wr wr = tb_wr(1, QSW_WR_RDMA_WRITE, 0);
+    struct qsw_qp_attr attr;
+    unsigned i;
+
+    CHECK_EQ(tb_connect(tb, a, b, &c), 0);
+    tb_wr_sge(&wr, tb_va(SRC), 64, ka);
+    wr.rdma.remote_addr = tb_va(DST);
+    wr.rdma.rkey = kb;
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    CHECK_EQ(na->sq_space, 0);
+    CHECK(tb_run_idle(tb, 1000000000ull));
+    CHECK_EQ(na->nwc, 0);                   /* unsignaled: no completion to go by */
+    CHECK_EQ(na->sq_space, 1);              /* once for the streak of two refusals */
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK(tb_run_idle(tb, 1000000000ull));
+    CHECK_EQ(na->sq_space, 1);              /* nothing refused, nothing to say */
+    /* Full again, then flushed by the error state. */
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = QSW_QPS_SQD;
+    CHECK_EQ(qsw_qp_modify(a, &attr, QSW_QP_STATE), 0);
+    for (i = 0; i < 4; i++) {
+        CHECK_EQ(qsw_post_send(a, &wr), 0);
+    }
+    CHECK_EQ(qsw_post_send(a, &wr), -QSW_ENOMEM);
+    attr.qp_state = QSW_QPS_ERR;
+    CHECK_EQ(qsw_qp_modify(a, &attr, QSW_QP_STATE), 0);
+    CHECK_EQ(na->sq_space, 2);
+    CHECK_EQ(na->nwc, 4);                   /* WR_FLUSH_ERR, errors always complete */
+    tb_free(tb);
+}
+
+/* A modify to state with every attribute the transport itself requires anywhere. */
+static int sm_modify(struct qsw_qp *qp, unsigned state)
+{
+    struct qsw_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = state;
+    a.path_mtu = QSW_MTU_1024;
+    a.dest_qp_num = 0x77;
+    a.rq_psn = 1;
+    a.sq_psn = 2;
+    a.av.hop_limit = 64;
+    return qsw_qp_modify(qp, &a, QSW_QP_STATE | QSW_QP_AV | QSW_QP_PATH_MTU |
+                                     QSW_QP_DEST_QPN | QSW_QP_RQ_PSN | QSW_QP_SQ_PSN);
+}
+
+/*
+ * The transport takes exactly the transitions of the device's table,
+ * qrdma_qp_transitions[] (issue 11: it allowed RESET -> ERR, which IBTA
+ * 10.3.1 and the device forbid), from every state a modify can reach.
+ */
+static void test_state_machine(void)
+{
+    static const unsigned paths[][5] = {
+        /* from RESET to each state a modify reaches (SQE is the transport's to enter) */
+        { 0xff },
+        { QSW_QPS_INIT, 0xff },
+        { QSW_QPS_INIT, QSW_QPS_RTR, 0xff },
+        { QSW_QPS_INIT, QSW_QPS_RTR, QSW_QPS_RTS, 0xff },
+        { QSW_QPS_INIT, QSW_QPS_RTR, QSW_QPS_RTS, QSW_QPS_SQD, 0xff },
+        { QSW_QPS_INIT, QSW_QPS_ERR, 0xff },
+    };
+    static const struct { enum qsw_qp_type type; unsigned kind; } types[] = {
+        { QSW_QPT_RC, QRDMA_QPK_RC }, { QSW_QPT_UC, QRDMA_QPK_UC }, { QSW_QPT_UD, QRDMA_QPK_UD },
+    };
+    struct tb *tb = tb_new(false);
+    struct qsw_engine *eng = tb->node[0].eng;
+    uint32_t qpn = 0x100;
+
+    for (unsigned t = 0; t < 3; t++) {
+        for (unsigned p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+            for (unsigned next = 0; next < QRDMA_QP_NUM_STATES; next++) {
+                struct qsw_qp *qp = qsw_qp_create(eng, qpn++, types[t].type, 1, NULL, NULL);
+                unsigned i, cur = QSW_QPS_RESET;
+                bool ok;
+
+                CHECK(qp != NULL);
+                if (!qp) {
+                    continue;
+                }
+                for (i = 0; paths[p][i] != 0xff; i++) {
+                    CHECK_EQ(sm_modify(qp, paths[p][i]), 0);
+                    cur = paths[p][i];
+                }
+                CHECK_EQ(qsw_qp_state(qp), cur);
+                ok = qrdma_qp_transitions[cur][next] & QRDMA_QPK_BIT(types[t].kind);
+                if ((sm_modify(qp, next) == 0) != ok) {
+                    fprintf(stderr, "  type %u: %u -> %u: the transport %s, the table %s\n",
+                            types[t].type, cur, next, ok ? "refuses" : "accepts",
+                            ok ? "allows" : "forbids");
+                    unit_failures++;
+                }
+                CHECK_EQ(qsw_qp_state(qp), ok ? next : cur);
+                qsw_qp_destroy(qp);
+            }
+        }
+    }
+    tb_free(tb);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_basic),
     UNIT_TEST(test_all_opcodes),
@@ -1092,6 +1216,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_comm_est_in_rtr),
     UNIT_TEST(test_unsignaled_and_sqd),
     UNIT_TEST(test_qp_table),
+    UNIT_TEST(test_state_machine),
+    UNIT_TEST(test_sq_space),
 };
 
 int main(void)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The LAN function between two guests (run in both by test-ethernet.sh):
 # ping both ways up to the MTU at 1500 and 9000, a 200 MB TCP transfer
-# checked with sha256 at both ends, RoCE v2 GIDs following the addresses,
+# checked with sha256 at both ends, IPv6 neighbour discovery (multicast
+# through the hash filter), RoCE v2 GIDs following the addresses,
 # port state following the netdev, ethtool.
 . "$(dirname "$0")/guest-lib.sh"
 me=$QRDMA_GUEST peer=$(peer_ip) ifc=eth0
@@ -27,6 +28,7 @@ tcp_transfer() {   # tcp_transfer TAG MB
         local nc_pid=$!
         vm_signal "listening-$tag"
         wait $nc_pid
+        check "nc received until the sender closed (status $?)" test $? = 0
         sha256sum < /tmp/rx.bin | cut -d' ' -f1 > "$QRDMA_JOB/rx-$tag.sha.tmp"
         mv "$QRDMA_JOB/rx-$tag.sha.tmp" "$QRDMA_JOB/rx-$tag.sha"
         echo "received $(stat -c %s /tmp/rx.bin) bytes"
@@ -66,6 +68,21 @@ ip -6 addr add "$v6/64" dev $ifc nodad
 check "added IPv4 address appears as a GID" wait_for 10 sh -c "ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.$me.1, RoCE v2'"
 check "added IPv6 address appears as a GID" wait_for 10 sh -c "ibv_devinfo -v -d qrdma0 | grep -q '$v6, RoCE v2'"
 check "sysfs GID table holds it" sh -c "grep -q 'fd00:0000:0000:0000:0000:0000:000$((me + 1)):0001' /sys/class/infiniband/qrdma0/ports/1/gids/*"
+# IPv6 neighbour discovery: the neighbour solicitation goes to the peer's
+# solicited-node multicast group (33:33:ff:...), which the peer's device
+# passes only through its multicast hash filter (the netdev is neither
+# promiscuous nor all-multicast: checked); the advertisement comes back
+# unicast. A ping to the peer's fresh address needs both.
+vm_barrier v6-up
+peer_v6="fd00::$(( (me + 1) % 2 + 1 )):1"
+flags=$(cat /sys/class/net/$ifc/flags)
+check "eth0 neither promiscuous nor all-multicast (flags $flags)" test $(( flags & 0x300 )) = 0
+ip -6 neigh flush dev $ifc
+check "ping $peer_v6 (IPv6 neighbour discovery first)" ping -6 -c 3 -i 0.2 -W 2 -q "$peer_v6"
+ip -6 neigh show "$peer_v6" dev $ifc | sed 's/^/  neighbour: /'
+check "neighbour discovery resolved $peer_v6 to the peer's MAC" \
+    sh -c "ip -6 neigh show $peer_v6 dev $ifc | grep -q 'lladdr 52:54:00:71:00:0$(( (me + 1) % 2 ))'"
+vm_barrier v6-pinged
 ip addr del "10.9.$me.1/24" dev $ifc
 ip -6 addr del "$v6/64" dev $ifc
 check "removed IPv4 address leaves the GID table" wait_for 10 sh -c "! ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.$me.1'"

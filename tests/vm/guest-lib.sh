@@ -1,14 +1,46 @@
 # Helpers for test scripts that run inside a vm-run guest. Sourced.
 fails=0
 ok()   { echo "ok: $*"; }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# Every failure is also noted in the job directory: a life that ends in a
+# reboot or a kill (scripts/vm-run) never reaches finish, so the last life's
+# finish counts them.
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+    [ -d "${QRDMA_JOB:-}" ] && echo "life ${QRDMA_BOOT:-1}: $*" >> "$QRDMA_JOB/fails-${QRDMA_GUEST:-0}"
+}
 # check DESCRIPTION CMD...: run CMD, pass when it exits 0
 check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
 # expect_eq DESCRIPTION ACTUAL EXPECTED
 expect_eq() { if [ "$2" = "$3" ]; then ok "$1: '$2'"; else fail "$1: '$2', expected '$3'"; fi; }
 # wait_for SECONDS CMD...: poll CMD until it succeeds
 wait_for() { local t=$1 i; shift; for i in $(seq $((t * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
-finish() { echo "$1: $fails failure(s)"; [ "$fails" -eq 0 ]; }
+# finish NAME: the verdict, counting this guest's failures in earlier lives.
+finish() {
+    local f=${QRDMA_JOB:-/nonexistent}/fails-${QRDMA_GUEST:-0} earlier=0
+    if [ -s "$f" ]; then
+        earlier=$(grep -vc "^life ${QRDMA_BOOT:-1}: " "$f")
+        grep -v "^life ${QRDMA_BOOT:-1}: " "$f" | sed 's/^/FAIL in an earlier /'
+    fi
+    echo "$1: $((fails + earlier)) failure(s)"
+    [ "$fails" -eq 0 ] && [ "$earlier" -eq 0 ]
+}
+# pair_run NAME CMD...: CMD as a server in the background and "CMD
+# $QRDMA_IP" as its client in this guest (loopback through the device),
+# logs /tmp/NAME-{s,c}.log; passes only when both exit 0 within 120 s.
+pair_run() {
+    local name=$1 s rs rc
+    shift
+    timeout 120 "$@" > "/tmp/$name-s.log" 2>&1 &
+    s=$!
+    sleep 1
+    timeout 120 "$@" "$QRDMA_IP" > "/tmp/$name-c.log" 2>&1
+    rc=$?
+    wait "$s"
+    rs=$?
+    tail -n 1 "/tmp/$name-s.log" "/tmp/$name-c.log" 2>&1 | sed 's/^/  | /'
+    [ "$rs" -eq 0 ] && [ "$rc" -eq 0 ]
+}
 qrdma_bdf() { basename "$(readlink -f /sys/bus/pci/drivers/qrdma/0000:* 2>/dev/null | head -n1)"; }
 # Rendezvous between guests through the shared /job directory.
 vm_signal() { touch "$QRDMA_JOB/sig-$1"; }

@@ -23,7 +23,9 @@
 #     Then one reset whose bring-up fails (pe_ready_timeout_ms below the
 #     device's pe-ready-delay-us): nothing registered, another reset brings
 #     the device back; the same failure followed by rmmod and modprobe; and
-#     one PCI remove + rescan with traffic running. Afterwards the counters
+#     an FLR written with setpci behind the driver's back (the device's own
+#     counters drop to zero under live objects), and one PCI remove +
+#     rescan with traffic running. Afterwards the counters
 #     are idle, traffic works, and QEMU's RSS over the resets is reported.
 #  4. QEMU's resident set size is read after a warm-up and at the end.
 . "$(dirname "$0")/guest-lib.sh"
@@ -79,9 +81,8 @@ for i in $(seq "$reloads"); do
 done
 check "after $reloads reloads: counters at idle" wait_for 60 counters_at_zero
 echo "counters: $(counters)"
-check "traffic after the reloads: ping-pong with data check" \
-    sh -c "ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 > /tmp/s.log 2>&1 & sleep 1;
-           ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 $QRDMA_IP > /tmp/c.log 2>&1 && wait"
+check "traffic after the reloads: qrdma-pingpong, every byte checked" \
+    pair_run pp qrdma-pingpong -d qrdma0 -g 1 -s 4096 -n 50
 check "qrdma-datapath passes after the reloads" sh -c 'qrdma-datapath > /tmp/dp.log 2>&1'
 
 # ---- 3. function-level reset with traffic running -----------------------------------
@@ -186,6 +187,33 @@ check "after a failed bring-up: rmmod" timeout 120 rmmod qrdma
 check "after a failed bring-up: modprobe" modprobe qrdma
 check "after a failed bring-up: qrdma0 and its netdev back" back_up
 
+# An FLR behind the driver's back: setpci writes Initiate FLR into the PCIe
+# Device Control register, as a confused or hostile guest can. The device
+# really resets: its own object counters (registers the driver's hw_*
+# attributes read) drop to zero although the driver and the traffic still
+# hold QPs, CQs and MRs, and nothing more moves. The config space the FLR
+# cleared is written back by hand (the kernel did not save it); then the
+# driver's own reset recovers.
+hw_counters="hw_qps hw_cqs hw_srqs hw_mrs hw_ahs"
+hw_all_zero() {
+    local c
+    for c in $hw_counters; do [ "$(cat "$qdev_sys/$c")" = 0 ] || return 1; done
+}
+if pair_start bulk; then ok "setpci FLR: traffic runs"; else fail "setpci FLR: the traffic did not start"; fi
+check "setpci FLR: the device holds the traffic's QPs" test "$(cat "$qdev_sys/hw_qps")" -gt "${idle[hw_qps]}"
+saved=$(for r in 0 1 2 3 4 5; do echo "BASE_ADDRESS_$r.l=$(setpci -s "$bdf" BASE_ADDRESS_$r.l)"; done)
+saved_cmd=$(setpci -s "$bdf" COMMAND.w)
+check "setpci FLR: Initiate FLR written into Device Control" setpci -s "$bdf" CAP_EXP+8.w=8000:8000
+sleep 0.2
+# shellcheck disable=SC2086 # one setpci argument per saved register
+check "setpci FLR: BARs and COMMAND written back" sh -c \
+    "setpci -s $bdf $(echo $saved) && setpci -s $bdf COMMAND.w=$saved_cmd"
+check "setpci FLR: the device's own counters are zero" hw_all_zero
+echo "after the setpci FLR: $(for c in $hw_counters; do printf '%s=%s ' "$c" "$(cat "$qdev_sys/$c")"; done)"
+check "setpci FLR: the driver's reset recovers" flr
+pair_end bulk "setpci FLR"
+check "setpci FLR: qrdma0 and its netdev back" back_up
+
 # PCI remove (the driver's remove) and rescan (probe) with traffic running.
 if pair_start bulk; then ok "remove: traffic runs"; else fail "remove: the traffic did not start"; fi
 check "PCI remove with traffic running" timeout 120 sh -c "echo 1 > $pci/remove"
@@ -198,11 +226,9 @@ echo "counters: $(counters)"
 # The chunk and WR sizes of the runs above: its buffers take no more guest
 # pages than theirs did (pages touched for the first time count in RSS).
 check "traffic after the resets: qrdma-bulk 64 MB written, read back, checked" \
-    sh -c "qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60 > /tmp/s.log 2>&1 & sleep 1;
-           qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60 $QRDMA_IP > /tmp/c.log 2>&1 && wait \$!"
-check "traffic after the resets: ping-pong with data check" \
-    sh -c "ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 > /tmp/s.log 2>&1 & sleep 1;
-           ibv_rc_pingpong -d qrdma0 -g 1 -c -n 50 $QRDMA_IP > /tmp/c.log 2>&1 && wait"
+    pair_run bulk-end qrdma-bulk -d qrdma0 -g 1 -m 64 -c 4 -w 256 -t 60
+check "traffic after the resets: qrdma-pingpong, every byte checked" \
+    pair_run pp qrdma-pingpong -d qrdma0 -g 1 -s 4096 -n 50
 rss1=$(vm_rss end)
 echo "QEMU RSS: ${rss0} kB after warm-up, ${rss1} kB at the end ($(( (rss1 - rss0) / 1024 )) MB more)"
 # Guest pages touched for the first time also count; a leak per cycle in

@@ -16,13 +16,19 @@
 #     the reboot is reported, QEMU's own part (not guest RAM or TCG code)
 #     bounded.
 # At the end guest 1's counters are back at idle too: the error paths leaked
-# nothing. vm-run fails the run on an oops or WARN in any life.
+# nothing. vm-run fails the run on an oops or WARN in any life; a check
+# that fails in a life that ends in a kill or a reboot fails the last
+# life's verdict (guest-lib.sh's fail and finish).
 . "$(dirname "$0")/guest-lib.sh"
 dev=qrdma0 me=$QRDMA_GUEST
 # The client's QP: local ACK timeout 17 (537 ms), retry_cnt 3. The device
 # gives up after retry_cnt + 1 timeouts without progress (IBTA 9.7.5.1),
-# and not before its stall floor (stall-floor-ms, default 2 s: below this
-# budget of 2.15 s, so the budget is what the test sees).
+# and not before its stall floor. test-lives.sh sets the floor to 1 s,
+# half this budget of 2.15 s: a device that gave up at the floor (at the
+# second timeout, 1.07 s) instead of after the retries fails the "retried
+# for the whole budget" check. (At the default floor of 2 s the first
+# timeout past the floor is the budget's own fourth: the two could not be
+# told apart.)
 T=17 R=3
 budget=$(awk -v t=$T -v r=$R 'BEGIN { printf "%.3f", (r + 1) * 4.096e-6 * 2 ^ t }')
 # Allowed on top of the budget between the kill request (or the reset) and
@@ -82,9 +88,10 @@ case "$me.$QRDMA_BOOT" in
     vm_barrier up 150
     # The victim: serves a long transfer until vm-run kills this VM.
     bulk -m 256 -c 128 -t 120 > /tmp/a.log 2>&1 &
+    s=$!
     vm_signal a-srv
-    wait
-    fail "life 1 was not ended by the kill"
+    wait "$s"
+    fail "life 1 was not ended by the kill (the server exited with status $?)"
     cat /tmp/a.log
     exit 1 ;;
 0.2)

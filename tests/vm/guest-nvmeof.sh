@@ -90,11 +90,16 @@ case $me in
     check "4 KB writes read back in 12 KB pieces" \
         cmp -n $((170 * 12288 - 8192 % 3 * 4096)) /tmp/want2 /tmp/back2.tail
     # Many I/Os in flight at once: fio is not in the image; parallel dd.
+    readers=()
     for j in 0 1 2 3; do
         dd if="$blk" of=/tmp/par$j bs=64k count=128 skip=$((j * 128)) iflag=direct \
             status=none &
+        readers+=($!)
     done
-    wait
+    for j in 0 1 2 3; do
+        wait "${readers[j]}"
+        check "parallel reader $j exited 0" test $? = 0
+    done
     cat /tmp/par0 /tmp/par1 /tmp/par2 /tmp/par3 > /tmp/par
     check "4 parallel readers of 8 MB each" cmp -n $((32 << 20)) /tmp/pattern /tmp/par
 

@@ -63,6 +63,10 @@ check "a process holds objects" wait_for 300 grep -q '^# holding' /tmp/hold.log
 cat /tmp/hold.log
 echo "counters while held: $(counters)"
 check "its objects are live (res_qps $(cat $dev/res_qps))" test "$(cat $dev/res_qps)" -gt 0
+# The driver backs HMC pages on demand: its SRQ (the idle device has none)
+# and its 32 QPs, 32 CQs and 64 MRs need pages idle does not hold.
+check "HMC pages backed on demand: hmc_backed_pages $(cat $dev/hmc_backed_pages) while held, ${idle[hmc_backed_pages]} idle" \
+    test "$(cat $dev/hmc_backed_pages)" -gt "${idle[hmc_backed_pages]}"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
 check "killed: every object counter back at its idle value" wait_for 60 counters_at_zero

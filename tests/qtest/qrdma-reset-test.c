@@ -1,0 +1,247 @@
+/*
+ * qtests of resets and unplugs that reach the qrdma device from its own
+ * interrupts, on q35 with the device behind a PCIe root port. An MSI-X
+ * message is a DMA write: aimed at configuration space through ECAM it can
+ * set the root port's Secondary Bus Reset, power off its slot, or set FLR
+ * in the device's own Device Control, all while the device is inside its
+ * own work (the bottom half that completes a WRITE). QEMU must survive
+ * each, the device must come back in its reset state, and the traffic must
+ * stop. And a hot-unplug with QPs open and a WRITE in flight.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include "qemu/osdep.h"
+#include "libqtest.h"
+#include "hw/pci/pci_regs.h"
+#include "libqos/pci-pc.h"
+#include "libqos/malloc-pc.h"
+#include "libqos/qrdma.h"
+
+#define ECAM_BASE       0xb0000000ull           /* q35's MMCONFIG default */
+#define RP_DEVFN        QPCI_DEVFN(2, 0)        /* the root port: 00:02.0 */
+#define DEV_BUS         1                       /* the device: 01:00.0 */
+#define CQE_SUCCESS     0                       /* IBV_WC_SUCCESS */
+#define QP_A            2                       /* QP 1 is the GSI QP's */
+#define QP_B            3
+
+typedef struct Bed {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *pcibus;
+    QPCIDevice rp;
+    QRdma d;
+} Bed;
+
+static uint64_t ecam(unsigned bus, unsigned devfn, unsigned reg)
+{
+    return ECAM_BASE + ((uint64_t)bus << 20) + ((uint64_t)devfn << 12) + reg;
+}
+
+/* Bus numbers and a memory window on the root port; the device behind it. */
+static void bed_bridge(Bed *b)
+{
+    b->rp.bus = b->pcibus;
+    b->rp.devfn = RP_DEVFN;
+    /* pcie-root-port: Red Hat, 1b36:000c. */
+    g_assert_cmphex(qpci_config_readw(&b->rp, PCI_DEVICE_ID), ==, 0x000c);
+    qpci_config_writeb(&b->rp, PCI_PRIMARY_BUS, 0);
+    qpci_config_writeb(&b->rp, PCI_SECONDARY_BUS, DEV_BUS);
+    qpci_config_writeb(&b->rp, PCI_SUBORDINATE_BUS, DEV_BUS);
+    /* libqos maps BARs from 0xe0000000 up: forward 0xe0000000-0xefffffff. */
+    qpci_config_writew(&b->rp, PCI_MEMORY_BASE, 0xe000);
+    qpci_config_writew(&b->rp, PCI_MEMORY_LIMIT, 0xeff0);
+    qpci_config_writew(&b->rp, PCI_PREF_MEMORY_BASE, 0xfff0);
+    qpci_config_writew(&b->rp, PCI_PREF_MEMORY_LIMIT, 0x0000);
+    qpci_config_writew(&b->rp, PCI_COMMAND, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+    /* The device: bus 1 in bits 15:8 of libqos's devfn, as 0xcf8 takes it. */
+    b->d.dev.bus = b->pcibus;
+    b->d.dev.devfn = DEV_BUS << 8;
+}
+
+static void bed_init(Bed *b)
+{
+    QPCIDevice mch;
+
+    memset(b, 0, sizeof(*b));
+    b->qts = qtest_init("-machine q35 -nodefaults -m 256M "
+                        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=2.0,chassis=1,slot=1 "
+                        "-netdev hubport,id=n0,hubid=0 "
+                        "-device qrdma,id=qrdma0,bus=rp0,netdev=n0,stall-floor-ms=0");
+    pc_alloc_init(&b->alloc, b->qts, ALLOC_NO_FLAGS);
+    b->pcibus = qpci_new_pc(b->qts, &b->alloc);
+    /* ECAM on, as firmware sets it: PCIEXBAR = 0xb0000000, 256 MB, enabled. */
+    mch.bus = b->pcibus;
+    mch.devfn = 0;
+    qpci_config_writel(&mch, 0x64, 0);
+    qpci_config_writel(&mch, 0x60, (uint32_t)ECAM_BASE | 1);
+    bed_bridge(b);
+    g_assert_cmphex(qpci_config_readw(&b->d.dev, PCI_VENDOR_ID), ==, QRDMA_PCI_VENDOR_ID);
+    g_assert_cmphex(qtest_readw(b->qts, ecam(DEV_BUS, 0, PCI_DEVICE_ID)), ==,
+                    QRDMA_PCI_DEVICE_ID);
+    qrdma_t_start(&b->d, b->qts, &b->alloc);
+    qpci_msix_enable(&b->d.dev);
+}
+
+static void bed_fini(Bed *b)
+{
+    qpci_free_pc(b->pcibus);
+    alloc_destroy(&b->alloc);
+    qtest_quit(b->qts);
+}
+
+/*
+ * QP 1 -> QP 2 in loopback; CQ 1 armed with its events on CEQ 0, routed to
+ * vector 0, whose MSI-X entry writes data at addr. Then a WRITE whose
+ * completion raises that interrupt from the device's bottom half.
+ */
+static void write_with_irq_to(Bed *b, uint64_t addr, uint32_t data)
+{
+    QRdma *d = &b->d;
+
+    qrdma_t_bringup(d, false);
+    qrdma_t_loopback_pair(d, QP_A, QP_B, true);
+    qrdma_t_msix_entry(d, 0, addr, data);
+    qrdma_t_reg_write(d, QRDMA_REG_CEQCTL(0), QRDMA_EQCTL_CAUSE_ENA | 0);
+    qrdma_t_reg_write(d, QRDMA_REG_DYN_CTL(0), QRDMA_DYN_CTL_INTENA);
+    qtest_writeq(b->qts, d->mem + QRDMA_T_CQ_SHADOW(1) + 8, 1 | QRDMA_CQ_ARM_NEXT);
+    qrdma_t_doorbell(d, 0, QRDMA_DB_CQ_ARM, 1);
+    qtest_memset(b->qts, d->mem + QRDMA_T_DATA, 0xa5, 0x10000);
+    /* Two WRITEs: the first's completion fires; the second is in flight then. */
+    qrdma_t_post_write(d, QP_A, 0, 0x80000, 0x10000);
+    qrdma_t_post_write(d, QP_A, 0, 0x90000, 0x10000);
+    qtest_clock_step(b->qts, 100 * 1000000);
+}
+
+/* After a reset: nothing open, nothing moving; then the device works again. */
+static void expect_reset_then_usable(Bed *b)
+{
+    QRdma *d = &b->d;
+    g_autofree uint8_t *before = g_malloc(QRDMA_T_MEM_LEN);
+    g_autofree uint8_t *after = g_malloc(QRDMA_T_MEM_LEN);
+    QRdmaCqe e;
+    unsigned t;
+
+    qtest_memread(b->qts, d->mem, before, QRDMA_T_MEM_LEN);
+    qtest_clock_step(b->qts, 3000ll * 1000000);
+    qtest_memread(b->qts, d->mem, after, QRDMA_T_MEM_LEN);
+    g_assert(!memcmp(before, after, QRDMA_T_MEM_LEN));
+
+    qrdma_t_stop(d);
+    qrdma_t_start(d, b->qts, &b->alloc);
+    g_assert_cmphex(qrdma_t_reg_read(d, QRDMA_REG_CCQP_STATUS), ==, 0);
+    for (t = 0; t < QRDMA_HMC_PBLE; t++) {
+        g_assert_cmpuint(qrdma_t_reg_read(d, QRDMA_REG_OBJ_COUNT(t)), ==, 0);
+    }
+    qrdma_t_bringup(d, false);
+    qrdma_t_loopback_pair(d, QP_A, QP_B, false);
+    qtest_memset(b->qts, d->mem + QRDMA_T_DATA, 0x3c, 4096);
+    qrdma_t_post_write(d, QP_A, 0, 0x80000, 4096);
+    g_assert(qrdma_t_wait_cq(d, 1, &e, 2000));
+    g_assert_cmpuint(e.status, ==, CQE_SUCCESS);
+    g_assert_cmphex(qtest_readb(b->qts, d->mem + QRDMA_T_DATA + 0x80000 + 4095), ==, 0x3c);
+}
+
+/* The interrupt sets Secondary Bus Reset in the root port's Bridge Control. */
+static void test_irq_bus_reset(void)
+{
+    Bed b;
+
+    bed_init(&b);
+    /* A dword at 0x3c: Interrupt Line, Pin (read-only), Bridge Control. */
+    write_with_irq_to(&b, ecam(0, RP_DEVFN, PCI_INTERRUPT_LINE),
+                      (uint32_t)PCI_BRIDGE_CTL_BUS_RESET << 16);
+    g_assert_cmphex(qpci_config_readw(&b.rp, PCI_BRIDGE_CONTROL) & PCI_BRIDGE_CTL_BUS_RESET,
+                    !=, 0);
+    qpci_config_writew(&b.rp, PCI_BRIDGE_CONTROL, 0);
+    expect_reset_then_usable(&b);
+    bed_fini(&b);
+}
+
+/* The interrupt sets Initiate FLR in the device's own Device Control. */
+static void test_irq_flr(void)
+{
+    Bed b;
+    uint8_t exp;
+
+    bed_init(&b);
+    exp = qpci_find_capability(&b.d.dev, PCI_CAP_ID_EXP, 0);
+    g_assert_cmphex(exp & 3, ==, 0);
+    write_with_irq_to(&b, ecam(DEV_BUS, 0, exp + PCI_EXP_DEVCTL),
+                      PCI_EXP_DEVCTL_BCR_FLR);
+    g_assert_cmphex(qpci_config_readw(&b.d.dev, PCI_COMMAND) & PCI_COMMAND_MASTER, ==, 0);
+    expect_reset_then_usable(&b);
+    bed_fini(&b);
+}
+
+/*
+ * The interrupt powers off the root port's slot: the device loses power
+ * (QEMU resets it) from inside its own bottom half, with QPs open and a
+ * WRITE in flight. Powered on again it is in its reset state and works.
+ */
+static void test_irq_slot_power_off(void)
+{
+    Bed b;
+    uint8_t exp;
+    uint16_t sltctl;
+
+    bed_init(&b);
+    exp = qpci_find_capability(&b.rp, PCI_CAP_ID_EXP, 0);
+    g_assert_cmphex((exp + PCI_EXP_SLTCTL) & 3, ==, 0);
+    sltctl = qpci_config_readw(&b.rp, exp + PCI_EXP_SLTCTL);
+    sltctl &= ~(PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PIC);
+    write_with_irq_to(&b, ecam(0, RP_DEVFN, exp + PCI_EXP_SLTCTL),
+                      sltctl | PCI_EXP_SLTCTL_PWR_OFF | PCI_EXP_SLTCTL_PWR_IND_OFF);
+    /* Unpowered: its config space reads as nothing; QEMU runs on. */
+    g_assert_cmphex(qpci_config_readw(&b.d.dev, PCI_VENDOR_ID), ==, 0xffff);
+    qtest_clock_step(b.qts, 1000ll * 1000000);
+    qtest_qmp_assert_success(b.qts, "{ 'execute': 'query-status' }");
+    qpci_config_writew(&b.rp, exp + PCI_EXP_SLTCTL, sltctl | PCI_EXP_SLTCTL_PWR_IND_ON);
+    g_assert_cmphex(qpci_config_readw(&b.d.dev, PCI_VENDOR_ID), ==, QRDMA_PCI_VENDOR_ID);
+    expect_reset_then_usable(&b);
+    bed_fini(&b);
+}
+
+/*
+ * Hot-unplug (ACPI, pc machine) with QPs open and a WRITE in flight:
+ * DEVICE_DELETED comes once the device is finalized, so no reference the
+ * device's glue takes outlives it.
+ */
+static void test_unplug_with_qps(void)
+{
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *pcibus;
+    QRdma d = { 0 };
+    QRdmaCqe e;
+
+    qts = qtest_init("-machine pc -nodefaults -m 256M -netdev hubport,id=n0,hubid=0 "
+                     "-device qrdma,id=qrdma0,addr=4.0,netdev=n0");
+    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    pcibus = qpci_new_pc(qts, &alloc);
+    d.dev.bus = pcibus;
+    d.dev.devfn = QPCI_DEVFN(4, 0);
+    g_assert_cmphex(qpci_config_readw(&d.dev, PCI_VENDOR_ID), ==, QRDMA_PCI_VENDOR_ID);
+    qrdma_t_start(&d, qts, &alloc);
+    qrdma_t_bringup(&d, false);
+    qrdma_t_loopback_pair(&d, QP_A, QP_B, false);
+    qrdma_t_post_write(&d, QP_A, 0, 0x80000, 0x10000);
+    g_assert(qrdma_t_wait_cq(&d, 1, &e, 2000));
+    qrdma_t_post_write(&d, QP_A, 0, 0x90000, 0x10000);
+    qpci_unplug_acpi_device_test(qts, "qrdma0", 4);
+    g_assert_cmphex(qpci_config_readw(&d.dev, PCI_VENDOR_ID), ==, 0xffff);
+    qtest_clock_step(qts, 3000ll * 1000000);
+    qtest_qmp_assert_success(qts, "{ 'execute': 'query-status' }");
+    qpci_free_pc(pcibus);
+    alloc_destroy(&alloc);
+    qtest_quit(qts);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    qtest_add_func("/qrdma/irq/bus-reset", test_irq_bus_reset);
+    qtest_add_func("/qrdma/irq/flr", test_irq_flr);
+    qtest_add_func("/qrdma/irq/slot-power-off", test_irq_slot_power_off);
+    qtest_add_func("/qrdma/unplug/with-qps", test_unplug_with_qps);
+    return g_test_run();
+}
