@@ -79,7 +79,7 @@ struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque, const
     eng->ops = *ops;
     eng->opaque = opaque;
     memcpy(eng->mac, mac, 6);
-    qsw_crc32_init(eng->crc_tab);
+    eng->crc_tab = qsw_crc32_tables();
     return eng;
 }
 

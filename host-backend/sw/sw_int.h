@@ -131,6 +131,8 @@ static inline unsigned hdr_off(uint32_t m, uint32_t h)
 /* ---- CRC32 (the IEEE 802.3 polynomial, reflected), ICRC, checksums ------- */
 
 void qsw_crc32_init(uint32_t tab[8][256]);
+/* The process's tables, built on first use (thread-safe). */
+const uint32_t (*qsw_crc32_tables(void))[256];
 /* No pre- or post-inversion; any length, any alignment. */
 uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len);
 /*
@@ -295,7 +297,7 @@ struct qsw_engine {
     struct qsw_held *held;      /* sorted by release time */
     uint64_t now;               /* cached for the current call */
     uint64_t stall_floor_ns;    /* qsw_engine_set_stall_floor() */
-    uint32_t crc_tab[8][256];
+    const uint32_t (*crc_tab)[256];   /* qsw_crc32_tables() */
     uint8_t tx[QSW_MAX_FRAME] __attribute__((aligned(8)));
 };
 

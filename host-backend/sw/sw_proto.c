@@ -6,6 +6,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "sw_int.h"
@@ -63,6 +64,24 @@ void qsw_crc32_init(uint32_t tab[8][256])
             tab[k][i] = (tab[k - 1][i] >> 8) ^ tab[0][tab[k - 1][i] & 0xff];
         }
     }
+}
+
+/*
+ * One set of tables for the process: every engine reads it, none writes it,
+ * so an engine costs no table build (8 KB and 2,304 loop rounds each).
+ */
+static uint32_t crc_tables[8][256];
+static pthread_once_t crc_tables_once = PTHREAD_ONCE_INIT;
+
+static void crc_tables_build(void)
+{
+    qsw_crc32_init(crc_tables);
+}
+
+const uint32_t (*qsw_crc32_tables(void))[256]
+{
+    pthread_once(&crc_tables_once, crc_tables_build);
+    return (const uint32_t (*)[256])crc_tables;
 }
 
 /* Slicing by 8; the portable code and the tail of short runs. */
@@ -598,7 +617,7 @@ void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, u
     st16(udp + 4, (uint16_t)udp_len);
     st16(udp + 6, 0);                       /* IPv4: no UDP checksum (Annex A17) */
 
-    icrc = qsw_icrc((const uint32_t (*)[256])eng->crc_tab, l3, iphl + UDP_HLEN + tp_len, ipv6);
+    icrc = qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len, ipv6);
     {
         uint8_t *ic = udp + UDP_HLEN + tp_len;
 
@@ -715,7 +734,7 @@ int qsw_parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_p
         hl > tp_len || (!(m & M_PAYLOAD) && (tp_len != hl || pad)) || pad > tp_len - hl) {
         goto malformed;
     }
-    icrc = qsw_icrc((const uint32_t (*)[256])eng->crc_tab, l3, iphl + UDP_HLEN + tp_len,
+    icrc = qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len,
                     pkt->ipv6);
     {
         const uint8_t *ic = bth + tp_len;

@@ -195,7 +195,6 @@ static bool trace;              /* FUZZ_SW_TRACE=1: ops and polls on stderr, to 
 static struct qsw_engine *checker;          /* parses every frame the engines emit */
 static uint8_t recent[2][FZ_RECENT][QSW_MAX_FRAME];
 static size_t recent_len[2][FZ_RECENT];
-static uint32_t crc_tab[8][256];
 
 /* ---- what the QPs are ------------------------------------------------------------- */
 
@@ -1269,7 +1268,7 @@ static void fixup(uint8_t *f, size_t len, size_t l3len, bool lens, bool icrc)
         if (l < iphl + UDP_HLEN + BTH_LEN + ICRC_LEN || ETH_HLEN + l > len) {
             return;
         }
-        c = qsw_icrc((const uint32_t (*)[256])crc_tab, l3, l - ICRC_LEN, v6);
+        c = qsw_icrc(qsw_crc32_tables(), l3, l - ICRC_LEN, v6);
         l3[l - 4] = (uint8_t)c;
         l3[l - 3] = (uint8_t)(c >> 8);
         l3[l - 2] = (uint8_t)(c >> 16);
@@ -1954,7 +1953,6 @@ static void init_once(void)
     if (!checker) {
         abort();
     }
-    qsw_crc32_init(crc_tab);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
