@@ -27,7 +27,6 @@ const uint32_t fzb_qps[FZB_NQPS] = { FZB_QP_RC, FZB_QP_UC, FZB_QP_UD, FZB_QP_SRQ
 static struct fzb_count count;
 static int reenter_depth;
 static struct qsw_engine *checker;      /* parses every frame the transport sends */
-static uint32_t crc_tab[8][256];
 
 static void __attribute__((noreturn, format(printf, 1, 2))) bug(const char *fmt, ...)
 {
@@ -97,16 +96,19 @@ static int env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 }
 
 /*
- * What side_bringup() does not clear, [DATA, HMC_RAM), is cleared for the
- * next input only where this one wrote: chunks marked by the device's DMA
- * writes and by fzb_dirty() (clearing all of RAM was a third of the time
- * an input took).
+ * Guest RAM is cleared between inputs only where the last one wrote or
+ * looked: 4 KB pages marked by the device's DMA writes, by the bed's
+ * accessors (dp_tb_touch) and by fzb_dirty() (clearing all of RAM took a
+ * third of an input's time, the driver's areas alone a sixth). The
+ * driver's areas are cleared at every bring-up (dp_tb_clear_ram), the data
+ * area [DATA, HMC_RAM) at the start of an input only.
  */
-#define DIRTY_SHIFT 16
-#define DIRTY_FIRST ((DATA - RAM_BASE) >> DIRTY_SHIFT)
-#define DIRTY_END ((HMC_RAM - RAM_BASE) >> DIRTY_SHIFT)
+#define DIRTY_SHIFT 12
+#define DIRTY_DATA ((DATA - RAM_BASE) >> DIRTY_SHIFT)
+#define DIRTY_HMC ((HMC_RAM - RAM_BASE) >> DIRTY_SHIFT)
+#define DIRTY_PAGES (RAM_SIZE >> DIRTY_SHIFT)
 
-static bool dirty[2][RAM_SIZE >> DIRTY_SHIFT];
+static bool dirty[2][DIRTY_PAGES];
 
 void fzb_dirty(struct side *s, uint64_t addr, size_t len)
 {
@@ -121,15 +123,52 @@ void fzb_dirty(struct side *s, uint64_t addr, size_t len)
     }
 }
 
-static void clear_dirty(struct side *s)
+static void clear_pages(struct side *s, unsigned first, unsigned end)
 {
     unsigned c;
 
-    for (c = DIRTY_FIRST; c < DIRTY_END; c++) {
+    for (c = first; c < end; c++) {
         if (dirty[s->idx][c]) {
             memset(s->ram + ((size_t)c << DIRTY_SHIFT), 0, 1u << DIRTY_SHIFT);
             dirty[s->idx][c] = false;
         }
+    }
+}
+
+/*
+ * QRDMA_FUZZ_CHECK_CLEAR=1: after clearing, check that the pages really are
+ * zero, i.e. that no write escaped the marking (run over a corpus after a
+ * change to the bed or the programs).
+ */
+static bool check_clear;
+
+static void check_zero(struct side *s, unsigned first, unsigned end)
+{
+    size_t off;
+
+    for (off = (size_t)first << DIRTY_SHIFT; off < (size_t)end << DIRTY_SHIFT; off++) {
+        if (s->ram[off]) {
+            bug("side %c: RAM at 0x%llx written without being marked dirty", 'A' + s->idx,
+                (unsigned long long)(RAM_BASE + off));
+        }
+    }
+}
+
+static void clear_data(struct side *s)
+{
+    clear_pages(s, DIRTY_DATA, DIRTY_HMC);
+    if (check_clear) {
+        check_zero(s, DIRTY_DATA, DIRTY_HMC);
+    }
+}
+
+static void clear_driver_areas(struct side *s)
+{
+    clear_pages(s, 0, DIRTY_DATA);
+    clear_pages(s, DIRTY_HMC, DIRTY_PAGES);
+    if (check_clear) {
+        check_zero(s, 0, DIRTY_DATA);
+        check_zero(s, DIRTY_HMC, DIRTY_PAGES);
     }
 }
 
@@ -430,7 +469,7 @@ void fzb_fixup(uint8_t *f, size_t len, size_t l3len, bool lens, bool icrc)
         if (l < iphl + UDP_HLEN + BTH_LEN + ICRC_LEN || ETH_HLEN + l > len) {
             return;
         }
-        c = qsw_icrc((const uint32_t (*)[256])crc_tab, l3, l - ICRC_LEN, v6);
+        c = qsw_icrc(qsw_crc32_tables(), l3, l - ICRC_LEN, v6);
         l3[l - 4] = (uint8_t)c;
         l3[l - 3] = (uint8_t)(c >> 8);
         l3[l - 2] = (uint8_t)(c >> 16);
@@ -549,11 +588,14 @@ void fzb_init(void)
     fzb_reenter_on = !(e && e[0] == '0');
     e = getenv("QRDMA_FUZZ_TRACE");
     fzb_trace = e && e[0] == '1';
+    e = getenv("QRDMA_FUZZ_CHECK_CLEAR");
+    check_clear = e && e[0] == '1';
+    dp_tb_touch = fzb_dirty;
+    dp_tb_clear_ram = clear_driver_areas;
     checker = qsw_engine_new(&ops, NULL, mac);
     if (!checker) {
         abort();
     }
-    qsw_crc32_init(crc_tab);
     for (i = 0; i < 2; i++) {
         sides[i].ram = calloc(1, RAM_SIZE);
         if (!sides[i].ram) {
@@ -586,7 +628,7 @@ static void side_init(struct side *s, int idx, unsigned variant)
     memset(s, 0, sizeof(*s));
     s->ram = ram;
     s->idx = idx;
-    clear_dirty(s);                 /* side_bringup() clears the rest */
+    clear_data(s);                  /* side_bringup() clears the rest */
     side_ident(s, idx);
     s->timer = UINT64_MAX;
     qrdma_core_config_defaults(&cfg);

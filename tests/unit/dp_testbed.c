@@ -155,9 +155,15 @@ static void env_timer_mod(void *opaque, uint64_t deadline_ns)
 
 /* ---- guest memory of one side ------------------------------------------------------ */
 
+void (*dp_tb_touch)(struct side *s, uint64_t addr, size_t len);
+void (*dp_tb_clear_ram)(struct side *s);
+
 uint8_t *mem(struct side *s, uint64_t addr)
 {
     CHECK(in_ram(addr, 1));
+    if (dp_tb_touch) {
+        dp_tb_touch(s, addr, 1);
+    }
     return s->ram + (addr - RAM_BASE);
 }
 
@@ -169,6 +175,9 @@ uint8_t *mem(struct side *s, uint64_t addr)
 static uint8_t *span(struct side *s, uint64_t a, size_t n)
 {
     CHECK(in_ram(a, n));
+    if (dp_tb_touch) {
+        dp_tb_touch(s, a, n);
+    }
     return s->ram + (a - RAM_BASE);
 }
 
@@ -476,8 +485,12 @@ void side_bringup(struct side *s)
     memset(s->cq, 0, sizeof(s->cq));
     s->srq_log2 = s->srq_stride_log2 = 0;
     s->srq_posted = 0;
-    memset(s->ram, 0, DATA - RAM_BASE);
-    memset(s->ram + (HMC_RAM - RAM_BASE), 0, RAM_SIZE - (HMC_RAM - RAM_BASE));
+    if (dp_tb_clear_ram) {
+        dp_tb_clear_ram(s);
+    } else {
+        memset(s->ram, 0, DATA - RAM_BASE);
+        memset(s->ram + (HMC_RAM - RAM_BASE), 0, RAM_SIZE - (HMC_RAM - RAM_BASE));
+    }
     qrdma_core_pe_ready(&s->core);
     /* The LAN station address is the RoCE MAC (reset loads the permanent one). */
     CHECK_EQ(reg_r(s, QRDMA_REG_LAN_MAC_LOW), 0x02);

@@ -139,6 +139,16 @@ void fq_clear(void);
 extern void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 extern uint64_t (*dp_tb_clock)(void);
 
+/*
+ * For a harness that clears only what an input touched (the fuzzers):
+ * dp_tb_touch sees every range the bed's accessors hand out (reads too),
+ * and dp_tb_clear_ram replaces side_bringup()'s clearing of the driver's
+ * areas, [RAM_BASE, DATA) and [HMC_RAM, RAM end). NULL: no tracking, and
+ * side_bringup() clears both areas whole.
+ */
+extern void (*dp_tb_touch)(struct side *s, uint64_t addr, size_t len);
+extern void (*dp_tb_clear_ram)(struct side *s);
+
 /* ---- guest memory of one side --------------------------------------------------------- */
 
 uint8_t *mem(struct side *s, uint64_t addr);
