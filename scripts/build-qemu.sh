@@ -16,10 +16,12 @@ exec 9>"$QRDMA_CACHE/.lock-qemu"
 flock 9
 SRC="$QEMU_DIR/src"
 # QRDMA_QEMU_VARIANT=asan builds a second binary with QEMU's
-# --enable-asan --enable-ubsan in its own build directory.
+# --enable-asan --enable-ubsan in its own build directory; =fuzz builds
+# QEMU's libFuzzer binary qemu-fuzz-x86_64 with clang, ASan and UBSan, and
+# adds the generic-fuzz configuration "qrdma" (tests/fuzz/qemu/).
 VARIANT=${QRDMA_QEMU_VARIANT:-}
 BUILD="$QEMU_DIR/build${VARIANT:+-$VARIANT}"
-BIN="$BUILD/qemu-system-x86_64"
+TARGET=qemu-system-x86_64
 CONFIGURE_ARGS=(
     --target-list=x86_64-softmmu --disable-docs --disable-werror
     --disable-install-blobs --disable-download --disable-user
@@ -28,8 +30,13 @@ CONFIGURE_ARGS=(
 case "$VARIANT" in
     "") ;;
     asan) CONFIGURE_ARGS+=(--enable-asan --enable-ubsan) ;;
-    *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan)" ;;
+    fuzz)
+        CONFIGURE_ARGS+=(--cc=clang --cxx=clang++ --enable-fuzzing --enable-asan --enable-ubsan)
+        TARGET=qemu-fuzz-x86_64
+        ;;
+    *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan, fuzz)" ;;
 esac
+BIN="$BUILD/$TARGET"
 
 unpack_tree() {
     local tarball tmp
@@ -59,6 +66,25 @@ sync_device() {
         --exclude tests --exclude README.md
 }
 
+# generic-fuzz-qrdma: our entry in QEMU's table of generic-fuzz
+# configurations, inserted before the table's end (fuzz variant only).
+hook_fuzz_config() {
+    local conf="$SRC/tests/qtest/fuzz/generic_fuzz_configs.h"
+    python3 - "$conf" "$QRDMA_TOP/tests/fuzz/qemu/generic-fuzz-qrdma.h" <<'PY'
+import re, sys
+conf, entry = sys.argv[1], open(sys.argv[2]).read()
+old = open(conf).read()
+begin, end = "/* qrdma: begin */", "/* qrdma: end */"
+text = re.sub(r",\n" + re.escape(begin) + ".*?" + re.escape(end), "", old, flags=re.S)
+body = entry[entry.index("*/") + 2:].strip("\n")
+close = text.rindex("};")
+text = text[:close].rstrip() + ",\n" + begin + "\n" + body + "\n" + end + "\n" + text[close:]
+if text != old:
+    open(conf, "w").write(text)
+PY
+    grep -q '"qrdma"' "$conf" || die "could not add the qrdma generic-fuzz configuration"
+}
+
 configure_tree() {
     local want have=""
     want=$(printf '%s\n' "${CONFIGURE_ARGS[@]}" | sha256sum | cut -c1-16)
@@ -73,7 +99,7 @@ configure_tree() {
 compile_tree() {
     export PATH="/usr/lib/ccache:$PATH" CCACHE_DIR="$QEMU_DIR/ccache"
     export CCACHE_BASEDIR="$QEMU_DIR" CCACHE_NOHASHDIR=1
-    ninja -C "$BUILD" -j"$(nproc)" qemu-system-x86_64 > "$BUILD/ninja.log" 2>&1 ||
+    ninja -C "$BUILD" -j"$(nproc)" "$TARGET" > "$BUILD/ninja.log" 2>&1 ||
         { grep -B2 -A12 -m3 'error' "$BUILD/ninja.log" >&2 || tail -40 "$BUILD/ninja.log" >&2; die "QEMU build failed"; }
     # QEMU is configured without -Werror; our own files must still be clean.
     if grep -A6 'hw/qrdma/.*warning:' "$BUILD/ninja.log" >&2; then
@@ -83,7 +109,9 @@ compile_tree() {
     fi
 }
 
-key="$QEMU_VERSION.$(hash_inputs qemu-hw include/qrdma host-backend scripts/build-qemu.sh)"
+inputs=(qemu-hw include/qrdma host-backend scripts/build-qemu.sh)
+[ "$VARIANT" != fuzz ] || inputs+=(tests/fuzz/qemu)
+key="$QEMU_VERSION.$(hash_inputs "${inputs[@]}")"
 if [ -x "$BIN" ] && [ "$(cat "$BUILD/.qrdma-built-key" 2>/dev/null)" = "$key" ]; then
     log "QEMU up to date"
     echo "$BIN"
@@ -92,6 +120,7 @@ fi
 
 [ -d "$SRC/hw/qrdma" ] || stage qemu-unpack unpack_tree
 stage qemu-sync sync_device
+[ "$VARIANT" != fuzz ] || stage qemu-fuzz-config hook_fuzz_config
 stage qemu-configure configure_tree
 stage qemu-compile compile_tree
 echo "$key" > "$BUILD/.qrdma-built-key"
