@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		5
+#define QRDMA_IF_VERSION_MINOR		6
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -1162,6 +1162,13 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
  * reads the roots) at registration and every page address at use. LEVELS
  * 0 is the list of pages from arg4 - FBO on, so arg4 mod page size must be
  * FBO. With DMA, LEVELS and PAGE_SIZE_LOG2 are 0 and args 2..5 are ignored.
+ * REREG[57] (interface 0.6) re-registers an index that holds a valid MR of
+ * REG_MR (not DMA, not fast-register) in one step: every argument is
+ * checked as for a new MR, then the registration (PD, access, translation
+ * and the key byte of arg0, which may differ from the MR's) replaces the
+ * old one at once, so an access in between sees the old or the new, never
+ * no MR; on any error the old one stays. ibv_rereg_mr keeps its keys when
+ * only access or PD change.
  *
  * ALLOC_STAG (0x09) creates a fast-register MR without a translation:
  *   arg0 STAG, arg1 PD[23:0] | ACCESS[39:32], arg2 MAX_PAGES (the PBLEs
@@ -1189,6 +1196,7 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
 #define QRDMA_MR_ARG1_PAGE_MASK		0x003f000000000000ULL
 #define QRDMA_MR_ARG1_PAGE_SHIFT	48
 #define QRDMA_MR_ARG1_DMA		(1ULL << 56)
+#define QRDMA_MR_ARG1_REREG		(1ULL << 57)
 
 enum qrdma_mr_state {
 	QRDMA_MR_STATE_NONE = 0,	/* no MR at this index */

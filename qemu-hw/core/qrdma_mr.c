@@ -24,7 +24,8 @@
 #define MR_RIGHTS (QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE | \
                    QRDMA_ACCESS_REMOTE_READ | QRDMA_ACCESS_REMOTE_ATOMIC)
 #define MR_ARG1_FIELDS (QRDMA_MR_ARG1_PD_MASK | QRDMA_MR_ARG1_ACCESS_MASK | \
-                        QRDMA_MR_ARG1_LEVELS_MASK | QRDMA_MR_ARG1_PAGE_MASK | QRDMA_MR_ARG1_DMA)
+                        QRDMA_MR_ARG1_LEVELS_MASK | QRDMA_MR_ARG1_PAGE_MASK | QRDMA_MR_ARG1_DMA | \
+                        QRDMA_MR_ARG1_REREG)
 #define ALLOC_ARG1_FIELDS (QRDMA_MR_ARG1_PD_MASK | QRDMA_MR_ARG1_ACCESS_MASK)
 
 _Static_assert(QRDMA_CORE_PAGE_SIZES & QRDMA_PAGE_SIZE_4K, "4 KB pages");
@@ -241,11 +242,24 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
     struct qrdma_mr *slot, mr;
     struct cqp_result res;
 
+    bool rereg = arg[1] & QRDMA_MR_ARG1_REREG;
+
     res = stag_check(core, arg[0], cmd, &slot);
     if (res.major) {
         return res;
     }
-    if (slot->state != QRDMA_MR_STATE_NONE) {
+    if (rereg) {
+        /* The index's MR, whatever its key: the new key byte is arg0's. */
+        if (slot->state != QRDMA_MR_STATE_VALID || slot->type != QRDMA_MR_TYPE_MEM) {
+            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
+                                  "%s: STag 0x%08x: REREG of MR %u, which is not a valid "
+                                  "registered MR", cmd, stag, stag_index(stag));
+        }
+        if (arg[1] & QRDMA_MR_ARG1_DMA) {
+            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
+                                  "%s: STag 0x%08x: REREG with DMA", cmd, stag);
+        }
+    } else if (slot->state != QRDMA_MR_STATE_NONE) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS,
                               "%s: STag 0x%08x: MR %u is in use", cmd, stag, stag_index(stag));
     }
@@ -314,13 +328,19 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
     }
     mr.state = QRDMA_MR_STATE_VALID;
 
+    /*
+     * Nothing is changed until every check passed; for a REREG the context
+     * write is the last thing that can fail, and leaves the old MR whole.
+     */
     mr_ctx_render(&mr, ctx);
     res = qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx), cmd);
     if (res.major) {
         return res;
     }
     *slot = mr;
-    qrdma_obj_count_inc(core, QRDMA_HMC_MR);
+    if (!rereg) {
+        qrdma_obj_count_inc(core, QRDMA_HMC_MR);
+    }
     return cqp_ok;
 }
 

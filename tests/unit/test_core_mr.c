@@ -637,6 +637,62 @@ static void test_dealloc_and_reuse(void)
                   QRDMA_CQP_ERR_INVALID_ARG, 0, "is not a 32-bit STag");
 }
 
+/*
+ * REG_MR.REREG: the registration of a valid MR replaced in one step, every
+ * argument checked as for a new MR, the old one kept on any error; access,
+ * PD, translation and key may all change; the MR count stays.
+ */
+static void test_rereg(void)
+{
+    const uint64_t a1 = arg1(5, LW, 0, 12);
+
+    setup();
+    /* Only a valid MR of REG_MR can be re-registered. */
+    CHECK_REFUSED(reg_mr(stag(30, 0x11), a1 | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000, DATA, 0),
+                  QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
+                  "REG_MR: STag 0x00001e11: REREG of MR 30, which is not a valid registered MR");
+    CHECK_RESULT(reg_mr(stag(30, 0x11), a1, 0x1000, 0x1000, DATA, 0), QRDMA_CQP_OK, 0);
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_MR), 1);
+    expect_fail(stag(30, 0x11), 5, 0x1000, 8, RW, QRDMA_MR_ERR_ACCESS, "the access needs rights");
+
+    /* Access: same key, remote write granted at once, still one MR. */
+    CHECK_RESULT(reg_mr(stag(30, 0x11), arg1(5, LW | RW | RA, 0, 12) | QRDMA_MR_ARG1_REREG,
+                        0x1000, 0x1000, DATA, 0), QRDMA_CQP_OK, 0);
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_MR), 1);
+    expect_pieces(stag(30, 0x11), 5, 0x1000, 8, RW, (const uint64_t[][2]){ { DATA, 8 } }, 1);
+    CHECK_EQ(get64(mr_ctx(30) + 8) & 0xff, LW | RW | RA);
+
+    /* A bad argument: refused, the old registration stays in use. */
+    CHECK_REFUSED(reg_mr(stag(30, 0x11), arg1(5, RW, 0, 12) | QRDMA_MR_ARG1_REREG, 0x1000,
+                         0x1000, DATA, 0), QRDMA_CQP_ERR_INVALID_ARG, 1, "without local write");
+    CHECK_REFUSED(reg_mr(stag(30, 0x11), a1 | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000, NOT_RAM, 0),
+                  QRDMA_CQP_ERR_INVALID_ARG, 4, "");
+    CHECK_REFUSED(reg_mr(stag(30, 0x11), a1 | QRDMA_MR_ARG1_REREG | QRDMA_MR_ARG1_DMA, 0, 0, 0,
+                         0), QRDMA_CQP_ERR_INVALID_ARG, 1, "REREG with DMA");
+    expect_pieces(stag(30, 0x11), 5, 0x1000, 8, RW, (const uint64_t[][2]){ { DATA, 8 } }, 1);
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_MR), 1);
+
+    /* Translation, PD and key at once: the old STag is stale from then on. */
+    CHECK_RESULT(reg_mr(stag(30, 0x12), arg1(6, LW | RR, 0, 12) | QRDMA_MR_ARG1_REREG, 0x9000,
+                        0x2000, DATA + 0x4000, 0), QRDMA_CQP_OK, 0);
+    expect_fail(stag(30, 0x11), 5, 0x1000, 8, 0, QRDMA_MR_ERR_KEY,
+                "STag 0x00001e11: MR 30 has key 0x12");
+    expect_fail(stag(30, 0x12), 5, 0x9000, 8, 0, QRDMA_MR_ERR_PD, "");
+    expect_pieces(stag(30, 0x12), 6, 0x9000, 8, RR, (const uint64_t[][2]){ { DATA + 0x4000, 8 } },
+                  1);
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_MR), 1);
+
+    /* Not a fast-register MR. */
+    pble_set(0, DATA);
+    CHECK_RESULT(cmd(QRDMA_CQP_OP_ALLOC_STAG, stag(31, 1), arg1(5, LW, 0, 0), 4, 0, 0, 0),
+                 QRDMA_CQP_OK, 0);
+    CHECK_REFUSED(reg_mr(stag(31, 1), a1 | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000, DATA, 0),
+                  QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND, "not a valid registered MR");
+    CHECK_RESULT(dealloc(stag(30, 0x12)), QRDMA_CQP_OK, 0);
+    CHECK_RESULT(dealloc(stag(31, 1)), QRDMA_CQP_OK, 0);
+    CHECK_EQ(rd(QRDMA_REG_OBJ_COUNT_MR), 0);
+}
+
 static void test_query_stag(void)
 {
     setup();
@@ -762,6 +818,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_reg_mr_errors),
     UNIT_TEST(test_alloc_stag),
     UNIT_TEST(test_dealloc_and_reuse),
+    UNIT_TEST(test_rereg),
     UNIT_TEST(test_query_stag),
     UNIT_TEST(test_translate_errors),
     UNIT_TEST(test_reset_frees_mrs),
