@@ -87,23 +87,36 @@ static int qrdma_mr_dealloc_stag(struct qrdma_dev *dev, struct qrdma_mr *mr)
 	return 0;
 }
 
-/* REG_MR of the user region described by mr->umem, mr->pbles, mr->page_shift. */
-static int qrdma_mr_register(struct qrdma_dev *dev, struct qrdma_mr *mr, u64 iova,
-			     u64 length, u64 fbo)
+/*
+ * REG_MR of the user region described by mr->stag, mr->pdn, mr->access,
+ * mr->umem, mr->pbles, mr->page_shift; @rereg replaces the index's valid
+ * registration in one step (REG_MR.REREG).
+ */
+static int qrdma_mr_reg_cmd(struct qrdma_dev *dev, struct qrdma_mr *mr, u64 iova, u64 length,
+			    u64 fbo, bool rereg)
 {
 	u64 args[6] = {};
-	int ret;
 
-	qrdma_mr_new_stag(dev, mr);
 	args[0] = mr->stag;
 	args[1] = mr->pdn | (u64)(mr->access & QRDMA_ACCESS_VALID_MASK) <<
 		  QRDMA_MR_ARG1_ACCESS_SHIFT | (u64)mr->pbles.levels << QRDMA_MR_ARG1_LEVELS_SHIFT |
-		  (u64)mr->page_shift << QRDMA_MR_ARG1_PAGE_SHIFT;
+		  (u64)mr->page_shift << QRDMA_MR_ARG1_PAGE_SHIFT |
+		  (rereg ? QRDMA_MR_ARG1_REREG : 0);
 	args[2] = iova;
 	args[3] = length;
 	args[4] = qrdma_pble_first(&mr->pbles);
 	args[5] = fbo;
-	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, NULL);
+	return qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, NULL);
+}
+
+/* A first registration, under a new key byte. */
+static int qrdma_mr_register(struct qrdma_dev *dev, struct qrdma_mr *mr, u64 iova,
+			     u64 length, u64 fbo)
+{
+	int ret;
+
+	qrdma_mr_new_stag(dev, mr);
+	ret = qrdma_mr_reg_cmd(dev, mr, iova, length, fbo, false);
 	if (!ret)
 		mr->registered = true;
 	return ret;
@@ -189,20 +202,76 @@ err_free:
 }
 
 /*
- * Change translation, access and/or PD: the STag is deallocated and the
- * region registered again under the same index with a new key, which the
- * caller gets back in ibmr->lkey/rkey (ib_core updates pd, iova, length).
- * If the new registration fails the MR holds no valid STag; only dereg
- * works on it then.
+ * Change translation, access and/or PD in one REG_MR.REREG (interface
+ * 0.6): the device swaps the registration at once, so the MR is never
+ * without one and a failure leaves the old one intact. The keys stay when
+ * only access or PD change (a peer's rkey keeps working, as on other
+ * devices); a new translation takes a new key byte, so an rkey handed out
+ * for the old memory fails. The caller gets the keys back in
+ * ibmr->lkey/rkey (ib_core updates pd, iova, length). Before 0.6: the STag
+ * is deallocated and registered again under a new key; if that fails the
+ * MR holds no valid STag and only dereg works on it.
  */
+static int qrdma_rereg_swap(struct qrdma_dev *dev, struct qrdma_mr *mr, bool repinned,
+			    bool new_key, struct qrdma_mr *new, u64 iova, u64 len, u64 fbo)
+{
+	struct qrdma_mr next = *mr;
+	int ret;
+
+	if (repinned) {
+		next.umem = new->umem;
+		next.pbles = new->pbles;
+		next.page_shift = new->page_shift;
+	}
+	if (new_key)
+		next.stag = next.index << QRDMA_STAG_INDEX_SHIFT |
+			    (u8)(dev->mr_keys[next.index] + 1);
+	next.pdn = new->pdn;
+	next.access = new->access;
+	ret = qrdma_mr_reg_cmd(dev, &next, iova, len, fbo, true);
+	if (ret)
+		return ret;
+	if (new_key)
+		dev->mr_keys[next.index]++;
+	if (repinned)
+		qrdma_mr_unpin(dev, mr);
+	*mr = next;
+	mr->ibmr.lkey = mr->stag;
+	mr->ibmr.rkey = mr->stag;
+	return 0;
+}
+
+static int qrdma_rereg_in_two(struct qrdma_dev *dev, struct qrdma_mr *mr, bool repinned,
+			      struct qrdma_mr *new, u64 iova, u64 len, u64 fbo)
+{
+	int ret;
+
+	ret = qrdma_mr_dealloc_stag(dev, mr);
+	if (ret)
+		return ret;
+	if (repinned) {
+		qrdma_mr_unpin(dev, mr);
+		mr->umem = new->umem;
+		mr->pbles = new->pbles;
+		mr->page_shift = new->page_shift;
+		/* The new translation belongs to the MR now, whatever REG_MR says. */
+		new->umem = NULL;
+	}
+	mr->pdn = new->pdn;
+	mr->access = new->access;
+	return qrdma_mr_register(dev, mr, iova, len, fbo);
+}
+
 struct ib_mr *qrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
 				  u64 virt, int access, struct ib_pd *ibpd,
 				  struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibmr->device);
 	struct qrdma_mr *mr = to_qmr(ibmr);
-	struct qrdma_mr new = {};
+	struct qrdma_mr new = { .pdn = mr->pdn, .access = mr->access };
 	u64 fbo = 0, iova = ibmr->iova, len = ibmr->length;
+	bool swap = (dev->if_version & QRDMA_IF_VERSION_MINOR_MASK) >= 6;
+	bool repin = flags & IB_MR_REREG_TRANS;
 	int ret;
 
 	if (flags & ~IB_MR_REREG_SUPPORTED)
@@ -213,12 +282,23 @@ struct ib_mr *qrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 
 		ret = qrdma_mr_check_access(dev, access);
 		if (ret)
 			return ERR_PTR(ret);
-	} else {
-		access = mr->access;
+		new.access = access;
+	}
+	if (flags & IB_MR_REREG_PD)
+		new.pdn = to_qpd(ibpd)->pdn;
+	/*
+	 * Pages pinned for reading only cannot take writes: new write rights
+	 * pin the same range again, writable (same keys).
+	 */
+	if (!repin && ib_access_writable(new.access) && !mr->umem->writable) {
+		repin = true;
+		start = mr->umem->address;
+		length = mr->umem->length;
+		virt = ibmr->iova;
 	}
 	/* Pin the new translation first: on failure the old MR stays intact. */
-	if (flags & IB_MR_REREG_TRANS) {
-		ret = qrdma_mr_pin(dev, &new, start, length, virt, access, &fbo);
+	if (repin) {
+		ret = qrdma_mr_pin(dev, &new, start, length, virt, new.access, &fbo);
 		if (ret)
 			return ERR_PTR(ret);
 		iova = virt;
@@ -227,22 +307,13 @@ struct ib_mr *qrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 
 		fbo = ib_umem_dma_offset(mr->umem, 1UL << mr->page_shift);
 	}
 
-	ret = qrdma_mr_dealloc_stag(dev, mr);
-	if (ret) {
-		if (flags & IB_MR_REREG_TRANS)
-			qrdma_mr_unpin(dev, &new);
-		return ERR_PTR(ret);
-	}
-	if (flags & IB_MR_REREG_TRANS) {
-		qrdma_mr_unpin(dev, mr);
-		mr->umem = new.umem;
-		mr->pbles = new.pbles;
-		mr->page_shift = new.page_shift;
-	}
-	if (flags & IB_MR_REREG_PD)
-		mr->pdn = to_qpd(ibpd)->pdn;
-	mr->access = access;
-	ret = qrdma_mr_register(dev, mr, iova, len, fbo);
+	if (swap)
+		ret = qrdma_rereg_swap(dev, mr, repin, flags & IB_MR_REREG_TRANS, &new, iova, len,
+				       fbo);
+	else
+		ret = qrdma_rereg_in_two(dev, mr, repin, &new, iova, len, fbo);
+	if (ret && new.umem)
+		qrdma_mr_unpin(dev, &new);
 	return ret ? ERR_PTR(ret) : NULL;
 }
 

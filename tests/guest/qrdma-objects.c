@@ -813,17 +813,18 @@ static void test_rereg(struct env *e)
 	      "rereg_mr(translation): keys change (lkey 0x%x -> 0x%x)", lkey, mr->lkey);
 
 	lkey = mr->lkey;
+	rkey = mr->rkey;
 	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	check(ret == 0, "rereg_mr(access: + remote read and write): %d (%s)", ret,
 	      ret ? strerror(errno) : "ok");
-	check(mr->lkey != lkey, "rereg_mr(access): keys change (lkey 0x%x -> 0x%x)", lkey,
-	      mr->lkey);
+	check(mr->lkey == lkey && mr->rkey == rkey,
+	      "rereg_mr(access): keys stay (lkey 0x%x -> 0x%x)", lkey, mr->lkey);
 
 	lkey = mr->lkey;
 	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
 	check(ret == 0 && mr->pd == pd2, "rereg_mr(PD): %d (%s)", ret, ret ? strerror(errno) : "ok");
-	check(mr->lkey != lkey, "rereg_mr(PD): keys change (lkey 0x%x -> 0x%x)", lkey, mr->lkey);
+	check(mr->lkey == lkey, "rereg_mr(PD): keys stay (lkey 0x%x -> 0x%x)", lkey, mr->lkey);
 
 	lkey = mr->lkey;
 	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS |
