@@ -402,12 +402,34 @@ static int qrdma_post_send_one(struct qrdma_qp *qp, const struct ibv_send_wr *wr
 	return 0;
 }
 
+/*
+ * IB: a send WR posted before RTS, or a receive WR posted in RESET, is an
+ * immediate error (IBTA 10.8.2), as in the kernel driver (qrdma_post.c).
+ * libibverbs keeps ibqp->state as the last modify set it; states the device
+ * moves the QP to by itself (ERR, SQE) take WRs and flush them.
+ */
+static inline bool qrdma_sq_postable(const struct ibv_qp *ibqp)
+{
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		return true;
+	}
+}
+
 int qrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct qrdma_qp *qp = to_qqp(ibqp);
 	unsigned int posted = 0;
 	int ret = 0;
 
+	if (!qrdma_sq_postable(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq.lock);
 	for (; wr; wr = wr->next, posted++) {
 		ret = qrdma_post_send_one(qp, wr);
@@ -489,7 +511,8 @@ static void qrdma_wr_start(struct ibv_qp_ex *qpx)
 
 	pthread_spin_lock(&qp->sq.lock);
 	qp->wr.start = qp->sq.tail;
-	qp->wr.err = 0;
+	/* Before RTS the whole batch fails at wr_complete, posting nothing. */
+	qp->wr.err = qrdma_sq_postable(&qpx->qp_base) ? 0 : EINVAL;
 	qp->wr.wqe = NULL;
 }
 
@@ -745,7 +768,7 @@ int qrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv
 	unsigned int posted = 0;
 	int ret = 0;
 
-	if (qp->srq) {
+	if (qp->srq || ibqp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -462,11 +462,19 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 	struct qrdma_context *ctx = to_qctx(context);
 	struct qrdma_create_qp_resp_cmd resp = {};
 	struct qrdma_create_qp_cmd cmd = {};
+	struct ibv_qp_init_attr_ex kattr;
 	struct qrdma_qp *qp;
 	int ret;
 
-	/* Plain QPs and ibv_wr_* send ops: no XRC domain, creation flags or RSS. */
-	if (attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+	/*
+	 * Plain QPs and ibv_wr_* send ops: no XRC domain, creation flags, TSO
+	 * or RSS. A field present in comp_mask but asking for nothing (creation
+	 * flags 0, TSO header 0) is what generic code passes: accept it.
+	 */
+	if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+				 IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) && attr->max_tso_header)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -511,7 +519,10 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 		cmd.drv.rq_size_log2 = qp->rq.size_log2;
 		cmd.drv.rq_wqe_log2 = qp->rq.wqe_log2;
 	}
-	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd, sizeof(cmd),
+	/* The empty optional fields stay here: the command takes none of them. */
+	kattr = *attr;
+	kattr.comp_mask &= ~(IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER);
+	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr, &cmd.ibv_cmd, sizeof(cmd),
 				   &resp.ibv_resp, sizeof(resp));
 	if (ret)
 		goto err_free;
