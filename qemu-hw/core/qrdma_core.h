@@ -77,7 +77,7 @@ enum qrdma_core_work {
 #define QRDMA_DEFAULT_MAX_SEND_SGE      13
 #define QRDMA_DEFAULT_MAX_RECV_SGE      13
 #define QRDMA_DEFAULT_MAX_INLINE        256
-#define QRDMA_DEFAULT_MAX_RD_ATOM       16
+#define QRDMA_DEFAULT_MAX_RD_ATOM       128
 #define QRDMA_DEFAULT_MAX_MTU           4096
 #define QRDMA_DEFAULT_GID_TABLE_LEN     32
 #define QRDMA_DEFAULT_DB_PAGES          256
