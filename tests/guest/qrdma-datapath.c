@@ -111,6 +111,9 @@ static int to_init(struct ibv_qp *qp)
 				     IBV_QP_ACCESS_FLAGS);
 }
 
+/* Reads and atomics in flight that to_rts() asks for, both directions. */
+static uint8_t rd_atom = 4;
+
 static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
 {
 	struct ibv_qp_attr a = {
@@ -118,7 +121,7 @@ static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
 		.path_mtu = IBV_MTU_1024,
 		.dest_qp_num = dest_qpn,
 		.rq_psn = 0,
-		.max_dest_rd_atomic = 4,
+		.max_dest_rd_atomic = rd_atom,
 		.min_rnr_timer = 12,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
@@ -143,7 +146,7 @@ static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
-	a.max_rd_atomic = 4;
+	a.max_rd_atomic = rd_atom;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
@@ -189,6 +192,37 @@ static int post_send(struct ibv_qp *qp, struct env *e, enum ibv_wr_opcode op, ui
 
 /* ---- Part 1: the provider alone ---------------------------------------------- */
 
+/*
+ * A QP in RESET or INIT: ibv_post_send, and an ibv_wr_* batch at
+ * ibv_wr_complete, fail with EINVAL and post nothing; ibv_post_recv fails
+ * in RESET only.
+ */
+static void state_checks(struct ibv_qp *qp, struct ibv_qp_ex *qpx, struct ibv_send_wr *wr,
+			 const char *state)
+{
+	struct ibv_sge sge = { (uintptr_t)wr->sg_list[0].addr, 8, wr->sg_list[0].lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *rbad = NULL;
+	struct ibv_send_wr *bad = NULL;
+	int ret;
+
+	ret = ibv_post_send(qp, wr, &bad);
+	check(ret == EINVAL && bad == wr, "post_send in %s: EINVAL, bad_wr set (%d)", state, ret);
+	if (qpx) {
+		ibv_wr_start(qpx);
+		qpx->wr_id = 8;
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, sge.lkey, sge.addr, 8);
+		ret = ibv_wr_complete(qpx);
+		check(ret == EINVAL, "ibv_wr_complete in %s: EINVAL (%d)", state, ret);
+	}
+	ret = ibv_post_recv(qp, &rwr, &rbad);
+	if (!strcmp(state, "RESET"))
+		check(ret == EINVAL && rbad == &rwr, "post_recv in RESET: EINVAL, bad_wr set (%d)",
+		      ret);
+	else
+		check(ret == 0, "post_recv in %s: accepted (%d)", state, ret);
+}
+
 static void provider_checks(struct env *e)
 {
 	uint32_t lkey = e->mr ? e->mr->lkey : 0;	/* nothing executes here */
@@ -209,13 +243,38 @@ static void provider_checks(struct env *e)
 	check(ibv_poll_cq(cq, 1, &wc) == 0, "an empty CQ polls 0");
 	check(ibv_req_notify_cq(cq, 0) == 0 && ibv_req_notify_cq(cq, 1) == 0, "arm a CQ");
 
+	/*
+	 * Only what the spec requires: type, PD, CQs; every cap 0, no send
+	 * ops. Then the optional fields present in comp_mask but empty (send
+	 * ops 0, creation flags 0, TSO header 0), as generic code passes them.
+	 */
+	for (i = 0; i < 4; i++) {
+		struct ibv_qp_init_attr_ex min = {
+			.qp_type = i & 1 ? IBV_QPT_UD : IBV_QPT_RC,
+			.send_cq = cq,
+			.recv_cq = cq,
+			.comp_mask = IBV_QP_INIT_ATTR_PD,
+			.pd = e->pd,
+		};
+		struct ibv_qp *q;
+
+		if (i >= 2)
+			min.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					 IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+		q = ibv_create_qp_ex(e->ctx, &min);
+		check(q != NULL, "create_qp_ex %s with the required attributes only%s: %s",
+		      i & 1 ? "UD" : "RC", i >= 2 ? ", empty optional ones" : "",
+		      q ? "ok" : strerror(errno));
+		if (q)
+			ibv_destroy_qp(q);
+	}
+
 	rc = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
 	ud = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
 	check(rc && ud, "create RC (with ibv_wr_* send ops) and UD QPs");
 	if (!rc || !ud)
 		goto out;
 	ibv_query_qp(rc, &qa, IBV_QP_CAP, &ia);
-	check(to_init(rc) == 0 && to_init(ud) == 0, "QPs to INIT");
 
 	memset(sge, 0, sizeof(sge));
 	for (i = 0; i < 8; i++) {
@@ -223,10 +282,21 @@ static void provider_checks(struct env *e)
 		sge[i].length = 8;
 		sge[i].lkey = lkey;
 	}
-	/* In INIT the device sends nothing: the SQ fills up. */
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND;
 	wr.sg_list = sge;
+	wr.num_sge = 1;
+	qpx = ibv_qp_to_qp_ex(rc);
+	/* IB: sends before RTS and receives in RESET are an immediate error. */
+	state_checks(rc, qpx, &wr, "RESET");
+	check(to_init(rc) == 0 && to_init(ud) == 0, "QPs to INIT");
+	state_checks(rc, qpx, &wr, "INIT");
+	/*
+	 * In RTS toward the UD QP, which drops RC requests: the device sends
+	 * and retries, and no WQE completes for seconds, so the SQ fills up.
+	 * The argument checks run here, past the state check.
+	 */
+	check(to_rts(e, rc, ud->qp_num) == 0 && to_rts(e, ud, 0) == 0, "QPs to RTS");
 	wr.num_sge = (int)ia.cap.max_send_sge + 1;
 	bad = NULL;
 	ret = ibv_post_send(rc, &wr, &bad);
@@ -255,7 +325,6 @@ static void provider_checks(struct env *e)
 	sge[0].length = 8;
 
 	/* ibv_wr_*: an aborted batch and a failing one post nothing. */
-	qpx = ibv_qp_to_qp_ex(rc);
 	check(qpx && qpx->wr_send && qpx->wr_rdma_write && !qpx->wr_rdma_read,
 	      "ibv_qp_ex has the send ops asked for, and only those");
 	if (qpx) {
@@ -289,12 +358,15 @@ static void provider_checks(struct env *e)
 		ret = ibv_wr_complete(qpx);
 		check(ret == ENOMEM, "ibv_wr_complete on a full SQ: ENOMEM (%d)", ret);
 	}
-	/* RESET empties the SQ. */
+	/* RESET empties the SQ and drops its CQEs. */
 	qa.qp_state = IBV_QPS_RESET;
 	wr.wr_id = 1;
 	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && to_init(rc) == 0 &&
-	      ibv_post_send(rc, &wr, &bad) == 0, "after RESET the SQ takes WQEs again");
-	check(ibv_poll_cq(cq, 1, &wc) == 0, "nothing completed in INIT");
+	      to_rts(e, rc, ud->qp_num) == 0 && ibv_post_send(rc, &wr, &bad) == 0,
+	      "after RESET and back to RTS the SQ takes WQEs again");
+	qa.qp_state = IBV_QPS_RESET;
+	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && ibv_poll_cq(cq, 1, &wc) == 0,
+	      "after RESET no CQE of the QP is left");
 out:
 	if (rc)
 		ibv_destroy_qp(rc);
@@ -497,6 +569,104 @@ out:
 		ibv_destroy_cq(rcq);
 }
 
+/*
+ * ibv_rereg_mr(IBV_REREG_MR_CHANGE_ACCESS) that adds remote write and
+ * remote atomic to a local-only MR: a WRITE and a FETCH_ADD through the
+ * rkey the peer was given before the rereg (keys stay when only access
+ * changes, as on other devices) then succeed and land. Before the rereg
+ * the WRITE fails REM_ACCESS_ERR.
+ */
+static void rereg_access_checks(struct env *e)
+{
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_device_attr da;
+	struct ibv_qp *a = NULL, *b = NULL;
+	uint64_t *target = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_wc wc;
+	uint32_t rkey = 0;
+	int pass, n;
+
+	if (posix_memalign((void **)&target, 4096, 4096) || !cq) {
+		check(false, "memory and a CQ for the rereg checks");
+		goto out;
+	}
+	memset(target, 0, 4096);
+	mr = ibv_reg_mr(e->pd, target, 4096, IBV_ACCESS_LOCAL_WRITE);
+	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	check(mr && a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
+	      !to_rts(e, b, a->qp_num), "a local-only MR and an RC pair for rereg");
+	if (!mr || !a || !b)
+		goto out;
+	rkey = mr->rkey;		/* what a peer would hold */
+	for (pass = 0; pass < 2; pass++) {
+		struct ibv_sge sge = { (uintptr_t)e->buf, 8, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		enum ibv_wc_status want = pass ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR;
+
+		if (pass) {
+			int ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					       IBV_ACCESS_REMOTE_ATOMIC);
+
+			check(ret == 0 && mr->rkey == rkey,
+			      "rereg_mr(access: + remote write and atomic): %d, rkey 0x%x -> 0x%x",
+			      ret, rkey, mr->rkey);
+			/*
+			 * The error above took the pair to ERR: connect it again,
+			 * with as many reads and atomics in flight as the device
+			 * offers (rxe offers 128, and perftest asks the peer's).
+			 */
+			if (ibv_query_device(e->ctx, &da))
+				memset(&da, 0, sizeof(da));
+			check(da.max_qp_rd_atom >= 128 && da.max_qp_init_rd_atom >= 128,
+			      "max_qp_rd_atom %d, max_qp_init_rd_atom %d: at least 128",
+			      da.max_qp_rd_atom, da.max_qp_init_rd_atom);
+			rd_atom = da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom
+									     : da.max_qp_init_rd_atom;
+			check(!ibv_modify_qp(a, &reset, IBV_QP_STATE) &&
+			      !ibv_modify_qp(b, &reset, IBV_QP_STATE) && !to_init(a) && !to_init(b) &&
+			      !to_rts(e, a, b->qp_num) && !to_rts(e, b, a->qp_num),
+			      "the RC pair connected again, %u reads/atomics in flight", rd_atom);
+			rd_atom = 4;
+		}
+		*(uint64_t *)e->buf = 0x1122334455667788ull;
+		wr.wr.rdma.remote_addr = (uintptr_t)target;
+		wr.wr.rdma.rkey = rkey;
+		n = ibv_post_send(a, &wr, &bad) ? 0 : wait_wc(cq, 1, &wc);
+		check(n == 1 && wc.status == want && (!pass || target[0] == 0x1122334455667788ull),
+		      "WRITE through the rkey %s the rereg: status %d (want %d), target 0x%" PRIx64,
+		      pass ? "after" : "before", n == 1 ? (int)wc.status : -1, (int)want, target[0]);
+		if (!pass)
+			continue;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = (uintptr_t)&target[1];
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 5;
+		target[1] = 10;
+		n = ibv_post_send(a, &wr, &bad) ? 0 : wait_wc(cq, 1, &wc);
+		check(n == 1 && wc.status == IBV_WC_SUCCESS && target[1] == 15 &&
+		      *(uint64_t *)e->buf == 10,
+		      "FETCH_ADD through the rkey after the rereg: status %d, target %" PRIu64
+		      ", fetched %" PRIu64, n == 1 ? (int)wc.status : -1, target[1],
+		      *(uint64_t *)e->buf);
+	}
+out:
+	if (a)
+		ibv_destroy_qp(a);
+	if (b)
+		ibv_destroy_qp(b);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	free(target);
+}
+
 static void srq_ud_resize_checks(struct env *e)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
@@ -691,6 +861,7 @@ int main(int argc, char **argv)
 		provider_checks(&e);
 		if (traffic && e.mr) {
 			rc_checks(&e);
+			rereg_access_checks(&e);
 			srq_ud_resize_checks(&e);
 		}
 	}

@@ -38,6 +38,13 @@ check "rdma link lists qrdma0/1 ACTIVE" grep -q 'link qrdma0/1 state ACTIVE' /tm
 check "provider verbs" qrdma-verbs-smoke --expect-fw 0.1.0 --expect-max-qp 1022 --pds 200
 check "HMC layout committed at probe" sh -c "dmesg | grep -Eq 'qrdma .*HMC: 1024 QPs, 2048 CQs, 256 SRQs, 16384 MRs, 4096 AHs, [0-9]+ PBLEs in [0-9]+ SDs'"
 
+# The provider's own refusals and loopback traffic on this device, every
+# check's line shown when one fails (qrdma-datapath prints TAP).
+if ! check "qrdma-datapath: provider checks and loopback traffic" \
+        sh -c 'qrdma-datapath > /tmp/datapath.log 2>&1'; then
+    grep -E '^(not ok|#)' /tmp/datapath.log | sed 's/^/  | /'
+fi
+
 # A second function without a netdev (test-smoke.sh adds it): a NIC whose
 # link is down, and an RDMA port that is DOWN.
 dev1=/sys/class/infiniband/qrdma1
