@@ -660,25 +660,6 @@ static void cqp_must(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint6
     }
 }
 
-static void uc_to_rts(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id)
-{
-    mod_begin(s, QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS,
-              QRDMA_QPS_INIT);
-    w8(s, MI(port_num), 1);
-    w32(s, MI(access_flags), QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
-    mod_run(s, id);
-    mod_begin(s, QRDMA_QP_ATTR_AV | QRDMA_QP_ATTR_PATH_MTU | QRDMA_QP_ATTR_DEST_QPN |
-              QRDMA_QP_ATTR_RQ_PSN, QRDMA_QPS_RTR);
-    w8(s, MI(path_mtu), 3);
-    w32(s, MI(dest_qpn), peer_id);
-    w32(s, MI(rq_psn), PSN(peer));
-    write_av(s, MI(av), peer);
-    mod_run(s, id);
-    mod_begin(s, QRDMA_QP_ATTR_SQ_PSN, QRDMA_QPS_RTS);
-    w32(s, MI(sq_psn), PSN(s));
-    mod_run(s, id);
-}
-
 /* Post receive WQEs to every RQ and the SRQ, 4 KB buffers in the data area. */
 static void post_receives(struct side *s)
 {

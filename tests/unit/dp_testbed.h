@@ -266,6 +266,11 @@ void ud_to_rts(struct side *s, uint32_t id);
 /* The usual pair: CQs 1 (send) and 2 (receive) on both sides, RC QP 2 <-> QP 2. */
 #define QPN 2
 
+/*
+ * UC QP id on s, RESET -> RTS toward QP peer_id of side peer (MTU 1024,
+ * local and remote write); false if a step failed (nothing checked here).
+ */
+bool uc_to_rts(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id);
 void rc_pair_spec(const struct qp_spec *sa, const struct qp_spec *sb, unsigned rnr_retry);
 void rc_pair(void);
 

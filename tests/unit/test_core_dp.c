@@ -1481,6 +1481,78 @@ static void test_rnr_exceeded(void)
     CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_ERR);
 }
 
+/*
+ * UC (IBTA 9.8.3, no ACKs, no retries): a SEND of three packets and a
+ * WRITE_WITH_IMM land and complete on both sides; a message that lost its
+ * first packet is dropped whole by the receiver, which delivers the next
+ * message into the receive WQE the lost one never used; the sender
+ * completes every message it sent. A READ on UC is refused at the WQE.
+ */
+static void test_uc(void)
+{
+    struct qp_spec uc = rc_spec;
+    struct wqe send = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x1000, 3000, 0 } } };
+    struct wqe wimm = { .op = QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM, .imm = 0x12345678,
+                        .remote_off = 0x20000, .nsge = 1, .sge = { { 0x4000, 2048, 0 } } };
+    struct wqe small = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x6000, 100, 0 } } };
+    struct wqe rd = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = 0x20000, .nsge = 1,
+                      .sge = { { 0x7000, 64, 0 } } };
+
+    uc.type = QRDMA_QP_TYPE_UC;
+    setup();
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SA, QPN, &uc);
+    create_qp(SB, QPN, &uc);
+    CHECK(uc_to_rts(SA, QPN, SB, QPN));
+    CHECK(uc_to_rts(SB, QPN, SA, QPN));
+    fill(SA, 0x1000, 3000, 21);
+    fill(SA, 0x4000, 2048, 22);
+    fill(SA, 0x6000, 100, 23);
+    memset(dbuf(SB, 0x8000), 0xee, 3 * 4096);
+
+    CHECK_EQ(post_recv(SB, QPN, 0x8000, 4096), 0);
+    CHECK_EQ(post_recv(SB, QPN, 0x9000, 4096), 1);
+    CHECK_EQ(post_recv(SB, QPN, 0xa000, 4096), 2);
+    post_send(SA, QPN, &send);
+    post_send(SA, QPN, &wimm);
+    ring_sq(SA, QPN);
+    pump();
+    CHECK(!memcmp(dbuf(SA, 0x1000), dbuf(SB, 0x8000), 3000));
+    CHECK(!memcmp(dbuf(SA, 0x4000), dbuf(SB, 0x20000), 2048));
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+    EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV_RDMA_WITH_IMM, QSW_WC_SUCCESS,
+               QRDMA_CQE_FLAG_WITH_IMM, 2048);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(SB->frames_sent, 0);           /* no ACKs */
+
+    /* The first packet of a SEND lost: its other two are dropped too. */
+    post_send(SA, QPN, &send);
+    post_send(SA, QPN, &small);
+    drop_frames = 1;
+    ring_sq(SA, QPN);
+    pump_ms(100);
+    EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 3, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 2, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
+    expect_no_cqe(SB, 2);
+    CHECK(!memcmp(dbuf(SA, 0x6000), dbuf(SB, 0xa000), 100));
+    CHECK_EQ(*dbuf(SB, 0xa000 + 100), 0xee);
+    CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_RTS);
+    no_errors(SB);
+
+    /* IBTA: UC carries no READ or atomic. */
+    post_send(SA, QPN, &rd);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 4, QSW_WC_SEND, QSW_WC_LOC_QP_OP_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_ERR);
+    CHECK(logged(SA, "the transport refused the work request"));
+}
+
 /* A lost frame: the retransmit timer recovers it. */
 static void test_retransmit(void)
 {
@@ -2233,6 +2305,7 @@ static void test_irq_frame_asked(void)
 
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
+    UNIT_TEST(test_uc),
     UNIT_TEST(test_ring_wrap),
     UNIT_TEST(test_send_with_imm),
     UNIT_TEST(test_rdma_write),
