@@ -149,6 +149,7 @@ enum qrdma_sq_payload {
 
 #define QRDMA_OP_RC	(1u << 0)
 #define QRDMA_OP_UD	(1u << 1)
+#define QRDMA_OP_UC	(1u << 2)	/* IBTA: SEND and WRITE, no READ or atomics */
 
 struct qrdma_sq_op {
 	uint8_t supported;
@@ -160,28 +161,31 @@ struct qrdma_sq_op {
 
 /* Indexed by enum ibv_wr_opcode. */
 static const struct qrdma_sq_op qrdma_sq_ops[] = {
-	[IBV_WR_RDMA_WRITE] = { 1, QRDMA_SQ_OP_RDMA_WRITE, IBV_WC_RDMA_WRITE, QRDMA_OP_RC,
-				QRDMA_PAYLOAD_DATA },
+	[IBV_WR_RDMA_WRITE] = { 1, QRDMA_SQ_OP_RDMA_WRITE, IBV_WC_RDMA_WRITE,
+				QRDMA_OP_RC | QRDMA_OP_UC, QRDMA_PAYLOAD_DATA },
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = { 1, QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM, IBV_WC_RDMA_WRITE,
-					 QRDMA_OP_RC, QRDMA_PAYLOAD_DATA },
-	[IBV_WR_SEND] = { 1, QRDMA_SQ_OP_SEND, IBV_WC_SEND, QRDMA_OP_RC | QRDMA_OP_UD,
-			  QRDMA_PAYLOAD_DATA },
+					 QRDMA_OP_RC | QRDMA_OP_UC, QRDMA_PAYLOAD_DATA },
+	[IBV_WR_SEND] = { 1, QRDMA_SQ_OP_SEND, IBV_WC_SEND,
+			  QRDMA_OP_RC | QRDMA_OP_UC | QRDMA_OP_UD, QRDMA_PAYLOAD_DATA },
 	[IBV_WR_SEND_WITH_IMM] = { 1, QRDMA_SQ_OP_SEND_WITH_IMM, IBV_WC_SEND,
-				   QRDMA_OP_RC | QRDMA_OP_UD, QRDMA_PAYLOAD_DATA },
+				   QRDMA_OP_RC | QRDMA_OP_UC | QRDMA_OP_UD, QRDMA_PAYLOAD_DATA },
 	[IBV_WR_RDMA_READ] = { 1, QRDMA_SQ_OP_RDMA_READ, IBV_WC_RDMA_READ, QRDMA_OP_RC,
 			       QRDMA_PAYLOAD_SGES },
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = { 1, QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP, IBV_WC_COMP_SWAP,
 					QRDMA_OP_RC, QRDMA_PAYLOAD_ATOMIC },
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { 1, QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD, IBV_WC_FETCH_ADD,
 					  QRDMA_OP_RC, QRDMA_PAYLOAD_ATOMIC },
-	[IBV_WR_LOCAL_INV] = { 1, QRDMA_SQ_OP_LOCAL_INV, IBV_WC_LOCAL_INV, QRDMA_OP_RC,
-			       QRDMA_PAYLOAD_NONE },
+	[IBV_WR_LOCAL_INV] = { 1, QRDMA_SQ_OP_LOCAL_INV, IBV_WC_LOCAL_INV,
+			       QRDMA_OP_RC | QRDMA_OP_UC, QRDMA_PAYLOAD_NONE },
 	[IBV_WR_SEND_WITH_INV] = { 1, QRDMA_SQ_OP_SEND_WITH_INV, IBV_WC_SEND, QRDMA_OP_RC,
 				   QRDMA_PAYLOAD_DATA },
 };
 
 /* The ibv_wr_* entry points each opcode needs, for create_qp's send_ops_flags. */
 #define QRDMA_SEND_OPS_UD (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define QRDMA_SEND_OPS_UC                                                               \
+	(QRDMA_SEND_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	 IBV_QP_EX_WITH_LOCAL_INV)
 #define QRDMA_SEND_OPS_RC                                                               \
 	(QRDMA_SEND_OPS_UD | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |  \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                 \
@@ -190,8 +194,20 @@ static const struct qrdma_sq_op qrdma_sq_ops[] = {
 
 static const struct qrdma_sq_op *qrdma_sq_op(const struct qrdma_qp *qp, enum ibv_wr_opcode opcode)
 {
-	unsigned int type = qp->vqp.qp.qp_type == IBV_QPT_UD ? QRDMA_OP_UD : QRDMA_OP_RC;
 	const struct qrdma_sq_op *op;
+	unsigned int type;
+
+	switch (qp->vqp.qp.qp_type) {
+	case IBV_QPT_UD:
+		type = QRDMA_OP_UD;
+		break;
+	case IBV_QPT_UC:
+		type = QRDMA_OP_UC;
+		break;
+	default:
+		type = QRDMA_OP_RC;
+		break;
+	}
 
 	if ((unsigned int)opcode >= ARRAY_SIZE(qrdma_sq_ops))
 		return NULL;
@@ -707,7 +723,8 @@ static void qrdma_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t l
 
 int qrdma_qp_send_ops_check(enum ibv_qp_type type, uint64_t send_ops_flags)
 {
-	uint64_t supported = type == IBV_QPT_UD ? QRDMA_SEND_OPS_UD : QRDMA_SEND_OPS_RC;
+	uint64_t supported = type == IBV_QPT_UD ? QRDMA_SEND_OPS_UD :
+			     type == IBV_QPT_UC ? QRDMA_SEND_OPS_UC : QRDMA_SEND_OPS_RC;
 
 	return send_ops_flags & ~supported ? EOPNOTSUPP : 0;
 }

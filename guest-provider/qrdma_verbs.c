@@ -482,8 +482,12 @@ struct ibv_qp *qrdma_create_qp_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	/* UC is a later feature; XRC, raw packet and driver QPs are not qrdma's. */
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	/*
+	 * RC, UC and UD (the kernel refuses UC on a device without
+	 * CAP_FEATURES.UC); XRC, raw packet and driver QPs are not qrdma's.
+	 */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -667,6 +667,94 @@ out:
 	free(target);
 }
 
+/*
+ * UC in loopback: a SEND and a WRITE_WITH_IMM land byte for byte and
+ * complete on both sides; READ and atomics are refused at post (IBTA: UC
+ * carries neither), and so are their ibv_wr_* send ops at create.
+ */
+static void uc_checks(struct env *e)
+{
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = NULL, *b = NULL;
+	struct ibv_wc wc[2];
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				  .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_init_attr_ex xa = {
+		.qp_type = IBV_QPT_UC, .send_cq = cq, .recv_cq = cq,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = e->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ,
+	};
+	int i, n, ok = 1;
+
+	if (!cq) {
+		check(false, "a CQ for UC");
+		return;
+	}
+	errno = 0;
+	a = ibv_create_qp_ex(e->ctx, &xa);
+	check(!a && errno == EOPNOTSUPP, "UC create_qp_ex with the READ send op: EOPNOTSUPP (%s)",
+	      strerror(errno));
+	if (a)
+		ibv_destroy_qp(a);
+	a = make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
+	b = make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
+	check(a && b, "create two UC QPs: %s", a && b ? "ok" : strerror(errno));
+	if (!a || !b)
+		goto out;
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp *q = i ? b : a;
+		struct ibv_qp_attr r = {
+			.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .rq_psn = 0,
+			.dest_qp_num = (i ? a : b)->qp_num,
+			.ah_attr = { .is_global = 1, .port_num = 1,
+				     .grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+					      .hop_limit = 64 } },
+		};
+
+		ok = ok && !ibv_modify_qp(q, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						    IBV_QP_ACCESS_FLAGS) &&
+		     !ibv_modify_qp(q, &r, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+		r.qp_state = IBV_QPS_RTS;
+		r.sq_psn = 0;
+		ok = ok && !ibv_modify_qp(q, &r, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	check(ok, "UC QPs %u and %u to RTS", a->qp_num, b->qp_num);
+
+	for (i = 0; i < 3000; i++)
+		e->buf[i] = (char)(i * 7 + 3);
+	memset(e->buf + 8192, 0, 8192);
+	memset(e->buf + BUF_SIZE / 2 + 4096, 0, 4096);
+	post_recv(b, NULL, e, 30, 8192, 4096);
+	post_recv(b, NULL, e, 31, 12288, 4096);
+	n = !post_send(a, e, IBV_WR_SEND, 40, 0, 3000, IBV_SEND_SIGNALED) &&
+	    !post_send(a, e, IBV_WR_RDMA_WRITE_WITH_IMM, 41, 4096, 2048, IBV_SEND_SIGNALED);
+	n = n ? wait_wc(cq, 4, (struct ibv_wc[4]){}) : 0;
+	check(n == 4, "UC: 2 send and 2 receive completions (%d)", n);
+	check(!memcmp(e->buf, e->buf + 8192, 3000), "UC SEND: 3000 bytes landed");
+	check(!memcmp(e->buf + 4096, e->buf + BUF_SIZE / 2 + 4096, 2048) &&
+	      e->buf[BUF_SIZE / 2 + 4096 + 2048] == 0, "UC WRITE_WITH_IMM: 2048 bytes landed");
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf, 8, e->mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ }, *bad = NULL;
+		int ret = ibv_post_send(a, &wr, &bad);
+
+		check(ret == EINVAL && bad == &wr, "UC RDMA READ at post: EINVAL (%d)", ret);
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		bad = NULL;
+		ret = ibv_post_send(a, &wr, &bad);
+		check(ret == EINVAL && bad == &wr, "UC FETCH_ADD at post: EINVAL (%d)", ret);
+	}
+	check(ibv_poll_cq(cq, 2, wc) == 0, "nothing more completed on UC");
+out:
+	if (a)
+		ibv_destroy_qp(a);
+	if (b)
+		ibv_destroy_qp(b);
+	ibv_destroy_cq(cq);
+}
+
 static void srq_ud_resize_checks(struct env *e)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
@@ -862,6 +950,7 @@ int main(int argc, char **argv)
 		if (traffic && e.mr) {
 			rc_checks(&e);
 			rereg_access_checks(&e);
+			uc_checks(&e);
 			srq_ud_resize_checks(&e);
 		}
 	}

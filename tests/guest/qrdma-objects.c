@@ -1603,9 +1603,6 @@ static void test_bad_input(struct env *e)
 	a.cap.max_inline_data = 1 << 20;
 	expect_no_qp(e, &a, EINVAL, "create_qp with 1 MB of inline data");
 	a = base;
-	a.qp_type = IBV_QPT_UC;
-	expect_no_qp(e, &a, EOPNOTSUPP, "create_qp(UC)");
-	a = base;
 	a.qp_type = IBV_QPT_RAW_PACKET;
 	expect_no_qp(e, &a, EOPNOTSUPP, "create_qp(raw packet)");
 

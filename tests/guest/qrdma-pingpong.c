@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * SEND ping-pong between two hosts with every byte of every message
- * checked, over RC, UD or RC QPs sharing an SRQ: what the rdma-core
+ * checked, over RC, UC, UD or RC QPs sharing an SRQ: what the rdma-core
  * pingpongs' -c does not do (they compare one byte per page with a constant
  * the receive buffer already holds, and on a mismatch print "invalid data"
  * and still exit 0).
@@ -23,7 +23,7 @@
  * usage: qrdma-pingpong [options]            server
  *        qrdma-pingpong [options] SERVER     client
  *   -d DEV   RDMA device (default qrdma0)    -g IDX  GID index (default 1)
- *   -p PORT  TCP port (default 19876)        -t rc|ud|srq  (default rc)
+ *   -p PORT  TCP port (default 19876)        -t rc|uc|ud|srq  (default rc)
  *   -s SIZE  message bytes (default 4096; UD: at most the path MTU)
  *   -n N     iterations (default 100)        -q QPS  QPs for srq (default 4)
  *   -w SEC   timeout without progress (default 30)
@@ -60,8 +60,9 @@
 #define POISON 0xa5
 #define WRID_SEND (1ull << 63)
 
-enum mode { MODE_RC, MODE_UD, MODE_SRQ };
-static const char *const mode_names[] = { "rc", "ud", "srq" };
+/* UC: no ACKs and no retries, so the run needs a wire that loses nothing. */
+enum mode { MODE_RC, MODE_UC, MODE_UD, MODE_SRQ };
+static const char *const mode_names[] = { "rc", "uc", "ud", "srq" };
 
 static struct {
 	const char *dev, *server;	/* server: set on the client only */
@@ -231,7 +232,7 @@ static void exchange(int fd, const struct hello *mine, struct hello *peer)
 	if (peer->mode != mine->mode || peer->qps != mine->qps || peer->size != mine->size ||
 	    peer->iters != mine->iters)
 		die("peer runs %s, %u QP(s), %u bytes, %u iterations; this side %s, %u, %u, %u",
-		    peer->mode < 3 ? mode_names[peer->mode] : "?", peer->qps, peer->size,
+		    peer->mode < 4 ? mode_names[peer->mode] : "?", peer->qps, peer->size,
 		    peer->iters, mode_names[mine->mode], mine->qps, mine->size, mine->iters);
 }
 
@@ -319,7 +320,8 @@ static void rdma_open(void)
 	for (i = 0; i < opt.qps; i++) {
 		struct ibv_qp_init_attr ia = {
 			.send_cq = r.cq, .recv_cq = r.cq, .srq = r.srq,
-			.qp_type = opt.mode == MODE_UD ? IBV_QPT_UD : IBV_QPT_RC,
+			.qp_type = opt.mode == MODE_UD ? IBV_QPT_UD :
+				   opt.mode == MODE_UC ? IBV_QPT_UC : IBV_QPT_RC,
 			.cap = { .max_send_wr = 2, .max_recv_wr = r.srq ? 0 : SLOTS,
 				 .max_send_sge = 1, .max_recv_sge = 1 },
 		};
@@ -359,17 +361,25 @@ static void rdma_connect(const struct hello *mine, const struct hello *peer)
 			.max_dest_rd_atomic = 1, .min_rnr_timer = 12,
 		};
 
-		if (ibv_modify_qp(r.qp[i], &a, opt.mode == MODE_UD ? IBV_QP_STATE :
-				  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN;
+		int rts = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+		/* IBTA 11.2.5: what each transition takes, by service type. */
+		if (opt.mode == MODE_UD)
+			rtr = IBV_QP_STATE;
+		else if (opt.mode != MODE_UC)
+			rtr |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		if (opt.mode == MODE_RC || opt.mode == MODE_SRQ)
+			rts |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			       IBV_QP_MAX_QP_RD_ATOMIC;
+		if (ibv_modify_qp(r.qp[i], &a, rtr))
 			die("QP %d to RTR: %s", i, strerror(errno));
 		a = (struct ibv_qp_attr){
 			.qp_state = IBV_QPS_RTS, .sq_psn = mine->psn, .timeout = 14,
 			.retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1,
 		};
-		if (ibv_modify_qp(r.qp[i], &a, opt.mode == MODE_UD ? IBV_QP_STATE | IBV_QP_SQ_PSN :
-				  IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		if (ibv_modify_qp(r.qp[i], &a, rts))
 			die("QP %d to RTS: %s", i, strerror(errno));
 	}
 }
@@ -506,9 +516,9 @@ int main(int argc, char **argv)
 		case 'g': opt.gid_index = atoi(optarg); break;
 		case 'p': opt.port = atoi(optarg); break;
 		case 't':
-			for (i = 0; i < 3 && strcmp(optarg, mode_names[i]); i++)
+			for (i = 0; i < 4 && strcmp(optarg, mode_names[i]); i++)
 				;
-			if (i == 3)
+			if (i == 4)
 				goto usage;
 			opt.mode = i;
 			break;

@@ -5,7 +5,7 @@
 # its client on guest 1 (the same command plus the server's address), in
 # lockstep, both exit codes checked: the rdma-core pingpongs (RC, UD, SRQ:
 # their exit status only, as their -c compares one constant byte per page
-# and does not fail on a mismatch), qrdma-pingpong over RC, UD and an SRQ
+# and does not fail on a mismatch), qrdma-pingpong over RC, UC, UD and an SRQ
 # (every byte of every message checked both ways), perftest bandwidth over
 # all sizes 2 B..8 MB for WRITE/READ/SEND, atomics, the three latency
 # tests, rdma_cm, 8 QPs, CQ events, UD, and qrdma-bulk: 1 GB written, read
@@ -83,9 +83,11 @@ step() {
 
 if [ "$mode" = main ]; then
     step "ibv_rc_pingpong 4 KB" ibv_rc_pingpong -d $dev -g 1 -c -s 4096 -n 200
+    step "ibv_uc_pingpong 4 KB" ibv_uc_pingpong -d $dev -g 1 -c -s 4096 -n 200
     step "ibv_ud_pingpong 1 KB" ibv_ud_pingpong -d $dev -g 1 -c -s 1024 -n 200
     step "ibv_srq_pingpong" ibv_srq_pingpong -d $dev -g 1 -c -n 100
     step "qrdma-pingpong RC 4 KB, every byte checked" qrdma-pingpong -d $dev -g 1 -t rc -s 4096 -n 200
+    step "qrdma-pingpong UC 4 KB, every byte checked" qrdma-pingpong -d $dev -g 1 -t uc -s 4096 -n 200
     step "qrdma-pingpong UD 1 KB, every byte checked" qrdma-pingpong -d $dev -g 1 -t ud -s 1024 -n 200
     step "qrdma-pingpong SRQ, 4 QPs, every byte checked" qrdma-pingpong -d $dev -g 1 -t srq -q 4 -s 4096 -n 200
     step "ib_write_bw 2 B..8 MB" ib_write_bw -d $dev -x 1 -F -a -n 10
