@@ -90,6 +90,9 @@ if [ "$mode" = main ]; then
     step "qrdma-pingpong UC 4 KB, every byte checked" qrdma-pingpong -d $dev -g 1 -t uc -s 4096 -n 200
     step "qrdma-pingpong UD 1 KB, every byte checked" qrdma-pingpong -d $dev -g 1 -t ud -s 1024 -n 200
     step "qrdma-pingpong SRQ, 4 QPs, every byte checked" qrdma-pingpong -d $dev -g 1 -t srq -q 4 -s 4096 -n 200
+    # rping (rdma_cm): -V checks every ping's data; the client names the server with -a.
+    step "rping -V, 20 pings of 4 KB" sh -c \
+        'if [ $# -eq 0 ]; then exec rping -s -V -C 20 -S 4096; fi; exec rping -c -V -C 20 -S 4096 -a "$1"' rping
     step "ib_write_bw 2 B..8 MB" ib_write_bw -d $dev -x 1 -F -a -n 10
     step "ib_read_bw 2 B..8 MB" ib_read_bw -d $dev -x 1 -F -a -n 10
     step "ib_send_bw 2 B..8 MB" ib_send_bw -d $dev -x 1 -F -a -n 10
