@@ -313,6 +313,7 @@ void qsw_qp_destroy(struct qsw_qp *qp)
         return;
     }
     eng = qp->eng;
+    qsw_resp_stop(qp);
     active_remove(qp);
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
     qsw_qp_timer_update(qp);
@@ -375,6 +376,7 @@ void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev)
     if (qp->state == QSW_QPS_ERR || qp->state == QSW_QPS_RESET) {
         return;
     }
+    qsw_resp_stop(qp);
     qp->state = QSW_QPS_ERR;
     active_remove(qp);
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
@@ -513,6 +515,7 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
     }
     switch (next) {
     case QSW_QPS_RESET:
+        qsw_resp_stop(qp);
         qp_reset(qp);
         qp->state = QSW_QPS_RESET;
         break;

@@ -351,6 +351,7 @@ void qsw_req_reset(struct qsw_qp *qp);
 void qsw_resp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt);
 unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget);
 void qsw_resp_flush(struct qsw_qp *qp);
+void qsw_resp_stop(struct qsw_qp *qp);
 void qsw_resp_reset(struct qsw_qp *qp);
 void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt);
 

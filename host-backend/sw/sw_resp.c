@@ -590,6 +590,22 @@ unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
     return n;
 }
 
+/*
+ * The QP stops (destroy, RESET, ERR): a pending ACK covers messages whose
+ * completions the consumer may already hold, so it leaves now rather than
+ * with the QP (the requester would retry them into RETRY_EXC_ERR); not if
+ * READ/ATOMIC responses for earlier PSNs are still queued, which it must
+ * not overtake.
+ */
+void qsw_resp_stop(struct qsw_qp *qp)
+{
+    if (qp->type == QSW_QPT_RC && qp->resp.ack_type && !res_active(qp) &&
+        (qp->state == QSW_QPS_RTR || qp->state == QSW_QPS_RTS || qp->state == QSW_QPS_SQD ||
+         qp->state == QSW_QPS_SQE)) {
+        flush_ack(qp);
+    }
+}
+
 void qsw_resp_flush(struct qsw_qp *qp)
 {
     if (qp->resp.have_wr) {

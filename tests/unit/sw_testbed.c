@@ -447,7 +447,7 @@ unsigned tb_rq_count(struct qsw_qp *qp)
 
 /* ---- running ----------------------------------------------------------------------- */
 
-static bool deliver(struct tb *tb)
+bool tb_deliver(struct tb *tb)
 {
     struct tb_frame *f, *end = tb->qtail;
     bool any = false;
@@ -478,7 +478,7 @@ bool tb_run(struct tb *tb, bool (*cond)(struct tb *tb, void *arg), void *arg, ui
     for (;;) {
         uint64_t d0, d1, next;
 
-        deliver(tb);
+        tb_deliver(tb);
         d0 = qsw_engine_poll(tb->node[0].eng, tb->budget);
         d1 = qsw_engine_poll(tb->node[1].eng, tb->budget);
         if (cond && cond(tb, arg)) {

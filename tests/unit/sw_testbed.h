@@ -97,6 +97,8 @@ void tb_post_recv(struct qsw_qp *qp, uint64_t wr_id, uint64_t va, uint32_t len, 
 void tb_post_recv_wr(struct qsw_qp *qp, const struct qsw_recv_wr *wr);
 unsigned tb_rq_count(struct qsw_qp *qp);
 
+/* Delivers the frames queued so far, without polling either engine. */
+bool tb_deliver(struct tb *tb);
 /* Delivers frames and polls until cond(arg) holds or the clock passes now + max_ns. */
 bool tb_run(struct tb *tb, bool (*cond)(struct tb *tb, void *arg), void *arg, uint64_t max_ns);
 /* Runs until node n has at least count completions. */

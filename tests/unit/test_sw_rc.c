@@ -949,6 +949,48 @@ static void test_ack_coalescing(void)
     rc_done(&r);
 }
 
+/*
+ * The responder's QP stops (destroy, RESET, ERR) after a message completed
+ * there but before the poll that would send its coalesced ACK: the ACK
+ * leaves with the stop, and the requester completes the SEND with success
+ * instead of retrying it into RETRY_EXC_ERR.
+ */
+static void test_ack_on_stop(void)
+{
+    static const char *const how[] = { "destroy", "RESET", "ERR" };
+
+    for (int k = 0; k < 3; k++) {
+        struct qsw_send_wr wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED);
+        const struct qsw_wc *wc;
+        struct qsw_qp_attr at = { .qp_state = k == 1 ? QSW_QPS_RESET : QSW_QPS_ERR };
+        struct qsw_stats st;
+        struct rc r;
+
+        rc_setup(&r, QSW_MTU_1024);
+        tb_post_recv(r.b, 1, tb_va(DST), 4096, r.kb);
+        tb_wr_sge(&wr, tb_va(SRC), 3000, r.ka);
+        CHECK_EQ(qsw_post_send(r.a, &wr), 0);
+        qsw_engine_poll(r.na->eng, r.tb->budget);   /* the SEND's packets onto the wire */
+        tb_deliver(r.tb);                       /* b completes it, the ACK pending */
+        wc = tb_find_wc(r.nb, 1, true);
+        CHECK(wc && wc->status == QSW_WC_SUCCESS);
+        if (k == 0) {
+            qsw_qp_destroy(r.b);
+            r.b = NULL;
+        } else {
+            CHECK_EQ(qsw_qp_modify(r.b, &at, QSW_QP_STATE), 0);
+        }
+        wc = wait_wc(&r, r.na, 1, false);
+        CHECK(wc && wc->status == QSW_WC_SUCCESS);
+        if (!wc || wc->status) {
+            fprintf(stderr, "  after %s: %s\n", how[k], wc ? qsw_wc_status_str(wc->status) : "none");
+        }
+        qsw_engine_stats(r.na->eng, &st);
+        CHECK_EQ(st.retransmits, 0);
+        rc_done(&r);
+    }
+}
+
 /* A lost packet in a long message: one NAK for the gap, not one per packet after it. */
 static void test_one_nak_per_gap(void)
 {
@@ -1212,6 +1254,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_max_rd_atomic_and_fence),
     UNIT_TEST(test_responder_resources),
     UNIT_TEST(test_ack_coalescing),
+    UNIT_TEST(test_ack_on_stop),
     UNIT_TEST(test_one_nak_per_gap),
     UNIT_TEST(test_comm_est_in_rtr),
     UNIT_TEST(test_unsignaled_and_sqd),
