@@ -376,7 +376,6 @@ void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev)
     if (qp->state == QSW_QPS_ERR || qp->state == QSW_QPS_RESET) {
         return;
     }
-    qsw_resp_stop(qp);
     qp->state = QSW_QPS_ERR;
     active_remove(qp);
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;

@@ -591,11 +591,13 @@ unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
 }
 
 /*
- * The QP stops (destroy, RESET, ERR): a pending ACK covers messages whose
- * completions the consumer may already hold, so it leaves now rather than
- * with the QP (the requester would retry them into RETRY_EXC_ERR); not if
- * READ/ATOMIC responses for earlier PSNs are still queued, which it must
- * not overtake.
+ * The consumer stops the QP (destroy, RESET): a pending ACK covers messages
+ * whose completions the consumer may already hold, so it leaves now rather
+ * than with the QP (the requester would retry them into RETRY_EXC_ERR);
+ * not if READ/ATOMIC responses for earlier PSNs are still queued, which it
+ * must not overtake. Not at ERR: that transition also follows local errors
+ * (a completion the CQ could not take), where the newest message the ACK
+ * would cover was not delivered.
  */
 void qsw_resp_stop(struct qsw_qp *qp)
 {

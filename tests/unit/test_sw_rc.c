@@ -950,19 +950,21 @@ static void test_ack_coalescing(void)
 }
 
 /*
- * The responder's QP stops (destroy, RESET, ERR) after a message completed
- * there but before the poll that would send its coalesced ACK: the ACK
- * leaves with the stop, and the requester completes the SEND with success
- * instead of retrying it into RETRY_EXC_ERR.
+ * The consumer stops the responder's QP (destroy, RESET) after a message
+ * completed there but before the poll that would send its coalesced ACK:
+ * the ACK leaves with the stop, and the requester completes the SEND with
+ * success instead of retrying it into RETRY_EXC_ERR. ERR acknowledges
+ * nothing more (test_core_dp's test_cq_overflow: a message whose
+ * completion was lost must not be acknowledged).
  */
 static void test_ack_on_stop(void)
 {
-    static const char *const how[] = { "destroy", "RESET", "ERR" };
+    static const char *const how[] = { "destroy", "RESET" };
 
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 2; k++) {
         struct qsw_send_wr wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED);
         const struct qsw_wc *wc;
-        struct qsw_qp_attr at = { .qp_state = k == 1 ? QSW_QPS_RESET : QSW_QPS_ERR };
+        struct qsw_qp_attr at = { .qp_state = QSW_QPS_RESET };
         struct qsw_stats st;
         struct rc r;
 
