@@ -29,6 +29,8 @@
 #include <stdio.h>
 
 #include "core/qrdma_core.h"
+/* The sides run the sw backend: CQEs are checked by its (ibv) numbering, its stats read. */
+#include "qrdma_backend_sw.h"
 #include "unit.h"
 
 /* ---- layout ------------------------------------------------------------------------- */
