@@ -337,8 +337,8 @@ struct qrdma_be_qp_attr {
 /* An MR as a CQP command made it (REG_MR, ALLOC_STAG). */
 enum qrdma_be_mr_type {
     QRDMA_BE_MR_MEM = 0,        /* REG_MR: pages in PBLEs or contiguous */
-    QRDMA_BE_MR_DMA = 1,        /* REG_MR DMA: all of guest RAM, iova = guest-physical address */
-    QRDMA_BE_MR_FAST_REG = 2,   /* ALLOC_STAG: no translation until a FAST_REG WR */
+    QRDMA_BE_MR_FAST_REG = 1,   /* ALLOC_STAG: no translation until a FAST_REG WR */
+    QRDMA_BE_MR_DMA = 2,        /* REG_MR DMA: all of guest RAM, iova = guest-physical address */
 };
 
 struct qrdma_be_mr {

@@ -63,6 +63,9 @@ SAME(QRDMA_BE_ACCESS_LOCAL_WRITE, QRDMA_ACCESS_LOCAL_WRITE);
 SAME(QRDMA_BE_ACCESS_REMOTE_WRITE, QRDMA_ACCESS_REMOTE_WRITE);
 SAME(QRDMA_BE_ACCESS_REMOTE_READ, QRDMA_ACCESS_REMOTE_READ);
 SAME(QRDMA_BE_ACCESS_REMOTE_ATOMIC, QRDMA_ACCESS_REMOTE_ATOMIC);
+SAME(QRDMA_BE_MR_MEM, QRDMA_MR_TYPE_MEM);
+SAME(QRDMA_BE_MR_FAST_REG, QRDMA_MR_TYPE_FAST_REG);
+SAME(QRDMA_BE_MR_DMA, QRDMA_MR_TYPE_DMA);
 #undef SAME
 
 /* WQEs taken from one SQ per pass, frames the backend may send per pass. */
@@ -1313,6 +1316,55 @@ void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
         dq->be_qp = NULL;
         dq->rq_flush = false;
         /* A stale FIFO entry finds no QP and is dropped. */
+    }
+}
+
+/*
+ * An MR REG_MR or ALLOC_STAG has just recorded: the backend's hook, for a
+ * backend that mirrors MRs (one with none, sw, has nothing to do). The
+ * STag is what peers use as the rkey; a backend whose rkeys are its own
+ * (a host NIC's) needs the interface to hand them to the driver first
+ * (the command's return value, docs/backends.md), so until then it is
+ * refused.
+ */
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
+{
+    struct qrdma_dp *dp = &core->dp;
+    const struct qrdma_mr *mr = &core->obj.mr[stag >> QRDMA_STAG_INDEX_SHIFT];
+    int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m, uint32_t *rkey) =
+        mr->type == QRDMA_MR_TYPE_FAST_REG ? dp->ops->mr_alloc_stag : dp->ops->mr_register;
+    struct qrdma_be_mr m;
+    uint32_t rkey = stag;
+    int ret;
+
+    if (!dp->be || !hook) {
+        return 0;
+    }
+    memset(&m, 0, sizeof(m));
+    m.stag = stag;
+    m.pd = mr->pd;
+    m.access = mr->access;
+    m.type = mr->type;
+    m.iova = mr->iova;
+    m.length = mr->length;
+    m.max_pages = mr->max_pages;
+    ret = hook(dp->be, &m, &rkey);
+    if (ret) {
+        return ret;
+    }
+    if (rkey != stag) {
+        qrdma_dp_mr_deregister(core, stag);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    if (dp->be && dp->ops->mr_deregister) {
+        dp->ops->mr_deregister(dp->be, stag);
     }
 }
 

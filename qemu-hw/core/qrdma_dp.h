@@ -79,11 +79,22 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char 
 void qrdma_dp_reset(struct qrdma_core *core);
 void qrdma_dp_fini(struct qrdma_core *core);
 
-/* Object hooks, called by the CQP commands after they succeeded. */
+/*
+ * Object hooks, called by the CQP commands after they succeeded.
+ * qrdma_dp_qp_create: 0; -ENOMEM; -ENOTSUP when the backend's QPN would
+ * not be the QP ID (the command then forgets the QP).
+ */
 int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask);
 void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
+/*
+ * MR hooks (qrdma_mr.c): REG_MR or ALLOC_STAG recorded MR stag (0, or
+ * negative: the command must forget it: -ENOTSUP when the backend's rkey
+ * is not the STag); DEALLOC_STAG is about to forget it.
+ */
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag);
+void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 
 /* Doorbells (page, offset inside the page, value). */
 void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value);

@@ -14,6 +14,7 @@
  */
 #include "qrdma_core_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -233,6 +234,29 @@ static struct cqp_result mr_pages_check(struct qrdma_core *core, const struct qr
 
 /* ---- commands ------------------------------------------------------------------- */
 
+/*
+ * The MR at stag's index was just recorded: the backend's hook
+ * (qrdma_dp_mr_register). One it refuses is forgotten again, the index
+ * NONE and its context cleared, and the command fails.
+ */
+static struct cqp_result mr_mirror(struct qrdma_core *core, uint32_t stag, const char *cmd)
+{
+    uint8_t zero[MR_CTX_SIZE];
+    int ret = qrdma_dp_mr_register(core, stag);
+
+    if (!ret) {
+        return cqp_ok;
+    }
+    memset(&core->obj.mr[stag_index(stag)], 0, sizeof(core->obj.mr[0]));
+    qrdma_obj_count_dec(core, QRDMA_HMC_MR);
+    memset(zero, 0, sizeof(zero));
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero, sizeof(zero), cmd);
+    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                          "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
+                          ret == -ENOTSUP ? "its rkey would not be the STag"
+                                          : "out of host resources");
+}
+
 struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
 {
     static const char cmd[] = "REG_MR";
@@ -321,7 +345,7 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
     }
     *slot = mr;
     qrdma_obj_count_inc(core, QRDMA_HMC_MR);
-    return cqp_ok;
+    return mr_mirror(core, stag, cmd);
 }
 
 struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *arg)
@@ -374,7 +398,7 @@ struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *
     }
     *slot = mr;
     qrdma_obj_count_inc(core, QRDMA_HMC_MR);
-    return cqp_ok;
+    return mr_mirror(core, stag, cmd);
 }
 
 struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t *arg)
@@ -391,6 +415,7 @@ struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t
     /* As every destroy: a context that cannot be cleared does not keep the MR alive. */
     memset(zero, 0, sizeof(zero));
     qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(arg[0]), zero, sizeof(zero), cmd);
+    qrdma_dp_mr_deregister(core, (uint32_t)arg[0]);
     memset(mr, 0, sizeof(*mr));
     qrdma_obj_count_dec(core, QRDMA_HMC_MR);
     return cqp_ok;
