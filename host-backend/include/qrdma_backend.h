@@ -488,9 +488,10 @@ struct qrdma_be_ops {
     void (*mr_deregister)(struct qrdma_be *be, uint32_t stag);
 
     /*
-     * Optional, for a backend that carries frames on the device's wire:
-     * the port's station address changed; one received frame (no FCS,
-     * valid during the call) for it. NULL: the backend has no frames.
+     * Optional, both or neither, for a backend that carries frames on the
+     * device's wire: the port's station address changed; one received
+     * frame (no FCS, valid during the call) for it. NULL: the backend has
+     * no frames.
      */
     void (*set_mac)(struct qrdma_be *be, const uint8_t mac[6]);
     void (*rx_frame)(struct qrdma_be *be, const void *frame, size_t len);
