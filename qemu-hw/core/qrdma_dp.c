@@ -1051,7 +1051,13 @@ static void sq_unreadable(struct qrdma_core *core, uint32_t id, struct qrdma_qp 
 static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
                      struct qrdma_dp_qp *dq)
 {
-    uint8_t *raw = core->dp.wqe_buf;
+    /*
+     * Each WQE is copied in here whole. Cache-line aligned, the copy
+     * touches no more lines than the WQE spans; a buffer inside struct
+     * qrdma_dp sat wherever the fields before it put it, and an 8-byte
+     * aligned one cost a 64-byte WRITE's message rate about 3%.
+     */
+    _Alignas(64) uint8_t raw[1u << QRDMA_WQE_LOG2_MAX];
     struct qrdma_be_send_wr *wr = &core->dp.wr;
     uint32_t stride = 1u << qp->sq.stride_log2, mask = (1u << qp->sq.size_log2) - 1;
     unsigned n;

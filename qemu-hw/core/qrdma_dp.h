@@ -63,8 +63,7 @@ struct qrdma_dp {
     struct qrdma_dp_frame *loop_head, *loop_tail;
     uint32_t loop_len;
     uint64_t loop_drops;
-    /* Scratch for the SQ WQE being parsed (the backend copies what it keeps). */
-    uint8_t wqe_buf[1u << QRDMA_WQE_LOG2_MAX];
+    /* Scratch for the SQ WQE being posted (the backend copies what it keeps). */
     struct qrdma_be_send_wr wr;
     /* Counters for the stats the glue exposes. */
     uint64_t sq_wqes, rq_wqes, cqes, bad_wqes, cq_overflows;
