@@ -53,6 +53,7 @@ struct QrdmaState {
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
     bool gone;                  /* unrealized; the core may still be on its way out */
     char *board_id;
+    char *backend;              /* backend=: sw (default) or verbs */
 
     struct qrdma_core_config cfg;
     struct qrdma_core core;
@@ -386,6 +387,13 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         }
         pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), s->board_id);
     }
+    /* The core knows the backends and refuses one this build lacks, saying why. */
+    ret = qrdma_core_backend_from_name(s->backend ? s->backend : "sw");
+    if (ret < 0) {
+        error_setg(errp, "qrdma: backend=%s: not a backend (sw or verbs)", s->backend);
+        return;
+    }
+    s->cfg.backend = ret;
     ret = qrdma_core_init(&s->core, &s->cfg, &env, err, sizeof(err));
     if (ret) {
         error_setg(errp, "qrdma: %s", err);
@@ -471,6 +479,12 @@ static const VMStateDescription qrdma_vmstate = {
 static const Property qrdma_properties[] = {
     DEFINE_NIC_PROPERTIES(QrdmaState, conf),
     DEFINE_PROP_STRING("board-id", QrdmaState, board_id),
+    /*
+     * What carries the RDMA traffic (docs/backends.md): sw, the software
+     * RoCEv2 transport on the netdev (default); verbs, a host RDMA NIC
+     * (not built yet: realize fails and says so).
+     */
+    DEFINE_PROP_STRING("backend", QrdmaState, backend),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),

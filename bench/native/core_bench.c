@@ -168,7 +168,7 @@ static void debug_stats(struct side *s, const char *when)
     if (!getenv("QRDMA_BENCH_DEBUG")) {
         return;
     }
-    qsw_engine_stats(s->core.dp.eng, &st);
+    qsw_engine_stats(qrdma_be_sw_engine(s->core.dp.be), &st);
     fprintf(stderr, "[%c %s] tx %" PRIu64 " rx %" PRIu64 " acks tx %" PRIu64 " rx %" PRIu64
             " rnr naks tx %" PRIu64 " rx %" PRIu64
             " naks seq tx %" PRIu64 " rx %" PRIu64 " retx %" PRIu64 " timeouts %" PRIu64
@@ -635,7 +635,7 @@ static int run_local(const struct bench_case *only)
     {
         struct qsw_stats st;
 
-        qsw_engine_stats(SA->core.dp.eng, &st);
+        qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
         printf("(%" PRIu64 " frames on the wire, %" PRIu64 " dropped; A retransmitted %" PRIu64
                " packets)\n", wire_frames, wire_drops, st.retransmits);
     }
@@ -938,7 +938,7 @@ static void serve(void)
                 }
             }
             running = false;
-            qsw_engine_stats(s->core.dp.eng, &st);
+            qsw_engine_stats(qrdma_be_sw_engine(s->core.dp.be), &st);
             memset(&m, 0, sizeof(m));
             m.cmd = CTL_RESULT;
             m.errors = s->guest_errors + unit_failures;
@@ -1243,7 +1243,7 @@ static int run_dgram(const struct bench_case *only)
         if (!WIFEXITED(status) || WEXITSTATUS(status)) {
             die("the child failed");
         }
-        qsw_engine_stats(SA->core.dp.eng, &st);
+        qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
         printf("(A: %" PRIu64 " frames sent, %" PRIu64 " received, %" PRIu64 " sendto EAGAIN, "
                "%" PRIu64 " dropped, %" PRIu64 " retransmitted; B: %" PRIu64 " sent, %" PRIu64
                " received, %" PRIu64 " EAGAIN, %" PRIu64 " dropped, %" PRIu64

@@ -146,6 +146,7 @@ void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
     static const uint8_t default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
     memset(cfg, 0, sizeof(*cfg));
+    cfg->backend = QRDMA_BACKEND_SW;
     memcpy(cfg->mac, default_mac, sizeof(cfg->mac));
     snprintf(cfg->board_id, sizeof(cfg->board_id), "%s", QRDMA_DEFAULT_BOARD_ID);
     cfg->max_qp = QRDMA_DEFAULT_MAX_QP;
@@ -177,6 +178,34 @@ static bool is_pow2(uint32_t v)
     return v && !(v & (v - 1));
 }
 
+/*
+ * The backends by enum qrdma_core_backend: what backend= names, and why
+ * one that is not in this build cannot be had.
+ */
+#define QRDMA_BACKEND_COUNT 2u
+static const struct {
+    const char *name;
+    const struct qrdma_be_ops *ops;
+    const char *missing;
+} backends[QRDMA_BACKEND_COUNT] = {
+    [QRDMA_BACKEND_SW] = { "sw", &qrdma_be_sw_ops, NULL },
+    [QRDMA_BACKEND_VERBS] = { "verbs", NULL,
+                              "the host-verbs backend is not built yet (issue 12); use "
+                              "backend=sw" },
+};
+
+int qrdma_core_backend_from_name(const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < QRDMA_BACKEND_COUNT; i++) {
+        if (!strcmp(name, backends[i].name)) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg,
                     const struct qrdma_core_env *env, char *err, size_t err_len)
 {
@@ -197,8 +226,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_srq_wr, 0, 1u << 15),
         /* The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES. */
         LIMIT(max_cqe, 2, QRDMA_QUEUE_MAX_BYTES / QRDMA_CQE_SIZE),
-        LIMIT(max_send_sge, 1, QSW_MAX_SGE),
-        LIMIT(max_recv_sge, 1, QSW_MAX_SGE),
+        LIMIT(max_send_sge, 1, QRDMA_BE_MAX_SGE),
+        LIMIT(max_recv_sge, 1, QRDMA_BE_MAX_SGE),
         LIMIT(max_inline, 0, 1024),
         LIMIT(max_rd_atom, 1, 128),
         LIMIT(max_mtu, 256, 4096),
@@ -217,6 +246,7 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
 #undef LIMIT
     };
     size_t i;
+    int ret;
 
     for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
         uint32_t v;
@@ -254,13 +284,23 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         return -EINVAL;
     }
 
+    if (!cfg->backend_ops && (cfg->backend >= QRDMA_BACKEND_COUNT ||
+                              !backends[cfg->backend].ops)) {
+        snprintf(err, err_len, "backend=%s: %s", cfg->backend < QRDMA_BACKEND_COUNT
+                 ? backends[cfg->backend].name : "?", cfg->backend < QRDMA_BACKEND_COUNT
+                 ? backends[cfg->backend].missing : "no such backend");
+        return -ENOTSUP;
+    }
+
     memset(core, 0, sizeof(*core));
     core->cfg = *cfg;
     core->cfg.board_id[QRDMA_BOARD_ID_LEN - 1] = '\0';
     core->env = *env;
-    if (qrdma_dp_init(core)) {
-        snprintf(err, err_len, "out of memory for the RoCEv2 transport");
-        return -ENOMEM;
+    ret = qrdma_dp_init(core, cfg->backend_ops ? cfg->backend_ops : backends[cfg->backend].ops,
+                        err, err_len);
+    if (ret) {
+        memset(core, 0, sizeof(*core));
+        return ret;
     }
     return 0;
 }
@@ -312,7 +352,7 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
-    /* What the data path carries end to end (qrdma_dp.c over host-backend/sw). */
+    /* What the data path carries end to end (qrdma_dp.c over the sw backend). */
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
                                          QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG;

@@ -88,6 +88,12 @@ enum qrdma_core_work {
 #define QRDMA_DEFAULT_STALL_FLOOR_MS    2000
 #define QRDMA_DEFAULT_BOARD_ID          "QEMU-QRDMA"
 
+/* The backends a device can use (its backend= property, docs/backends.md). */
+enum qrdma_core_backend {
+    QRDMA_BACKEND_SW = 0,       /* the software RoCEv2 transport on the device's own wire */
+    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs: not built yet */
+};
+
 /* Device properties, fixed for the device's life. */
 struct qrdma_core_config {
     uint8_t mac[6];
@@ -118,7 +124,7 @@ struct qrdma_core_config {
      * retries *and* at least this long without progress (0: retries alone,
      * IBTA's rule). The peer of a virtual device is a process that a busy
      * host may not run for a while; short guest ACK timeouts would read
-     * that as a dead link (see qsw_engine_set_stall_floor()).
+     * that as a dead link (the backend's stall_floor_ns, qrdma_backend.h).
      */
     uint32_t stall_floor_ms;
     /*
@@ -141,6 +147,13 @@ struct qrdma_core_config {
      * device reset clears the stall; the hook stays armed.
      */
     uint32_t cqp_stall_opcode;
+    /*
+     * What carries the RDMA traffic (enum qrdma_core_backend; init refuses
+     * one that is not built). backend_ops, when not NULL, is used instead:
+     * a test's own backend behind the same contract (qrdma_backend.h).
+     */
+    uint32_t backend;
+    const struct qrdma_be_ops *backend_ops;
 };
 
 #define QRDMA_PE_READY_NEVER UINT32_MAX
@@ -442,6 +455,9 @@ struct qrdma_core {
 
 /* Defaults for every limit; the QEMU properties start from these. */
 void qrdma_core_config_defaults(struct qrdma_core_config *cfg);
+
+/* The enum qrdma_core_backend a backend= value names, or -1. */
+int qrdma_core_backend_from_name(const char *name);
 
 /*
  * Check cfg and bind the core to env. Returns 0, or -EINVAL with a reason

@@ -11,13 +11,14 @@
 #include <stdint.h>
 
 #include "qrdma/qrdma_hw.h"
-#include "qrdma_sw.h"
+#include "qrdma_backend.h"
 
 struct qrdma_core;
 
 /* Per QP, beside the object's working copy (indexed by QP ID). */
 struct qrdma_dp_qp {
-    struct qsw_qp *tp;          /* the transport's QP while the object exists */
+    struct qrdma_be_qp *be_qp;  /* the backend's QP while the object exists */
+    uint32_t wire_qpn;          /* the QPN peers address it by (the backend's) */
     bool kicked;                /* on the kick FIFO */
     bool rq_flush;              /* in error: flush RQ WQEs */
     /*
@@ -45,33 +46,54 @@ struct qrdma_dp_frame {
 #define QRDMA_DP_LOOPBACK_MAX   1024    /* frames waiting; more are dropped */
 
 struct qrdma_dp {
-    struct qsw_engine *eng;
+    /*
+     * The backend (qrdma_backend.h): its ops, chosen at init for the
+     * device's life, and the instance, NULL after qrdma_dp_fini or a
+     * backend that could not start again at a reset.
+     */
+    const struct qrdma_be_ops *ops;
+    struct qrdma_be *be;
+    uint8_t be_mac[6];          /* the station address the backend was last given */
     uint32_t nqp, ncq;          /* sizes of the arrays below */
     struct qrdma_dp_qp *qp;
     struct qrdma_dp_cq *cq;
     uint32_t *fifo;             /* QP IDs with SQ or RQ work, nqp slots */
     uint32_t fifo_head, fifo_len;
-    uint64_t deadline;          /* the engine's next timer, UINT64_MAX if none */
+    uint64_t deadline;          /* the backend's next timer, UINT64_MAX if none */
     struct qrdma_dp_frame *loop_head, *loop_tail;
     uint32_t loop_len;
     uint64_t loop_drops;
-    /* Scratch for the SQ WQE being parsed (the engine copies what it keeps). */
-    uint8_t wqe_buf[1u << QRDMA_WQE_LOG2_MAX];
-    struct qsw_send_wr wr;
+    /* Scratch for the SQ WQE being posted (the backend copies what it keeps). */
+    struct qrdma_be_send_wr wr;
     /* Counters for the stats the glue exposes. */
     uint64_t sq_wqes, rq_wqes, cqes, bad_wqes, cq_overflows;
 };
 
-/* Engine lifetime: with the core, and anew at every reset. */
-int qrdma_dp_init(struct qrdma_core *core);
+/*
+ * Backend lifetime: made with the core from the ops given (0, or negative
+ * with the reason in err), reset at every device reset, freed by fini.
+ */
+int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char *err,
+                  size_t err_len);
 void qrdma_dp_reset(struct qrdma_core *core);
 void qrdma_dp_fini(struct qrdma_core *core);
 
-/* Object hooks, called by the CQP commands after they succeeded. */
+/*
+ * Object hooks, called by the CQP commands after they succeeded.
+ * qrdma_dp_qp_create: 0; -ENOMEM; -ENOTSUP when the backend's QPN would
+ * not be the QP ID (the command then forgets the QP).
+ */
 int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask);
 void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
+/*
+ * MR hooks (qrdma_mr.c): REG_MR or ALLOC_STAG recorded MR stag (0, or
+ * negative: the command must forget it: -ENOTSUP when the backend's rkey
+ * is not the STag); DEALLOC_STAG is about to forget it.
+ */
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag);
+void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 
 /* Doorbells (page, offset inside the page, value). */
 void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value);

@@ -14,6 +14,7 @@
  */
 #include "qrdma_core_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -234,15 +235,69 @@ static struct cqp_result mr_pages_check(struct qrdma_core *core, const struct qr
 
 /* ---- commands ------------------------------------------------------------------- */
 
+/*
+ * The MR at stag's index was just recorded: the backend's hook
+ * (qrdma_dp_mr_register). One it refuses is forgotten again, the index
+ * NONE, its context cleared and its count dropped, and the command fails.
+ */
+static struct cqp_result mr_mirror_forget(struct qrdma_core *core, uint32_t stag,
+                                          const char *cmd, int ret)
+{
+    uint8_t zero[MR_CTX_SIZE];
+
+    memset(&core->obj.mr[stag_index(stag)], 0, sizeof(core->obj.mr[0]));
+    qrdma_obj_count_dec(core, QRDMA_HMC_MR);
+    memset(zero, 0, sizeof(zero));
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero, sizeof(zero), cmd);
+    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                          "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
+                          ret == -ENOTSUP ? "its rkey would not be the STag"
+                                          : "out of host resources");
+}
+
+static struct cqp_result mr_mirror(struct qrdma_core *core, uint32_t stag, const char *cmd)
+{
+    int ret = qrdma_dp_mr_register(core, stag);
+
+    return ret ? mr_mirror_forget(core, stag, cmd, ret) : cqp_ok;
+}
+
+/*
+ * A REG_MR.REREG the core has applied, mirrored like a new one: a backend
+ * that holds the index replaces its registration in one step. One it
+ * refuses leaves the old registration in place, here and in the context.
+ * One it made with an rkey other than the STag is gone from the backend
+ * again (qrdma_dp_mr_register), so the MR is gone here too, as after a
+ * refused REG_MR.
+ */
+static struct cqp_result mr_mirror_rereg(struct qrdma_core *core, uint32_t stag,
+                                         const struct qrdma_mr *old, const char *cmd)
+{
+    uint8_t ctx[MR_CTX_SIZE];
+    int ret = qrdma_dp_mr_register(core, stag);
+
+    if (!ret) {
+        return cqp_ok;
+    }
+    if (ret == -ENOTSUP) {
+        return mr_mirror_forget(core, stag, cmd, ret);
+    }
+    core->obj.mr[stag_index(stag)] = *old;
+    mr_ctx_render(old, ctx);
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx), cmd);
+    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                          "%s: STag 0x%08x: the backend cannot re-register it (out of host "
+                          "resources); the old registration stays", cmd, stag);
+}
+
 struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
 {
     static const char cmd[] = "REG_MR";
     uint32_t stag = (uint32_t)arg[0];
-    uint8_t ctx[MR_CTX_SIZE];
-    struct qrdma_mr *slot, mr;
-    struct cqp_result res;
-
     bool rereg = arg[1] & QRDMA_MR_ARG1_REREG;
+    uint8_t ctx[MR_CTX_SIZE];
+    struct qrdma_mr *slot, mr, old;
+    struct cqp_result res;
 
     res = stag_check(core, arg[0], cmd, &slot);
     if (res.major) {
@@ -337,11 +392,13 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
     if (res.major) {
         return res;
     }
+    old = *slot;
     *slot = mr;
     if (!rereg) {
         qrdma_obj_count_inc(core, QRDMA_HMC_MR);
+        return mr_mirror(core, stag, cmd);
     }
-    return cqp_ok;
+    return mr_mirror_rereg(core, stag, &old, cmd);
 }
 
 struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *arg)
@@ -394,7 +451,7 @@ struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *
     }
     *slot = mr;
     qrdma_obj_count_inc(core, QRDMA_HMC_MR);
-    return cqp_ok;
+    return mr_mirror(core, stag, cmd);
 }
 
 struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t *arg)
@@ -411,6 +468,7 @@ struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t
     /* As every destroy: a context that cannot be cleared does not keep the MR alive. */
     memset(zero, 0, sizeof(zero));
     qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(arg[0]), zero, sizeof(zero), cmd);
+    qrdma_dp_mr_deregister(core, (uint32_t)arg[0]);
     memset(mr, 0, sizeof(*mr));
     qrdma_obj_count_dec(core, QRDMA_HMC_MR);
     return cqp_ok;

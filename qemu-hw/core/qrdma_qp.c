@@ -12,6 +12,7 @@
 #include "qrdma_core_int.h"
 #include "qrdma/qrdma_qp_sm.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -446,6 +447,7 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
     uint32_t id = arg[0] & QRDMA_OBJ_ID_MASK;
     struct cqp_result res;
     struct qrdma_qp qp;
+    int ret;
 
     res = qp_id_check(core, arg[0], cmd);
     if (res.major) {
@@ -483,8 +485,9 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
         core->obj.srq[qp.srq].refs++;
     }
     qrdma_obj_count_inc(core, QRDMA_HMC_QP);
-    if (qrdma_dp_qp_create(core, id)) {
-        /* Only an allocation can fail here: undo, as if never created. */
+    ret = qrdma_dp_qp_create(core, id);
+    if (ret) {
+        /* The backend could not make its QP: undo, as if never created. */
         core->obj.cq[qp.send_cq].refs--;
         core->obj.cq[qp.recv_cq].refs--;
         if (qp.flags & QRDMA_QP_CREATE_SRQ) {
@@ -494,8 +497,9 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
         qrdma_obj_count_dec(core, QRDMA_HMC_QP);
         memset(ctx, 0, sizeof(ctx));
         qrdma_obj_ctx_write(core, QRDMA_HMC_QP, id, ctx, sizeof(ctx), cmd);
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                              "%s: QP %u: the device is out of host memory", cmd, id);
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0, "%s: QP %u: %s", cmd, id,
+                              ret == -ENOTSUP ? "the backend's QPN would not be the QP ID"
+                                              : "the device is out of host memory");
     }
     return cqp_ok;
 }

@@ -19,6 +19,7 @@ uint64_t now_ns = 1000000000ull;
 /* The device's fault-injection hook (cfg.fault) and retry_cnt for the sides set up next. */
 struct qrdma_core_fault_cfg dev_fault;
 uint32_t dev_stall_floor_ms;
+const struct qrdma_be_ops *dev_backend_ops;
 unsigned rc_retry_cnt = 3;
 void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 uint64_t (*dp_tb_clock)(void);
@@ -465,6 +466,7 @@ void side_up(struct side *s, int idx)
     cfg.fault = dev_fault;
     /* IBTA's retry rule alone unless a test asks for the floor. */
     cfg.stall_floor_ms = dev_stall_floor_ms;
+    cfg.backend_ops = dev_backend_ops;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
     qrdma_core_reset(&s->core);
     side_bringup(s);
@@ -570,9 +572,10 @@ const struct qp_spec rc_spec = {
     .sq_log2 = 3, .sq_wqe_log2 = 8, .rq_log2 = 3, .rq_wqe_log2 = 6,
 };
 
-void create_qp(struct side *s, uint32_t id, const struct qp_spec *p)
+uint64_t create_qp_status(struct side *s, uint32_t id, const struct qp_spec *p)
 {
     const bool srq = p->flags & QRDMA_QP_CREATE_SRQ;
+    uint64_t st;
 
     memset(mem(s, INFO), 0, 64);
     w32(s, INFO + offsetof(struct qrdma_qp_create_info, pd), PD);
@@ -590,12 +593,18 @@ void create_qp(struct side *s, uint32_t id, const struct qp_spec *p)
     w64(s, INFO + offsetof(struct qrdma_qp_create_info, rq_addr),
         srq ? 0 : p->rq_addr ? p->rq_addr : RQ_RING(id));
     w64(s, INFO + offsetof(struct qrdma_qp_create_info, qp_ctx), QPCTX(id));
-    CQP_OK(cqp(s, QRDMA_CQP_OP_CREATE_QP, id, INFO, 0, 0, 0, 0));
+    st = cqp(s, QRDMA_CQP_OP_CREATE_QP, id, INFO, 0, 0, 0, 0);
     memset(&s->qp[id], 0, sizeof(s->qp[id]));
     s->qp[id].sq_log2 = p->sq_log2;
     s->qp[id].sq_stride_log2 = p->sq_wqe_log2;
     s->qp[id].rq_log2 = p->rq_log2;
     s->qp[id].rq_stride_log2 = p->rq_wqe_log2;
+    return st;
+}
+
+void create_qp(struct side *s, uint32_t id, const struct qp_spec *p)
+{
+    CQP_OK(create_qp_status(s, id, p));
 }
 
 /* Start a modify info: the mask and new state, everything else 0. */

@@ -29,6 +29,8 @@
 #include <stdio.h>
 
 #include "core/qrdma_core.h"
+/* The sides run the sw backend: CQEs are checked by its (ibv) numbering, its stats read. */
+#include "qrdma_backend_sw.h"
 #include "unit.h"
 
 /* ---- layout ------------------------------------------------------------------------- */
@@ -119,6 +121,8 @@ extern struct side sides[2];
 extern uint64_t now_ns;
 extern struct qrdma_core_fault_cfg dev_fault;  /* cfg.fault of the sides set up next */
 extern uint32_t dev_stall_floor_ms;             /* cfg.stall_floor_ms of the sides set up next */
+/* cfg.backend_ops of the sides set up next: NULL, the sw backend; a test's own otherwise. */
+extern const struct qrdma_be_ops *dev_backend_ops;
 extern unsigned rc_retry_cnt;                  /* retry_cnt rc_to_rts sets (default 3) */
 /*
  * Called from a side's env.msix_notify, after counting: a test's way to make
@@ -236,6 +240,8 @@ extern const struct qp_spec rc_spec;
 #define QPCTX(id) (0xa0000ull + (id))
 
 void create_qp(struct side *s, uint32_t id, const struct qp_spec *p);
+/* The same, returning the command's status qword instead of requiring success. */
+uint64_t create_qp_status(struct side *s, uint32_t id, const struct qp_spec *p);
 
 #define MI(f) (INFO + offsetof(struct qrdma_qp_modify_info, f))
 

@@ -1665,8 +1665,8 @@ static void test_fault_hook(void)
     }
     CHECK_EQ(qrdma_qp_get(&SA->core, QPN)->state, QRDMA_QPS_RTS);
     CHECK_EQ(qrdma_qp_get(&SB->core, QPN)->state, QRDMA_QPS_RTS);
-    qsw_engine_stats(SA->core.dp.eng, &st[0]);
-    qsw_engine_stats(SB->core.dp.eng, &st[1]);
+    qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st[0]);
+    qsw_engine_stats(qrdma_be_sw_engine(SB->core.dp.be), &st[1]);
     /* The faults did happen, and the transport recovered from them. */
     CHECK(st[0].fault_lost + st[1].fault_lost > 0);
     CHECK(st[0].fault_dup + st[1].fault_dup > 0);
@@ -1925,7 +1925,7 @@ static void reset_in_flight(bool held)
     if (held) {
         const struct qsw_fault f = { .delay_ns = 500000, .seed = 1 };
 
-        qsw_engine_set_fault(SA->core.dp.eng, &f);
+        qsw_engine_set_fault(qrdma_be_sw_engine(SA->core.dp.be), &f);
     }
 
     /* A -> B: 4 WRITEs of 16 KB, a READ of 16 KB, a SEND; B -> A: a WRITE, a READ, a SEND. */
@@ -1970,7 +1970,7 @@ static void reset_in_flight(bool held)
      * rest wherever it is.
      */
     pump_some(held ? 8 : 1);
-    qsw_engine_stats(SA->core.dp.eng, &st);
+    qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
     CHECK(st.tx_frames > 0);
     CHECK(frames_in_flight > 0);
     if (held) {
@@ -1988,13 +1988,13 @@ static void reset_in_flight(bool held)
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_CQ), 0);
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 0);
-    CHECK(SA->core.dp.eng != NULL);
+    CHECK(SA->core.dp.be != NULL);
     CHECK(SA->core.dp.qp == NULL);
     CHECK(SA->core.dp.loop_head == NULL);
     CHECK_EQ(SA->core.dp.loop_len, 0);
     CHECK_EQ(SA->core.dp.fifo_len, 0);
     CHECK_EQ(SA->core.dp.deadline, UINT64_MAX);
-    qsw_engine_stats(SA->core.dp.eng, &st);
+    qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
     CHECK_EQ(st.tx_frames, 0);
     CHECK(snap != NULL);
     if (!snap) {
@@ -2233,7 +2233,7 @@ static void test_irq_unplugs_device(void)
     irq_pair();
     irq_traffic();
     dp_tb_irq_hook = NULL;
-    CHECK(SA->core.dp.eng == NULL);
+    CHECK(SA->core.dp.be == NULL);
     CHECK(SA->core.obj.qp == NULL);
     /* The device is gone: nothing more reaches it; B's retries run out. */
     fq_clear();

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "core/qrdma_core.h"
+#include "qrdma_backend_sw.h"
 #include "fake_cqp.h"
 #include "fake_env.h"
 #include "unit.h"
@@ -1415,11 +1416,11 @@ static void test_qp_host_memory(void)
     s.sq_wqe = QRDMA_WQE_LOG2_MAX;
     s.sq_addr = 0;
     CHECK_RESULT(create_qp_spec(2, &s), QRDMA_CQP_OK, 0);
-    CHECK(core.dp.qp && core.dp.qp[2].tp);
-    if (!core.dp.qp || !core.dp.qp[2].tp) {
+    CHECK(core.dp.qp && qrdma_be_sw_qp(core.dp.qp[2].be_qp));
+    if (!core.dp.qp || !qrdma_be_sw_qp(core.dp.qp[2].be_qp)) {
         return;
     }
-    bytes = qsw_qp_host_bytes(core.dp.qp[2].tp);
+    bytes = qsw_qp_host_bytes(qrdma_be_sw_qp(core.dp.qp[2].be_qp));
     printf("# transport memory of a QP of 4096 SQ WQEs of 1 KB: %zu bytes; "
            "%u such QPs (max-qp default): %zu bytes\n", bytes, QRDMA_DEFAULT_MAX_QP,
            bytes * QRDMA_DEFAULT_MAX_QP);
