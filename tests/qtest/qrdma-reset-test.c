@@ -236,6 +236,33 @@ static void test_unplug_with_qps(void)
     qtest_quit(qts);
 }
 
+/*
+ * backend=: device_add with backend=verbs (not built) or a name that is no
+ * backend fails with a message that says why; backend=sw works.
+ */
+static void test_backend_property(void)
+{
+    QTestState *qts = qtest_init("-machine pc -nodefaults -m 256M");
+    QDict *resp;
+    const char *desc;
+
+    resp = qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                     "{ 'driver': 'qrdma', 'id': 'v', 'backend': 'verbs' } }");
+    g_assert(qdict_haskey(resp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(resp, "error"), "desc");
+    g_assert(strstr(desc, "verbs"));
+    qobject_unref(resp);
+    resp = qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                     "{ 'driver': 'qrdma', 'id': 'x', 'backend': 'bogus' } }");
+    g_assert(qdict_haskey(resp, "error"));
+    desc = qdict_get_str(qdict_get_qdict(resp, "error"), "desc");
+    g_assert(strstr(desc, "not a backend (sw or verbs)"));
+    qobject_unref(resp);
+    qtest_qmp_assert_success(qts, "{ 'execute': 'device_add', 'arguments': "
+                             "{ 'driver': 'qrdma', 'id': 's', 'backend': 'sw' } }");
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -243,5 +270,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qrdma/irq/flr", test_irq_flr);
     qtest_add_func("/qrdma/irq/slot-power-off", test_irq_slot_power_off);
     qtest_add_func("/qrdma/unplug/with-qps", test_unplug_with_qps);
+    qtest_add_func("/qrdma/backend-property", test_backend_property);
     return g_test_run();
 }
