@@ -93,7 +93,7 @@ $(BUILD)/fuzz/fuzz_core: tests/fuzz/fuzz_core.c $(TEST_SRCS) $(CORE_SRCS) $(CORE
 # libFuzzer on the software transport's receive path: frames against live
 # QPs of two engines. Its corpus, build/fuzz/corpus-sw, starts from the
 # committed seeds; its crashes are build/fuzz/sw-crash-*.
-$(BUILD)/fuzz/fuzz_sw_rx: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
+$(BUILD)/fuzz/fuzz_sw_rx: tests/fuzz/fuzz_sw_rx.c tests/fuzz/fuzz_frame.h $(SW_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)/corpus-sw
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Ihost-backend/sw -o $@ $< $(SW_SRCS)
 
@@ -106,7 +106,7 @@ fuzz-corpus-sw:
 # (fuzz_core_rx). Corpora build/fuzz/corpus-dp and corpus-rx start from the
 # committed seeds; crashes are build/fuzz/dp-crash-* and rx-crash-*.
 FUZZ_BED   := tests/fuzz/fuzz_core_bed.c $(DP_TESTBED)
-FUZZ_BED_HDRS := tests/fuzz/fuzz_core_bed.h $(CORE_HDRS)
+FUZZ_BED_HDRS := tests/fuzz/fuzz_core_bed.h tests/fuzz/fuzz_frame.h $(CORE_HDRS)
 FUZZ_DP_ARGS := -max_len=4096 -timeout=30 -artifact_prefix=dp-
 FUZZ_RX_ARGS := -max_len=16384 -timeout=30 -artifact_prefix=rx-
 
@@ -149,7 +149,7 @@ fuzz-cov:
 
 # The seed generator is the same harness built without libFuzzer; this
 # rewrites tests/fuzz/seeds-sw/ (after a change to the harness's set-up).
-$(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c $(SW_SRCS) $(SW_HDRS)
+$(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c tests/fuzz/fuzz_frame.h $(SW_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_SW) -DFUZZ_SW_SEEDGEN -o $@ $< $(SW_SRCS)
 

@@ -76,6 +76,7 @@
 #include <string.h>
 
 #include "sw_int.h"
+#include "fuzz_frame.h"
 
 #define FZ_NQP        8
 #define FZ_NMR        7
@@ -1226,56 +1227,6 @@ static void put_eth_ip_udp(uint8_t *f, const uint8_t *dmac, const uint8_t *smac,
     st16(udp + 6, 0);
 }
 
-/*
- * IP/UDP lengths and IPv4 checksum for an IP packet of l3len bytes, and
- * the ICRC at its end, as far as the (possibly mutated) frame allows.
- */
-static void fixup(uint8_t *f, size_t len, size_t l3len, bool lens, bool icrc)
-{
-    uint8_t *l3 = f + ETH_HLEN;
-    size_t iphl;
-    bool v6;
-
-    if (len < ETH_HLEN) {
-        return;
-    }
-    if (ld16(f + 12) == ETHERTYPE_IPV4) {
-        v6 = false;
-        iphl = IPV4_HLEN;
-    } else if (ld16(f + 12) == ETHERTYPE_IPV6) {
-        v6 = true;
-        iphl = IPV6_HLEN;
-    } else {
-        return;
-    }
-    if (len < ETH_HLEN + iphl + UDP_HLEN) {
-        return;
-    }
-    if (lens && l3len >= iphl + UDP_HLEN && l3len <= 0xffff && ETH_HLEN + l3len <= len) {
-        st16(l3 + iphl + 4, (uint16_t)(l3len - iphl));
-        if (v6) {
-            st16(l3 + 4, (uint16_t)(l3len - IPV6_HLEN));
-        } else {
-            st16(l3 + 2, (uint16_t)l3len);
-            st16(l3 + 10, 0);
-            st16(l3 + 10, qsw_ip_csum(l3, IPV4_HLEN, 0));
-        }
-    }
-    if (icrc) {
-        size_t l = v6 ? IPV6_HLEN + (size_t)ld16(l3 + 4) : ld16(l3 + 2);
-        uint32_t c;
-
-        if (l < iphl + UDP_HLEN + BTH_LEN + ICRC_LEN || ETH_HLEN + l > len) {
-            return;
-        }
-        c = qsw_icrc(qsw_crc32_tables(), l3, l - ICRC_LEN, v6);
-        l3[l - 4] = (uint8_t)c;
-        l3[l - 3] = (uint8_t)(c >> 8);
-        l3[l - 2] = (uint8_t)(c >> 16);
-        l3[l - 1] = (uint8_t)(c >> 24);
-    }
-}
-
 static void mutate(struct input *in, uint8_t *f, size_t len)
 {
     unsigned n = 1 + (unsigned)take(in, 1) % 8;
@@ -1413,7 +1364,7 @@ static size_t build_template(struct input *in, uint8_t ctl, struct fz_node *n, u
     tp = (size_t)(h - bth) + plen + pad;
     *l3len = iphl + UDP_HLEN + tp + ICRC_LEN;
     put_eth_ip_udp(f, n->mac, peer->mac, v6, sgid, dgid, *l3len);
-    fixup(f, ETH_HLEN + *l3len, *l3len, false, true);
+    fuzz_frame_fixup(f, ETH_HLEN + *l3len, *l3len, false, true);
     flen = ETH_HLEN + *l3len;
     if (flen < 60) {
         memset(f + flen, 0, 60 - flen);
@@ -1455,7 +1406,7 @@ static void op_frame(struct input *in)
     if (ctl & F_MUT) {
         mutate(in, fbuf, len);
     }
-    fixup(fbuf, len, l3len, ctl & F_LENS, ctl & F_ICRC);
+    fuzz_frame_fixup(fbuf, len, l3len, ctl & F_LENS, ctl & F_ICRC);
     rx(n->idx, fbuf, len);
 }
 
@@ -1476,7 +1427,7 @@ static void op_replay(struct input *in)
     if (ctl & F_MUT) {
         mutate(in, fbuf, len);
     }
-    fixup(fbuf, len, l3len, ctl & F_LENS, ctl & F_ICRC);
+    fuzz_frame_fixup(fbuf, len, l3len, ctl & F_LENS, ctl & F_ICRC);
     rx(1 - src, fbuf, len);
 }
 
