@@ -93,6 +93,11 @@ if [ "$mode" = main ]; then
     # rping (rdma_cm): -V checks every ping's data; the client names the server with -a.
     step "rping -V, 20 pings of 4 KB" sh -c \
         'if [ $# -eq 0 ]; then exec rping -s -V -C 20 -S 4096; fi; exec rping -c -V -C 20 -S 4096 -a "$1"' rping
+    # librdmacm's other examples (exit status): connections, UD with SIDR, rsockets.
+    step "ucmatose" sh -c 'exec ucmatose ${1:+-s "$1"}' ucmatose
+    step "udaddy" sh -c 'exec udaddy ${1:+-s "$1"}' udaddy
+    step "rstream 64 KB x 100" sh -c 'exec rstream -S 65536 -C 100 ${1:+-s "$1"}' rstream
+    step "riostream 64 KB x 100" sh -c 'exec riostream -S 65536 -C 100 ${1:+-s "$1"}' riostream
     step "ib_write_bw 2 B..8 MB" ib_write_bw -d $dev -x 1 -F -a -n 10
     step "ib_read_bw 2 B..8 MB" ib_read_bw -d $dev -x 1 -F -a -n 10
     step "ib_send_bw 2 B..8 MB" ib_send_bw -d $dev -x 1 -F -a -n 10

@@ -6,7 +6,8 @@
 # exit status only, their -c proves no data), qrdma-pingpong RC, UC and UD
 # (every byte checked), perftest WRITE, READ (as many reads in flight as
 # each side offers), SEND and atomics without rdma_cm and WRITE with it
-# (-R), rping with its data verified (-V), and qrdma-bulk: 256 MB written by
+# (-R), rping with its data verified (-V), ucmatose, udaddy, rstream and
+# riostream (exit status), and qrdma-bulk: 256 MB written by
 # qrdma into soft-RoCE's memory and read back, 64 MB the other way, every
 # byte compared. The proof that qrdma's wire is standard RoCEv2.
 . "$(dirname "$0")/guest-lib.sh"
@@ -85,6 +86,13 @@ both "ib_write_lat 8 B" ib_write_lat -d @DEV@ -x 1 -F -s 8 -n 100
 # rping: -V checks every ping's data; the client names the server with -a.
 both "rping -V, 20 pings of 4 KB" sh -c \
     'if [ -z "$0" ]; then exec rping -s -V -C 20 -S 4096; fi; exec rping -c -V -C 20 -S 4096 -a "$0"' @SRV@
+# The rest of librdmacm's examples: connections (ucmatose), UD with SIDR
+# (udaddy), rsockets streams (rstream, riostream); the client names the
+# server with -s.
+both "ucmatose" sh -c 'exec ucmatose ${0:+-s "$0"}' @SRV@
+both "udaddy" sh -c 'exec udaddy ${0:+-s "$0"}' @SRV@
+both "rstream" sh -c 'exec rstream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
+both "riostream" sh -c 'exec riostream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 step_limit=300
 step "qrdma-bulk 256 MB WRITE+READ into soft-RoCE" 1 qrdma-bulk -d @DEV@ -g 1 -m 256
 step "qrdma-bulk 64 MB WRITE+READ into qrdma" 0 qrdma-bulk -d @DEV@ -g 1 -m 64
