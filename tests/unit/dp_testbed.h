@@ -220,6 +220,8 @@ void side_up(struct side *s, int idx);
 void side_bringup(struct side *s);
 /* Both sides fresh; nothing on the wire, no timers. */
 void setup(void);
+/* At the end of a suite: both cores and their RAM freed, the wire empty. */
+void teardown(void);
 
 void create_cq_ex(struct side *s, uint32_t id, unsigned log2, bool ceq);
 /* 16 CQEs, no CEQ. */

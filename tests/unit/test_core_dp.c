@@ -2358,13 +2358,7 @@ static const struct unit_test tests[] = {
 int main(void)
 {
     int ret = unit_run("core-dp", tests, sizeof(tests) / sizeof(tests[0]));
-    int i;
 
-    fq_clear();
-    for (i = 0; i < 2; i++) {
-        qrdma_core_fini(&sides[i].core);
-        free(sides[i].ram);
-        sides[i].ram = NULL;
-    }
+    teardown();
     return ret;
 }
