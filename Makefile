@@ -249,7 +249,9 @@ $(BUILD)/bench/core_bench: bench/native/core_bench.c host-backend/bench/bench_cl
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(DP_TESTBED) $(CORE_SRCS) -lm
 
-bench-native: $(BUILD)/bench/sw_bench $(BUILD)/bench/core_bench
+# Also instructions per message by callgrind, the provider's built in the
+# guest root (hence guest).
+bench-native: setup guest $(BUILD)/bench/sw_bench $(BUILD)/bench/core_bench
 	@bash bench/native/run-native.sh $(BUILD)/bench $(NATIVE_OUT) $(BENCH_SECONDS)
 
 demo: setup qemu guest

@@ -14,7 +14,7 @@ HOST_PACKAGES=(
     libibverbs-dev linux-headers-amd64
     mmdebstrap cpio xz-utils zstd dpkg-dev curl rsync
     seabios qemu-system-data ipxe-qemu
-    gnuplot-nox
+    gnuplot-nox valgrind
 )
 
 stamp="$QRDMA_CACHE/host-setup.$(hash_inputs scripts/setup-host.sh scripts/lib.sh)"

@@ -39,6 +39,11 @@
  *     --dgram          two processes over Unix datagram sockets
  *     -s SECONDS       per case (default 1; 0.1 more for warm-up)
  *     -t TEST[:SIZE]   only this case: write_bw, send_bw, write_lat, send_lat, wire_bw
+ *     -n MESSAGES      (b) only, bandwidth cases: exactly that many messages (and the
+ *                      few still in flight), no warm-up, on a virtual clock that
+ *                      advances 1 us per pass of the loop, so that two runs do the
+ *                      same work: the mode bench/native/count-instr.sh runs under
+ *                      callgrind to count instructions per message at each end
  *   QRDMA_BENCH_DEBUG=1 in the environment: the engines' counters per case on stderr.
  *
  * Prints a table, then one line per case for bench/report.py:
@@ -113,6 +118,8 @@ static const struct bench_case {
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 
 static double seconds = 1.0;
+static uint64_t count_msgs;         /* -n: messages per bandwidth case, 0 for timed runs */
+static uint64_t virtual_ns;         /* -n: the clock, advanced by local_progress() */
 static const char *bench_name = "core";
 static const char *me_name = "";    /* "A: " / "B: " in the two-process run */
 
@@ -141,6 +148,60 @@ static uint64_t fnv1a(const uint8_t *p, size_t len)
 
 /* ---- the device: one side's work, as the embedding's main loop runs it ----------------- */
 
+/*
+ * Every call into side A's device (doorbell writes, bottom half, timer,
+ * frame receive) runs inside device_end_a, side B's inside device_end_b,
+ * and nothing else does: callgrind's inclusive cost of each is what that
+ * end of the device spent (bench/native/count-instr.sh). The bed's driver
+ * work (WQEs written, CQEs polled) and the wire's copy stay outside.
+ */
+typedef void device_call(struct side *s, uintptr_t arg);
+
+static __attribute__((noinline)) void device_end_a(device_call *fn, struct side *s,
+                                                   uintptr_t arg)
+{
+    fn(s, arg);
+    __asm__ volatile("" ::: "memory");     /* not a tail call: keep the frame */
+}
+
+static __attribute__((noinline)) void device_end_b(device_call *fn, struct side *s,
+                                                   uintptr_t arg)
+{
+    fn(s, arg);
+    __asm__ volatile("" ::: "memory");
+}
+
+static inline void on_device(device_call *fn, struct side *s, uintptr_t arg)
+{
+    (s->idx ? device_end_b : device_end_a)(fn, s, arg);
+}
+
+static void call_run(struct side *s, uintptr_t what)
+{
+    qrdma_core_run(&s->core, (unsigned)what);
+}
+
+static void call_timer(struct side *s, uintptr_t unused)
+{
+    qrdma_core_timer(&s->core);
+}
+
+static void call_ring_sq(struct side *s, uintptr_t qp)
+{
+    ring_sq(s, (uint32_t)qp);
+}
+
+static void call_ring_rq(struct side *s, uintptr_t qp)
+{
+    ring_rq(s, (uint32_t)qp);
+}
+
+/* The clock the cores and the timer see: the wall, or with -n the virtual one. */
+static uint64_t bench_now_ns(void)
+{
+    return count_msgs ? virtual_ns : bench_wall_ns();
+}
+
 /* Run kicked work once (QEMU's bottom half) and the data-path timer if due. */
 static bool device_step(struct side *s)
 {
@@ -149,12 +210,12 @@ static bool device_step(struct side *s)
 
     if (what) {
         s->kicks = 0;
-        qrdma_core_run(&s->core, what);
+        on_device(call_run, s, what);
         did = true;
     }
-    if (s->timer != UINT64_MAX && s->timer <= bench_wall_ns()) {
+    if (s->timer != UINT64_MAX && s->timer <= bench_now_ns()) {
         s->timer = UINT64_MAX;
-        qrdma_core_timer(&s->core);
+        on_device(call_timer, s, 0);
         did = true;
     }
     return did;
@@ -260,7 +321,7 @@ static unsigned reap_recv_batch(struct side *s)
         for (i = 0; i < n; i++) {
             post_recv(s, QPN, RBUF_OFF, MAX_MSG);
         }
-        ring_rq(s, QPN);
+        on_device(call_ring_rq, s, QPN);
     }
     return n;
 }
@@ -288,7 +349,7 @@ static unsigned fill_sq(struct side *s, const struct wqe *w)
         n++;
     }
     if (n) {
-        ring_sq(s, QPN);
+        on_device(call_ring_sq, s, QPN);
     }
     return n;
 }
@@ -322,7 +383,7 @@ static void ping_post(struct side *s, enum test t, uint64_t v)
     w64(s, DATA + PING_SRC, v);
     post_send(s, QPN, &w);
     d->posted++;
-    ring_sq(s, QPN);
+    on_device(call_ring_sq, s, QPN);
 }
 
 /* Did ping v arrive at s? Polls its receive CQ (SEND) or the memory it lands in (WRITE). */
@@ -475,6 +536,11 @@ static void mem_wire(struct side *from, const uint8_t *frame, size_t len)
     wire_frames++;
 }
 
+static void call_receive(struct side *s, uintptr_t slot)
+{
+    qrdma_core_lan_receive(&s->core, wire_buf + (size_t)slot * WIRE_SLOT, wire_len[slot]);
+}
+
 static bool mem_wire_deliver(void)
 {
     bool did = wire_head != wire_tail;
@@ -482,8 +548,7 @@ static bool mem_wire_deliver(void)
     while (wire_head != wire_tail) {
         unsigned slot = wire_head++ % WIRE_SLOTS;
 
-        qrdma_core_lan_receive(&sides[wire_to[slot]].core, wire_buf + (size_t)slot * WIRE_SLOT,
-                               wire_len[slot]);
+        on_device(call_receive, &sides[wire_to[slot]], slot);
     }
     /* Empty: the next burst reuses the first (cache-warm) slots. */
     wire_head = wire_tail = 0;
@@ -492,7 +557,10 @@ static bool mem_wire_deliver(void)
 
 static bool local_progress(void)
 {
-    bool did = device_step(SA);
+    bool did;
+
+    virtual_ns += 1000;
+    did = device_step(SA);
 
     did |= mem_wire_deliver();
     did |= device_step(SB);
@@ -528,6 +596,20 @@ static __attribute__((noinline)) void local_bw(struct result *r, enum test t, ui
 
     fill(SA, SRC_OFF, size, size + t);
     memset(dbuf(SB, t == WRITE_BW ? WDST_OFF : RBUF_OFF), 0, MAX_MSG);
+    if (count_msgs) {
+        /* -n: a fixed amount of work, the same in every run; its cost is what counts. */
+        while (drvs[0].completed - p0 < count_msgs) {
+            reap_send(SA);
+            if (t == SEND_BW) {
+                reap_recv(SB);
+            }
+            if (drvs[0].posted - p0 < count_msgs) {
+                fill_sq(SA, &w);
+            }
+            local_progress();
+        }
+        goto done;
+    }
     t0 = bench_bw_ns();
     warm = t0 + 100000000ull;
     end = warm + (uint64_t)(seconds * 1e9);
@@ -551,11 +633,11 @@ static __attribute__((noinline)) void local_bw(struct result *r, enum test t, ui
     }
     r->msgs = (drvs[0].completed - c0) / ((t1 - t0) / 1e9);
     r->gbps = r->msgs * size / 1e9;
+done:
     local_drain();
-    if (getenv("QRDMA_BENCH_DEBUG")) {
-        /* For per-message costs from a profile of local_bw (callgrind --toggle-collect). */
-        fprintf(stderr, "[%s %u] %" PRIu64 " messages in all, warm-up included\n", test_name[t],
-                size, drvs[0].posted - p0);
+    if (count_msgs) {
+        /* What count-instr.sh divides by: every message of the case, those in flight too. */
+        printf("count %s %u %" PRIu64 "\n", test_name[t], size, drvs[0].posted - p0);
     }
     if (t == SEND_BW && drvs[1].received - r0 != drvs[0].posted - p0) {
         die("%" PRIu64 " SENDs completed, %" PRIu64 " received", drvs[0].posted - p0,
@@ -599,25 +681,31 @@ static void local_lat(struct result *r, enum test t)
 
 static int run_local(const struct bench_case *only)
 {
-    unsigned i;
+    const struct bench_case *list = cases;
+    size_t n_list = N_CASES, i;
+
+    if (count_msgs && only && only->size) {
+        list = only;        /* -n takes any size, listed or not */
+        n_list = 1;
+    }
 
     wire_buf = malloc((size_t)WIRE_SLOTS * WIRE_SLOT);
     if (!wire_buf) {
         die("out of memory");
     }
     dp_tb_wire = mem_wire;
-    dp_tb_clock = bench_wall_ns;
+    dp_tb_clock = bench_now_ns;
     node_up(0);
     node_up(1);
     local_drain();
     print_head("core_bench (b): two device cores in one process, in-memory wire (one copy "
                "per frame)");
-    for (i = 0; i < N_CASES; i++) {
-        const struct bench_case *c = &cases[i];
+    for (i = 0; i < n_list; i++) {
+        const struct bench_case *c = &list[i];
         struct result *r = &results[n_results];
 
         if ((only && (only->test != c->test || (only->size && only->size != c->size))) ||
-            c->test == WIRE_BW) {
+            c->test == WIRE_BW || (count_msgs && c->test != WRITE_BW && c->test != SEND_BW)) {
             continue;
         }
         memset(r, 0, sizeof(*r));
@@ -639,7 +727,9 @@ static int run_local(const struct bench_case *only)
         printf("(%" PRIu64 " frames on the wire, %" PRIu64 " dropped; A retransmitted %" PRIu64
                " packets)\n", wire_frames, wire_drops, st.retransmits);
     }
-    print_machine_lines();
+    if (!count_msgs) {
+        print_machine_lines();
+    }
     return 0;
 }
 
@@ -1260,7 +1350,9 @@ static int run_dgram(const struct bench_case *only)
 static void usage(void)
 {
     fprintf(stderr, "usage: core_bench [--dgram] [-s SECONDS] [-t TEST[:SIZE]]\n"
-                    "  TEST: write_bw send_bw write_lat send_lat\n");
+                    "       core_bench -n MESSAGES [-t TEST[:SIZE]]\n"
+                    "  TEST: write_bw send_bw write_lat send_lat (-n: write_bw send_bw, any SIZE\n"
+                    "  up to 65536)\n");
     exit(2);
 }
 
@@ -1277,6 +1369,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             seconds = atof(argv[++i]);
             if (!(seconds > 0)) {
+                usage();
+            }
+        } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+            count_msgs = strtoull(argv[++i], NULL, 0);
+            if (!count_msgs) {
                 usage();
             }
         } else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
@@ -1304,6 +1401,9 @@ int main(int argc, char **argv)
         die("out of memory");
     }
     signal(SIGPIPE, SIG_IGN);
+    if (count_msgs && dgram) {
+        usage();
+    }
     if (dgram) {
         bench_name = "core-dgram";
         return run_dgram(only);

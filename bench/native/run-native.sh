@@ -4,7 +4,10 @@
 #   (b) core_bench: device core + transport, two cores in one process
 #   (c) core_bench --dgram: the same, two processes over Unix datagram sockets
 # Each prints its table; their "native ..." lines go to OUT/native.txt and
-# bench/report.py --native turns them into OUT/native.md.
+# bench/report.py --native turns them into OUT/native.md. Then instructions
+# per message, counted by callgrind: the device's two ends
+# (count-instr.sh) and the provider's fast path (count-provider.sh), in
+# OUT/instructions.md and instructions.txt.
 #
 # usage: run-native.sh BINDIR OUTDIR [SECONDS-PER-CASE]
 set -uo pipefail
@@ -38,6 +41,14 @@ if [ "${QRDMA_BENCH_CLOCK:-}" = cpu ]; then
     machine+=" Bandwidth of (a) and (b) timed by the CPU time of their one thread (QRDMA_BENCH_CLOCK=cpu), \
 not the wall clock: the rate of one core on a machine shared with other work."
 fi
+# Instructions per message (callgrind; independent of the machine's load):
+# the device's two ends, then the provider's fast path.
+stage "native-instr device core" bash bench/native/count-instr.sh "$bin/core_bench" "$work/instr-core.md" || exit 1
+stage "native-instr provider" bash bench/native/count-provider.sh "$work/instr-prov.md" || exit 1
+
 mkdir -p "$out"
 cat "$work/a" "$work/b" "$work/c" | grep '^native ' > "$out/native.txt"
+{ cat "$work/instr-core.md"; echo; sed 's/^# Instructions per message, libqrdma$/## libqrdma/' "$work/instr-prov.md"; } > "$out/instructions.md"
+sed -i '1s/.*/# Instructions per message\n\n## Device core + transport/' "$out/instructions.md"
+cat "$work/instr-core.txt" "$work/instr-prov.txt" > "$out/instructions.txt"
 stage native-report python3 bench/report.py --native "$out/native.txt" "$out/native.md" "$machine"
