@@ -47,7 +47,8 @@ QEMU $QEMU_VERSION, dgram netdev over Unix sockets. $reps repetitions, $(date -u
 rm -rf "$results" && mkdir -p "$results"
 cp "$work/raw" "$results/raw.txt"
 cp "$work/limits" "$results/host-limits.txt"
-cp "$work/native/native.md" "$work/native/native.txt" "$results/"
+cp "$work/native/native.md" "$work/native/native.txt" "$work/native/instructions.md" \
+    "$work/native/instructions.txt" "$results/"
 [ -d "$work/logs" ] && cp -r "$work/logs" "$results/logs"
 stage report python3 bench/report.py "$work/raw" "$work/limits" "$results" "$machine" \
     "$work/native/native.txt"
