@@ -1222,26 +1222,6 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
     return 0;
 }
 
-/*
- * UD QPs have no path MTU attribute: a datagram may be as large as the
- * port's active MTU: the largest IB MTU that fits the LAN MTU less 92
- * bytes of worst-case headers (GRH 40, UDP 8, BTH 12, AtomicETH 28, ICRC
- * 4), exactly as Linux's iboe_get_mtu() computes the port's active MTU
- * that the driver reports.
- */
-static uint32_t port_active_mtu(struct qrdma_core *core)
-{
-    uint32_t lan = core->lan.regs[(QRDMA_REG_LAN_MTU - QRDMA_REG_LAN_BASE) / 4];
-    uint32_t bytes = lan > 92 ? lan - 92 : 0;
-    uint32_t mtu = QRDMA_BE_MTU_4096;
-
-    while (mtu > QRDMA_BE_MTU_256 &&
-           (mtu_bytes(mtu) > bytes || mtu_bytes(mtu) > core->cfg.max_mtu)) {
-        mtu--;
-    }
-    return mtu;
-}
-
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
@@ -1271,10 +1251,6 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
     attr.rnr_retry = a->rnr_retry;
     /* The masks share the IB numbering; the backend gets the attributes it carries. */
     qmask = (mask & QRDMA_BE_QP_ATTR_ALL) | QRDMA_BE_QP_ATTR_STATE;
-    if (qp->type == QRDMA_QP_TYPE_UD) {
-        attr.path_mtu = port_active_mtu(core);
-        qmask |= QRDMA_BE_QP_ATTR_PATH_MTU;
-    }
     if (qp->type == QRDMA_QP_TYPE_UD) {
         /* UD has no PATH_MTU attribute; without one the transport would use 256. */
         attr.path_mtu = port_mtu(core);
