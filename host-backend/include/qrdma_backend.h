@@ -350,6 +350,24 @@ struct qrdma_be_mr {
     uint32_t max_pages;         /* FAST_REG */
 };
 
+/*
+ * The transport's port counters since create or the last reset (the
+ * device's hardware counters, docs/hw-spec.md section 20). A backend fills
+ * what it knows and leaves the rest 0.
+ */
+struct qrdma_be_stats {
+    uint64_t tx_pkts, tx_bytes;         /* RoCEv2 frames sent, Ethernet header to ICRC */
+    uint64_t rx_pkts, rx_bytes;         /* RoCEv2 frames handed to the transport */
+    uint64_t retrans_pkts;              /* request packets sent again */
+    uint64_t local_ack_timeouts;        /* retransmit timer expiries */
+    uint64_t seq_naks_rcvd;             /* PSN sequence error NAKs received */
+    uint64_t rnr_naks_rcvd, rnr_naks_sent;
+    uint64_t duplicate_requests;        /* responder: requests with an old PSN */
+    uint64_t out_of_sequence;           /* responder: requests past the expected PSN */
+    uint64_t icrc_errors;               /* frames dropped for a bad ICRC */
+    uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
+};
+
 /* ---- the core's side: callbacks ---------------------------------------------- */
 
 /*
@@ -506,6 +524,9 @@ struct qrdma_be_ops {
      * and frames.
      */
     uint64_t (*poll)(struct qrdma_be *be, unsigned budget);
+
+    /* Optional: the counters (NULL: the device reports the transport's as 0). */
+    void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);
 };
 
 /* The backends built into this program. */

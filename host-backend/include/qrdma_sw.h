@@ -367,6 +367,8 @@ struct qsw_stats {
     uint64_t duplicates;        /* duplicate requests seen by the responder */
     uint64_t dup_responses;     /* duplicate or stale responses seen by the requester */
     uint64_t completions;
+    /* requests the responder began to execute (the first packet of each) */
+    uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
     /* receive drops by reason */
     uint64_t drop_not_roce;     /* not Ethernet II / IP / UDP 4791, or not our MAC */
     uint64_t drop_malformed;    /* truncated, bad lengths, bad IP checksum, TVer, pad, opcode */

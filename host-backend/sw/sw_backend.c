@@ -583,6 +583,34 @@ static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
     return qsw_engine_poll(sw_of(be)->eng, budget);
 }
 
+/* The engine's counters under the device's names (docs/hw-spec.md section 20). */
+static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
+{
+    struct qsw_engine *eng = sw_of(be)->eng;
+    struct qsw_stats st;
+
+    memset(out, 0, sizeof(*out));
+    if (!eng) {
+        return;
+    }
+    qsw_engine_stats(eng, &st);
+    out->tx_pkts = st.tx_frames;
+    out->tx_bytes = st.tx_bytes;
+    out->rx_pkts = st.rx_frames;
+    out->rx_bytes = st.rx_bytes;
+    out->retrans_pkts = st.retransmits;
+    out->local_ack_timeouts = st.timeouts;
+    out->seq_naks_rcvd = st.rx_naks_seq;
+    out->rnr_naks_rcvd = st.rx_rnr_naks;
+    out->rnr_naks_sent = st.tx_rnr_naks;
+    out->duplicate_requests = st.duplicates;
+    out->out_of_sequence = st.drop_out_of_seq;
+    out->icrc_errors = st.drop_icrc;
+    out->rx_read_requests = st.rx_read_requests;
+    out->rx_write_requests = st.rx_write_requests;
+    out->rx_atomic_requests = st.rx_atomic_requests;
+}
+
 const struct qrdma_be_ops qrdma_be_sw_ops = {
     .name = "sw",
     .create = sw_create,
@@ -602,6 +630,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .set_mac = sw_set_mac,
     .rx_frame = sw_rx_frame,
     .poll = sw_poll,
+    .stats = sw_stats,
 };
 
 /* ---- for tests and benchmarks ------------------------------------------------------ */

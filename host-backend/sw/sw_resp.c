@@ -210,6 +210,16 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
         return false;
     }
+    /* The port counters count requests as they arrive, refused ones too (as mlx5's). */
+    if (m & M_FIRST) {
+        if (m & M_WRITE) {
+            eng->st.rx_write_requests++;
+        } else if (m & M_READ) {
+            eng->st.rx_read_requests++;
+        } else if (m & M_ATOMIC) {
+            eng->st.rx_atomic_requests++;
+        }
+    }
     if (need && !(qp->attr.qp_access_flags & need)) {
         fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
         return false;

@@ -177,6 +177,17 @@ struct qrdma_core_stats {
     uint64_t guest_lookups;
 };
 
+/*
+ * The port counters (qrdma_stats.c, docs/hw-spec.md section 20): those the
+ * core counts itself (the CQE ones; the others stay 0 here, the backend
+ * counts them), and the snapshot the STAT_LO/HI registers read. Zeroed by
+ * every reset.
+ */
+struct qrdma_port_stats {
+    uint64_t live[QRDMA_STAT_NUM];
+    uint64_t snapshot[QRDMA_STAT_NUM];
+};
+
 /* One LAN descriptor ring: the device's view. */
 struct qrdma_lan_ring {
     uint64_t base;
@@ -438,6 +449,7 @@ struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
     struct qrdma_core_stats stats;
+    struct qrdma_port_stats port_stats;
     /* The plain register file, indexed by offset / 4. */
     uint32_t regs[QRDMA_REG_FILE_END / 4];
     bool pe_ready;

@@ -145,6 +145,12 @@ void qrdma_lan_tx_process(struct qrdma_core *core);
 bool qrdma_lan_can_receive(struct qrdma_core *core);
 size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
 
+/* qrdma_stats.c: the port counters */
+extern const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_stats_reset(struct qrdma_core *core);
+/* Copy every counter into the snapshot STAT_LO/HI read (STATS_CTRL.SNAPSHOT). */
+void qrdma_stats_snapshot(struct qrdma_core *core);
+
 /* qrdma_hmc.c: registers, reset, and the HMC commands of qrdma_cqp_ops[] */
 extern const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_hmc_reset(struct qrdma_core *core);

@@ -277,6 +277,15 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     cq->tail++;
     core->dp.cqes++;
+    if (e->status != QRDMA_BE_WC_SUCCESS) {
+        bool recv = !(e->flags & QRDMA_CQE_FLAG_SQ);   /* an error CQE's opcode means little */
+
+        if (e->status == QRDMA_BE_WC_WR_FLUSH_ERR) {
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_FLUSH : QRDMA_STAT_REQ_CQE_FLUSH]++;
+        } else {
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_ERROR : QRDMA_STAT_REQ_CQE_ERROR]++;
+        }
+    }
     cq_event(core, cq_id, cq, e);
     return true;
 }
