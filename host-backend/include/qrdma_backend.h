@@ -188,6 +188,19 @@ enum qrdma_be_event {
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
 };
 
+/* tp_event's events and the causes of a retransmission (the sw engine's numbering). */
+enum qrdma_be_tp_event {
+    QRDMA_BE_TP_RETRANSMIT = 0,
+    QRDMA_BE_TP_NAK_SENT = 1,
+    QRDMA_BE_TP_NAK_RCVD = 2,
+};
+
+enum qrdma_be_retransmit {
+    QRDMA_BE_RETRANSMIT_TIMEOUT = 0,
+    QRDMA_BE_RETRANSMIT_NAK = 1,
+    QRDMA_BE_RETRANSMIT_RNR = 2,
+};
+
 /* mr_atomic's operation. */
 enum qrdma_be_atomic_op {
     QRDMA_BE_ATOMIC_CMP_SWP   = 0,
@@ -426,6 +439,14 @@ struct qrdma_be_callbacks {
     void (*frame_out)(void *opaque, const void *frame, size_t len);
     /* Guest time in ns (stops while the VM is stopped), the clock of poll's deadlines. */
     uint64_t (*now_ns)(void *opaque);
+    /*
+     * A transport event of QP qp_id, for the device's trace points: a
+     * go-back-N retransmission from psn (detail: enum qrdma_be_retransmit),
+     * a NAK or RNR NAK for psn sent or received (detail: its AETH
+     * syndrome). Rare events only.
+     */
+    void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
+                     uint32_t detail);
 };
 
 /* ---- the backend's side: ops ------------------------------------------------- */

@@ -289,6 +289,14 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     sw->cb.event(sw->opaque, (enum qrdma_be_event)ev, qp_of_tp(tp)->qp_id);
 }
 
+static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev, uint32_t psn,
+                     uint32_t detail)
+{
+    struct sw_be *sw = opaque;
+
+    sw->cb.tp_event(sw->opaque, qp_of_tp(tp)->qp_id, (enum qrdma_be_tp_event)ev, psn, detail);
+}
+
 static void cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct sw_be *sw = opaque;
@@ -325,6 +333,7 @@ static const struct qsw_ops sw_engine_ops = {
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
     .sq_space = cb_sq_space,
+    .trace = cb_trace,
 };
 
 /* ---- lifecycle ----------------------------------------------------------------- */
@@ -582,6 +591,14 @@ static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
 {
     return qsw_engine_poll(sw_of(be)->eng, budget);
 }
+
+_Static_assert((int)QRDMA_BE_TP_RETRANSMIT == (int)QSW_TRACE_RETRANSMIT &&
+               (int)QRDMA_BE_TP_NAK_SENT == (int)QSW_TRACE_NAK_SENT &&
+               (int)QRDMA_BE_TP_NAK_RCVD == (int)QSW_TRACE_NAK_RCVD &&
+               (int)QRDMA_BE_RETRANSMIT_TIMEOUT == (int)QSW_RETRANSMIT_TIMEOUT &&
+               (int)QRDMA_BE_RETRANSMIT_NAK == (int)QSW_RETRANSMIT_NAK &&
+               (int)QRDMA_BE_RETRANSMIT_RNR == (int)QSW_RETRANSMIT_RNR,
+               "the contract's transport events are the engine's");
 
 /* The engine's counters under the device's names (docs/hw-spec.md section 20). */
 static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)

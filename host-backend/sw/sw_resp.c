@@ -28,6 +28,7 @@ static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
         break;
     case AETH_RNR_NAK:
         eng->st.tx_rnr_naks++;
+        qsw_trace(qp, QSW_TRACE_NAK_SENT, psn, syn);
         break;
     default:
         if ((syn & 0x1f) == NAK_PSN_SEQ) {
@@ -35,6 +36,7 @@ static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
         } else {
             eng->st.tx_naks_err++;
         }
+        qsw_trace(qp, QSW_TRACE_NAK_SENT, psn, syn);
     }
     qsw_tx_finish(eng, &qp->attr.av, qp->ipv6, qp->sport, BTH_LEN + AETH_LEN);
 }

@@ -252,6 +252,7 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     if (used >= size) {
         core->dp.cq_overflows++;
+        qrdma_trace(core, QRDMA_TRACE_CQ_OVERFLOW, cq_id, size, 0, 0, NULL, NULL);
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW, "overflow: all CQEs are unread");
         return false;
     }
@@ -307,11 +308,17 @@ static void qp_follow_state(struct qrdma_core *core, uint32_t id)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
     struct qrdma_dp_qp *dq = dp_qp(core, id);
+    uint8_t old;
 
     if (!qp || !dq || !dq->be_qp) {
         return;
     }
+    old = qp->state;
     qp->state = core->dp.ops->qp_state(core->dp.be, dq->be_qp);
+    if (qp->state != old) {
+        qrdma_trace(core, QRDMA_TRACE_QP_STATE, id, 1, 0, 0, qrdma_qp_state_name(old),
+                    qrdma_qp_state_name(qp->state));
+    }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
     }
@@ -871,6 +878,48 @@ static uint64_t cb_now_ns(void *opaque)
     return core->env.now_ns(core->env.opaque);
 }
 
+/* AETH syndromes (IBTA 9.7.5.2) as the trace names them. */
+static const char *nak_name(uint32_t syn)
+{
+    switch (syn >> 5 & 3) {
+    case 1:
+        return "rnr";
+    case 3:
+        switch (syn & 0x1f) {
+        case 0:
+            return "seq";
+        case 1:
+            return "inv";
+        case 2:
+            return "access";
+        case 3:
+            return "op";
+        case 4:
+            return "inv_rd";
+        }
+    }
+    return "?";
+}
+
+static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
+                        uint32_t detail)
+{
+    static const char *const cause[] = {
+        [QRDMA_BE_RETRANSMIT_TIMEOUT] = "timeout",
+        [QRDMA_BE_RETRANSMIT_NAK] = "nak",
+        [QRDMA_BE_RETRANSMIT_RNR] = "rnr",
+    };
+    struct qrdma_core *core = opaque;
+
+    if (ev == QRDMA_BE_TP_RETRANSMIT) {
+        qrdma_trace(core, QRDMA_TRACE_TP_RETRANSMIT, qp_id, psn, 0, 0,
+                    detail < sizeof(cause) / sizeof(cause[0]) ? cause[detail] : "?", NULL);
+    } else {
+        qrdma_trace(core, QRDMA_TRACE_TP_NAK, qp_id, psn, detail, 0, nak_name(detail),
+                    ev == QRDMA_BE_TP_NAK_SENT ? "sent" : "received");
+    }
+}
+
 static const struct qrdma_be_callbacks dp_callbacks = {
     .mr_read = cb_mr_read,
     .mr_write = cb_mr_write,
@@ -883,6 +932,7 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
+    .tp_event = cb_tp_event,
     .frame_out = cb_frame_out,
     .now_ns = cb_now_ns,
 };
@@ -1395,6 +1445,7 @@ void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id)
 static void bad_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
                          uint32_t value, const char *what)
 {
+    qrdma_trace(core, QRDMA_TRACE_BAD_DOORBELL, page, offset, value, 0, what, NULL);
     qrdma_aeq_post(core, 0, page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
     qrdma_guest_error(core, "doorbell 0x%x at page %u offset 0x%x: %s", value, page, offset,
                       what);

@@ -2496,6 +2496,149 @@ static void test_port_counters(void)
     fq_clear();
 }
 
+/* ---- trace events (struct qrdma_trace_ev through env.trace) --------------------------- */
+
+#define TRACE_N 256
+static struct qrdma_trace_ev traced[TRACE_N];
+static int traced_n;
+
+static void record_trace(void *opaque, const struct qrdma_trace_ev *ev)
+{
+    if (traced_n < TRACE_N) {
+        traced[traced_n++] = *ev;
+    }
+}
+
+/* Was an event of kind traced whose name (and name2, unless NULL) are these? */
+static bool was_traced(enum qrdma_trace_kind kind, const char *name, const char *name2)
+{
+    int i;
+
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == kind && (!name || (traced[i].name && !strcmp(traced[i].name, name))) &&
+            (!name2 || (traced[i].name2 && !strcmp(traced[i].name2, name2)))) {
+            return true;
+        }
+    }
+    fprintf(stderr, "  no trace event of kind %d (%s, %s)\n", kind, name ? name : "-",
+            name2 ? name2 : "-");
+    return false;
+}
+
+/*
+ * The core's trace points fire where their events happen, with the queue
+ * and the field: CQP commands with their status, QP state changes by
+ * MODIFY_QP and by the transport, CEQ and AEQ posts, CQ overflow, bad
+ * doorbells, retransmissions and NAKs.
+ */
+static void test_trace_events(void)
+{
+    struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 3000, 0 } } };
+    struct wqe bad = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30000,
+                       .rkey = MR_STAG ^ 0x01, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
+    int i;
+
+    setup();
+    SA->core.env.trace = record_trace;
+    SB->core.env.trace = record_trace;
+    traced_n = 0;
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq_ex(SB, 2, 4, true);           /* events to CEQ 0 */
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_CQP_CMD, "CREATE_QP", NULL));
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_CQP_CMD && !strcmp(traced[i].name, "CREATE_QP")) {
+            CHECK_EQ(traced[i].b, QRDMA_CQP_OP_CREATE_QP);
+            CHECK_EQ(traced[i].c, 0);       /* major: success */
+        }
+    }
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RESET", "INIT"));
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RTR", "RTS"));
+
+    /* A failing command is traced with its status. */
+    traced_n = 0;
+    CHECK(major_of(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, 77, 0, 0, 0, 0, 0)) != 0);
+    CHECK(was_traced(QRDMA_TRACE_CQP_CMD, "DESTROY_QP", NULL) && traced_n >= 1);
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_CQP_CMD) {
+            CHECK(traced[i].c != 0);
+        }
+    }
+    log_clear(SA);
+
+    /* The first packet lost: B NAKs the sequence, A goes back. */
+    traced_n = 0;
+    arm(SB, 2, QRDMA_CQ_ARM_NEXT);
+    post_recv(SB, QPN, 0x9000, 4096);
+    post_send(SA, QPN, &snd);
+    drop_frames = 1;
+    ring_sq(SA, QPN);
+    pump_ms(1000);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+    CHECK(was_traced(QRDMA_TRACE_CEQ_POST, NULL, NULL));    /* B's armed CQ */
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "seq", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "seq", "received"));
+    CHECK(was_traced(QRDMA_TRACE_TP_RETRANSMIT, "nak", NULL));
+
+    /* No receive: RNR NAKs, then the resend when the wait is over. */
+    traced_n = 0;
+    snd.sge[0].len = 100;
+    post_send(SA, QPN, &snd);
+    ring_sq(SA, QPN);
+    pump();
+    post_recv(SB, QPN, 0x9000, 4096);
+    pump_ms(100);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "rnr", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "rnr", "received"));
+    CHECK(was_traced(QRDMA_TRACE_TP_RETRANSMIT, "rnr", NULL));
+
+    /* A bad rkey: an access NAK, both QPs to ERR by the transport, B's AEQE. */
+    traced_n = 0;
+    post_send(SA, QPN, &bad);
+    ring_sq(SA, QPN);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "access", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RTS", "ERR"));
+    CHECK(was_traced(QRDMA_TRACE_AEQ_POST, NULL, NULL));
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_QP_STATE) {
+            CHECK_EQ(traced[i].a, QPN);
+            CHECK_EQ(traced[i].b, 1);       /* moved by the transport */
+        }
+    }
+    aeq_drain(SB);
+    log_clear(SB);
+
+    /* A doorbell naming no QP. */
+    traced_n = 0;
+    db(SA, 0, QRDMA_DB_SQ, 9);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_BAD_DOORBELL, NULL, NULL));
+    CHECK_EQ(traced[0].a, 0);
+    CHECK_EQ(traced[0].c, 9);
+    log_clear(SA);
+    aeq_drain(SA);
+
+    /* Without a tracer nothing is called (env.trace is optional). */
+    SA->core.env.trace = NULL;
+    traced_n = 0;
+    db(SA, 0, QRDMA_DB_SQ, 9);
+    pump();
+    CHECK_EQ(traced_n, 0);
+    SB->core.env.trace = NULL;
+    log_clear(SA);
+    fq_clear();
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_uc),
@@ -2532,6 +2675,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
     UNIT_TEST(test_port_counters),
+    UNIT_TEST(test_trace_events),
     UNIT_TEST(test_destroy_in_flight),
     UNIT_TEST(test_fast_reg),
     UNIT_TEST(test_fast_reg_rekey),
