@@ -596,6 +596,9 @@ struct qrdma_ah *qrdma_ah_get(struct qrdma_core *core, uint32_t ah_id);
  */
 int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint64_t offset,
                      uint64_t *gpa);
+/* The same, its guest errors naming the queue: kind ("QP SQ", "CQ"...) and ID. */
+int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q, const char *kind,
+                        uint32_t id, uint64_t offset, uint64_t *gpa);
 
 /*
  * MR translation. qrdma_mr_translate() checks an access of len bytes at

@@ -256,8 +256,8 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW, "overflow: all CQEs are unread");
         return false;
     }
-    if (qrdma_queue_addr(core, &cq->ring, (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE,
-                         &gpa)) {
+    if (qrdma_queue_addr_of(core, &cq->ring, "CQ", cq_id,
+                            (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE, &gpa)) {
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not usable");
         return false;
     }
@@ -516,7 +516,7 @@ enum rq_wqe_read {
     RQ_WQE_UNREADABLE,          /* the slot cannot be read: whether it is posted is unknown */
 };
 
-static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
+static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id, const char *kind,
                                     const struct qrdma_queue *q, uint32_t count,
                                     struct qrdma_be_recv_wr *out)
 {
@@ -525,7 +525,8 @@ static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
     uint64_t gpa, hdr;
     unsigned n, i, max_sge;
 
-    if (qrdma_queue_addr(core, q, (uint64_t)index << q->stride_log2, &gpa) ||
+    if (qrdma_queue_addr_of(core, q, kind, id,
+                            (uint64_t)index << q->stride_log2, &gpa) ||
         core->env.dma_read(core->env.opaque, gpa, raw, QRDMA_RQ_WQE_HDR_BYTES)) {
         return RQ_WQE_UNREADABLE;
     }
@@ -586,7 +587,7 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     if (qp->flags & QRDMA_QP_CREATE_SRQ) {
         struct qrdma_srq *srq = qrdma_srq_get(core, qp->srq);
 
-        r = srq ? read_rq_wqe(core, id, &srq->ring, srq->head, out) : RQ_WQE_NONE;
+        r = srq ? read_rq_wqe(core, id, "SRQ of QP", &srq->ring, srq->head, out) : RQ_WQE_NONE;
         if (r != RQ_WQE_OK) {
             if (r != RQ_WQE_NONE) {
                 qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", qp->srq,
@@ -602,7 +603,7 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
         srq_limit_check(core, qp->srq, srq);
         return 0;
     }
-    r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, out);
+    r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, out);
     if (r != RQ_WQE_OK) {
         struct dp_cqe e = {
             .qp_id = id, .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
@@ -646,7 +647,7 @@ static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
     for (n = 0; n < DP_QP_BUDGET; n++) {
         struct dp_cqe e = { .qp_id = id, .opcode = QRDMA_BE_WC_RECV,
                             .status = QRDMA_BE_WC_WR_FLUSH_ERR };
-        enum rq_wqe_read r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, &wr);
+        enum rq_wqe_read r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, &wr);
 
         e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
         if (r == RQ_WQE_NONE) {
@@ -1127,7 +1128,8 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         uint64_t gpa;
         int ret;
 
-        if (qrdma_queue_addr(core, &qp->sq, (uint64_t)index << qp->sq.stride_log2, &gpa) ||
+        if (qrdma_queue_addr_of(core, &qp->sq, "SQ of QP", id,
+                                (uint64_t)index << qp->sq.stride_log2, &gpa) ||
             core->env.dma_read(core->env.opaque, gpa + 56, raw + 56, 8)) {
             sq_unreadable(core, id, qp, dq, index, "SQ page is not usable");
             return;
@@ -1359,8 +1361,8 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
         return;
     }
     if (dp->ops->qp_modify(dp->be, dq->be_qp, &attr, qmask)) {
-        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %u", qp_id,
-                          qp->state);
+        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %s", qp_id,
+                          qrdma_qp_state_name(qp->state));
     }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
