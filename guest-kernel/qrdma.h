@@ -235,6 +235,8 @@ struct qrdma_dev {
 	spinlock_t zombie_lock;
 	struct list_head zombies;
 	atomic64_t hw_errors;		/* destroy commands the device failed */
+	struct mutex stats_lock;	/* one counter snapshot at a time */
+	u32 stats_num;			/* counters the device has, of QRDMA_STAT_NUM */
 };
 
 #define QRDMA_CTL_BLOCK		128
@@ -413,6 +415,8 @@ static inline void qrdma_wr32(struct qrdma_dev *dev, u32 reg, u32 val)
 
 /* qrdma_verbs.c */
 int qrdma_register_ibdev(struct qrdma_dev *dev);
+/* qrdma_stats.c: the port's hardware counters, if the device has them */
+void qrdma_stats_init(struct qrdma_dev *dev);
 void qrdma_unregister_ibdev(struct qrdma_dev *dev);
 void qrdma_port_event(struct qrdma_dev *dev);
 

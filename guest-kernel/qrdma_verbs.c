@@ -524,6 +524,7 @@ int qrdma_register_ibdev(struct qrdma_dev *dev)
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	snprintf(ibdev->node_desc, sizeof(ibdev->node_desc), "qrdma %s", dev->board_id);
 	ib_set_device_ops(ibdev, &qrdma_dev_ops);
+	qrdma_stats_init(dev);
 
 	ret = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);
 	if (ret) {

@@ -67,6 +67,37 @@ static void qrdma_env_guest_error(void *opaque, const char *msg)
     qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
 }
 
+/* The core's events (struct qrdma_trace_ev) as this directory's trace points. */
+static void qrdma_env_trace(void *opaque, const struct qrdma_trace_ev *ev)
+{
+    switch (ev->kind) {
+    case QRDMA_TRACE_CQP_CMD:
+        trace_qrdma_cqp_cmd(ev->a, ev->b, ev->name, ev->c, (uint32_t)ev->d);
+        break;
+    case QRDMA_TRACE_QP_STATE:
+        trace_qrdma_qp_state(ev->a, ev->name, ev->name2, ev->b ? "transport" : "MODIFY_QP");
+        break;
+    case QRDMA_TRACE_CEQ_POST:
+        trace_qrdma_ceq_post(ev->a, ev->d);
+        break;
+    case QRDMA_TRACE_AEQ_POST:
+        trace_qrdma_aeq_post(ev->a, ev->b, ev->c, ev->d);
+        break;
+    case QRDMA_TRACE_CQ_OVERFLOW:
+        trace_qrdma_cq_overflow(ev->a, ev->b);
+        break;
+    case QRDMA_TRACE_BAD_DOORBELL:
+        trace_qrdma_bad_doorbell(ev->a, ev->b, ev->c, ev->name);
+        break;
+    case QRDMA_TRACE_TP_RETRANSMIT:
+        trace_qrdma_tp_retransmit(ev->a, ev->b, ev->name);
+        break;
+    case QRDMA_TRACE_TP_NAK:
+        trace_qrdma_tp_nak(ev->a, ev->name, ev->c, ev->b, ev->name2);
+        break;
+    }
+}
+
 static void qrdma_env_schedule_pe_ready(void *opaque, uint64_t delay_ns)
 {
     QrdmaState *s = opaque;
@@ -373,6 +404,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         .rx_ready = qrdma_env_rx_ready,
         .now_ns = qrdma_env_now_ns,
         .timer_mod = qrdma_env_timer_mod,
+        .trace = qrdma_env_trace,
     };
     char err[160];
     int ret;

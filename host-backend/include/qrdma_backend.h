@@ -188,6 +188,19 @@ enum qrdma_be_event {
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
 };
 
+/* tp_event's events and the causes of a retransmission (the sw engine's numbering). */
+enum qrdma_be_tp_event {
+    QRDMA_BE_TP_RETRANSMIT = 0,
+    QRDMA_BE_TP_NAK_SENT = 1,
+    QRDMA_BE_TP_NAK_RCVD = 2,
+};
+
+enum qrdma_be_retransmit {
+    QRDMA_BE_RETRANSMIT_TIMEOUT = 0,
+    QRDMA_BE_RETRANSMIT_NAK = 1,
+    QRDMA_BE_RETRANSMIT_RNR = 2,
+};
+
 /* mr_atomic's operation. */
 enum qrdma_be_atomic_op {
     QRDMA_BE_ATOMIC_CMP_SWP   = 0,
@@ -350,6 +363,24 @@ struct qrdma_be_mr {
     uint32_t max_pages;         /* FAST_REG */
 };
 
+/*
+ * The transport's port counters since create or the last reset (the
+ * device's hardware counters, docs/hw-spec.md section 20). A backend fills
+ * what it knows and leaves the rest 0.
+ */
+struct qrdma_be_stats {
+    uint64_t tx_pkts, tx_bytes;         /* RoCEv2 frames sent, Ethernet header to ICRC */
+    uint64_t rx_pkts, rx_bytes;         /* RoCEv2 frames handed to the transport */
+    uint64_t retrans_pkts;              /* request packets sent again */
+    uint64_t local_ack_timeouts;        /* retransmit timer expiries */
+    uint64_t seq_naks_rcvd;             /* PSN sequence error NAKs received */
+    uint64_t rnr_naks_rcvd, rnr_naks_sent;
+    uint64_t duplicate_requests;        /* responder: requests with an old PSN */
+    uint64_t out_of_sequence;           /* responder: requests past the expected PSN */
+    uint64_t icrc_errors;               /* frames dropped for a bad ICRC */
+    uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
+};
+
 /* ---- the core's side: callbacks ---------------------------------------------- */
 
 /*
@@ -408,6 +439,14 @@ struct qrdma_be_callbacks {
     void (*frame_out)(void *opaque, const void *frame, size_t len);
     /* Guest time in ns (stops while the VM is stopped), the clock of poll's deadlines. */
     uint64_t (*now_ns)(void *opaque);
+    /*
+     * A transport event of QP qp_id, for the device's trace points: a
+     * go-back-N retransmission from psn (detail: enum qrdma_be_retransmit),
+     * a NAK or RNR NAK for psn sent or received (detail: its AETH
+     * syndrome). Rare events only.
+     */
+    void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
+                     uint32_t detail);
 };
 
 /* ---- the backend's side: ops ------------------------------------------------- */
@@ -506,6 +545,9 @@ struct qrdma_be_ops {
      * and frames.
      */
     uint64_t (*poll)(struct qrdma_be *be, unsigned budget);
+
+    /* Optional: the counters (NULL: the device reports the transport's as 0). */
+    void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);
 };
 
 /* The backends built into this program. */

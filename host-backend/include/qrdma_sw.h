@@ -283,6 +283,19 @@ struct qsw_qp;
  * is optional: when given, the responder validates a whole RDMA WRITE or
  * READ range once at its first packet before moving any data.
  */
+/* Transport events the engine reports to qsw_ops.trace. */
+enum qsw_trace {
+    QSW_TRACE_RETRANSMIT,   /* go-back-N from psn; detail: enum qsw_retransmit_cause */
+    QSW_TRACE_NAK_SENT,     /* a NAK or RNR NAK for psn; detail: the AETH syndrome */
+    QSW_TRACE_NAK_RCVD,     /* the same, received */
+};
+
+enum qsw_retransmit_cause {
+    QSW_RETRANSMIT_TIMEOUT, /* the retransmit timer expired */
+    QSW_RETRANSMIT_NAK,     /* a sequence NAK, or a response that implied one */
+    QSW_RETRANSMIT_RNR,     /* the RNR wait is over */
+};
+
 struct qsw_ops {
     int (*sge_read)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
                     uint64_t off, void *dst, uint32_t len);
@@ -320,6 +333,12 @@ struct qsw_ops {
      * feeding a deeper queue of its own knows when to go on.
      */
     void (*sq_space)(void *opaque, struct qsw_qp *qp);
+    /*
+     * Optional: a transport event, for tracing (enum qsw_trace says what
+     * psn and detail hold). Rare events only: never per packet sent.
+     */
+    void (*trace)(void *opaque, struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn,
+                  uint32_t detail);
 };
 
 /* Capacities chosen at QP creation (NULL: defaults). */
@@ -367,6 +386,8 @@ struct qsw_stats {
     uint64_t duplicates;        /* duplicate requests seen by the responder */
     uint64_t dup_responses;     /* duplicate or stale responses seen by the requester */
     uint64_t completions;
+    /* requests the responder began to execute (the first packet of each) */
+    uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
     /* receive drops by reason */
     uint64_t drop_not_roce;     /* not Ethernet II / IP / UDP 4791, or not our MAC */
     uint64_t drop_malformed;    /* truncated, bad lengths, bad IP checksum, TVer, pad, opcode */

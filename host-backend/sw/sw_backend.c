@@ -289,6 +289,14 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     sw->cb.event(sw->opaque, (enum qrdma_be_event)ev, qp_of_tp(tp)->qp_id);
 }
 
+static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev, uint32_t psn,
+                     uint32_t detail)
+{
+    struct sw_be *sw = opaque;
+
+    sw->cb.tp_event(sw->opaque, qp_of_tp(tp)->qp_id, (enum qrdma_be_tp_event)ev, psn, detail);
+}
+
 static void cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct sw_be *sw = opaque;
@@ -325,6 +333,7 @@ static const struct qsw_ops sw_engine_ops = {
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
     .sq_space = cb_sq_space,
+    .trace = cb_trace,
 };
 
 /* ---- lifecycle ----------------------------------------------------------------- */
@@ -583,6 +592,42 @@ static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
     return qsw_engine_poll(sw_of(be)->eng, budget);
 }
 
+_Static_assert((int)QRDMA_BE_TP_RETRANSMIT == (int)QSW_TRACE_RETRANSMIT &&
+               (int)QRDMA_BE_TP_NAK_SENT == (int)QSW_TRACE_NAK_SENT &&
+               (int)QRDMA_BE_TP_NAK_RCVD == (int)QSW_TRACE_NAK_RCVD &&
+               (int)QRDMA_BE_RETRANSMIT_TIMEOUT == (int)QSW_RETRANSMIT_TIMEOUT &&
+               (int)QRDMA_BE_RETRANSMIT_NAK == (int)QSW_RETRANSMIT_NAK &&
+               (int)QRDMA_BE_RETRANSMIT_RNR == (int)QSW_RETRANSMIT_RNR,
+               "the contract's transport events are the engine's");
+
+/* The engine's counters under the device's names (docs/hw-spec.md section 20). */
+static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
+{
+    struct qsw_engine *eng = sw_of(be)->eng;
+    struct qsw_stats st;
+
+    memset(out, 0, sizeof(*out));
+    if (!eng) {
+        return;
+    }
+    qsw_engine_stats(eng, &st);
+    out->tx_pkts = st.tx_frames;
+    out->tx_bytes = st.tx_bytes;
+    out->rx_pkts = st.rx_frames;
+    out->rx_bytes = st.rx_bytes;
+    out->retrans_pkts = st.retransmits;
+    out->local_ack_timeouts = st.timeouts;
+    out->seq_naks_rcvd = st.rx_naks_seq;
+    out->rnr_naks_rcvd = st.rx_rnr_naks;
+    out->rnr_naks_sent = st.tx_rnr_naks;
+    out->duplicate_requests = st.duplicates;
+    out->out_of_sequence = st.drop_out_of_seq;
+    out->icrc_errors = st.drop_icrc;
+    out->rx_read_requests = st.rx_read_requests;
+    out->rx_write_requests = st.rx_write_requests;
+    out->rx_atomic_requests = st.rx_atomic_requests;
+}
+
 const struct qrdma_be_ops qrdma_be_sw_ops = {
     .name = "sw",
     .create = sw_create,
@@ -602,6 +647,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .set_mac = sw_set_mac,
     .rx_frame = sw_rx_frame,
     .poll = sw_poll,
+    .stats = sw_stats,
 };
 
 /* ---- for tests and benchmarks ------------------------------------------------------ */

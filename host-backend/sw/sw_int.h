@@ -317,6 +317,14 @@ struct qsw_pkt {
 
 /* sw_engine.c */
 uint64_t qsw_now(struct qsw_engine *eng);
+
+/* A transport event for the embedder's tracer, if it has one (qsw_ops.trace). */
+static inline void qsw_trace(struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn, uint32_t detail)
+{
+    if (qp->eng->ops.trace) {
+        qp->eng->ops.trace(qp->eng->opaque, qp, ev, psn, detail);
+    }
+}
 void qsw_qp_activate(struct qsw_qp *qp);
 void qsw_qp_timer_update(struct qsw_qp *qp);
 void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev);

@@ -253,11 +253,15 @@ static void retry(struct qsw_qp *qp, bool timeout)
         }
         eng->st.stall_retries++;        /* within the stall floor: once more */
         cwnd_cut(qp, timeout);
+        qsw_trace(qp, QSW_TRACE_RETRANSMIT, qp->comp.psn,
+                  timeout ? QSW_RETRANSMIT_TIMEOUT : QSW_RETRANSMIT_NAK);
         rewind_to(qp, qp->comp.psn);
         return;
     }
     qp->comp.retry_left--;
     cwnd_cut(qp, timeout);
+    qsw_trace(qp, QSW_TRACE_RETRANSMIT, qp->comp.psn,
+              timeout ? QSW_RETRANSMIT_TIMEOUT : QSW_RETRANSMIT_NAK);
     rewind_to(qp, qp->comp.psn);
 }
 
@@ -524,6 +528,7 @@ void qsw_req_timeout(struct qsw_qp *qp, uint64_t now)
     qp->eng->now = now;
     if (qp->comp.rnr_deadline && qp->comp.rnr_deadline <= now) {
         qp->comp.rnr_deadline = 0;
+        qsw_trace(qp, QSW_TRACE_RETRANSMIT, qp->comp.psn, QSW_RETRANSMIT_RNR);
         rewind_to(qp, qp->comp.psn);
     } else if (qp->comp.rto_deadline && qp->comp.rto_deadline <= now) {
         qp->comp.rto_deadline = 0;
@@ -696,6 +701,7 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         return;
     case AETH_RNR_NAK:
         eng->st.rx_rnr_naks++;
+        qsw_trace(qp, QSW_TRACE_NAK_RCVD, psn, syn);
         if (ack_upto(qp, psn)) {
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
                 retry(qp, false);
@@ -726,6 +732,7 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         } else {
             eng->st.rx_naks_err++;
         }
+        qsw_trace(qp, QSW_TRACE_NAK_RCVD, psn, syn);
         if (ack_upto(qp, psn)) {
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
                 retry(qp, false);

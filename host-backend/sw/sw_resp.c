@@ -28,6 +28,7 @@ static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
         break;
     case AETH_RNR_NAK:
         eng->st.tx_rnr_naks++;
+        qsw_trace(qp, QSW_TRACE_NAK_SENT, psn, syn);
         break;
     default:
         if ((syn & 0x1f) == NAK_PSN_SEQ) {
@@ -35,6 +36,7 @@ static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
         } else {
             eng->st.tx_naks_err++;
         }
+        qsw_trace(qp, QSW_TRACE_NAK_SENT, psn, syn);
     }
     qsw_tx_finish(eng, &qp->attr.av, qp->ipv6, qp->sport, BTH_LEN + AETH_LEN);
 }
@@ -209,6 +211,16 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                           !(m & M_FIRST)) {
         fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
         return false;
+    }
+    /* The port counters count requests as they arrive, refused ones too (as mlx5's). */
+    if (m & M_FIRST) {
+        if (m & M_WRITE) {
+            eng->st.rx_write_requests++;
+        } else if (m & M_READ) {
+            eng->st.rx_read_requests++;
+        } else if (m & M_ATOMIC) {
+            eng->st.rx_atomic_requests++;
+        }
     }
     if (need && !(qp->attr.qp_access_flags & need)) {
         fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		6
+#define QRDMA_IF_VERSION_MINOR		7
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -136,6 +136,7 @@
 #define QRDMA_FEATURE_ATOMIC		0x00000010u
 #define QRDMA_FEATURE_MW		0x00000020u
 #define QRDMA_FEATURE_FAST_REG		0x00000040u
+#define QRDMA_FEATURE_STATS		0x00000100u	/* port counters, block 0x5000 (0.7) */
 
 #define QRDMA_PAGE_SIZE_4K		(1u << 12)
 #define QRDMA_PAGE_SIZE_2M		(1u << 21)
@@ -159,6 +160,7 @@
 #define QRDMA_REG_HMC_BASE		0x2000	/* segment descriptors, PD invalidate */
 #define QRDMA_REG_INTR_BASE		0x3000	/* DYN_CTL(v), CEQCTL(i), AEQCTL, ALLOC */
 #define QRDMA_REG_LAN_BASE		0x4000	/* LAN queues: implemented, see below */
+#define QRDMA_REG_STATS_BASE		0x5000	/* port counters (interface 0.7) */
 #define QRDMA_REG_BLOCK_SIZE		0x1000
 
 /* ---- LAN function (block 0x4000) ------------------------------------- */
@@ -278,6 +280,54 @@ struct qrdma_lan_desc {
 #define QRDMA_LAN_DESC_DD		(1ull << 63)
 
 _Static_assert(sizeof(struct qrdma_lan_desc) == 16, "qrdma_lan_desc");
+
+/* ---- Port counters (block 0x5000, interface 0.7) -------------------- */
+
+/*
+ * 64-bit event counters of the port, counted where each event happens (the
+ * transport, the completion engine). The driver reads them consistently
+ * through a snapshot: writing STATS_CTRL.SNAPSHOT copies every counter at
+ * once into the snapshot the STAT_LO/HI registers show, so the two halves
+ * of one counter, and all counters together, belong to one instant; no
+ * LO/HI tearing, no latch per counter. Counters and snapshot are zero after
+ * every device reset. docs/hw-spec.md section 20.
+ */
+#define QRDMA_REG_STATS_CTRL		0x5000	/* RW: SNAPSHOT, self-clearing, reads 0 */
+#define QRDMA_REG_STATS_NUM		0x5004	/* RO: counters implemented (QRDMA_STAT_NUM) */
+#define QRDMA_REG_STAT_LO(i)		(0x5100 + 8 * (i))	/* RO: snapshot of counter i, bits 31:0 */
+#define QRDMA_REG_STAT_HI(i)		(0x5104 + 8 * (i))	/* RO: bits 63:32 */
+#define QRDMA_STATS_MAX			64	/* room in the block for counters */
+
+#define QRDMA_STATS_CTRL_SNAPSHOT	0x00000001u
+#define QRDMA_STATS_CTRL_VALID_MASK	0x00000001u
+
+/*
+ * The counters, by index. The Linux names the driver gives them (the names
+ * mlx5, efa or rxe use for the same event) follow each; docs/hw-spec.md
+ * section 20 says exactly what each counts.
+ */
+enum qrdma_stat {
+	QRDMA_STAT_TX_PKTS = 0,		/* tx_pkts: RoCEv2 frames the transport sent */
+	QRDMA_STAT_TX_BYTES,		/* tx_bytes: their bytes, Ethernet header to ICRC */
+	QRDMA_STAT_RX_PKTS,		/* rx_pkts: RoCEv2 frames steered to the transport */
+	QRDMA_STAT_RX_BYTES,		/* rx_bytes */
+	QRDMA_STAT_RETRANS_PKTS,	/* retrans_pkts: request packets sent again */
+	QRDMA_STAT_LOCAL_ACK_TIMEOUT,	/* local_ack_timeout_err: retransmit timer expiries */
+	QRDMA_STAT_PACKET_SEQ_ERR,	/* packet_seq_err: PSN sequence error NAKs received */
+	QRDMA_STAT_RNR_NAK_RCVD,	/* rnr_nak_retry_err: RNR NAKs received */
+	QRDMA_STAT_RNR_NAK_SENT,	/* send_rnr_err: RNR NAKs sent */
+	QRDMA_STAT_DUPLICATE_REQUEST,	/* duplicate_request: requests seen again */
+	QRDMA_STAT_OUT_OF_SEQUENCE,	/* out_of_sequence: requests past the expected PSN */
+	QRDMA_STAT_ICRC_ERR,		/* rx_icrc_encapsulated: frames dropped for a bad ICRC */
+	QRDMA_STAT_RX_READ_REQUESTS,	/* rx_read_requests */
+	QRDMA_STAT_RX_WRITE_REQUESTS,	/* rx_write_requests */
+	QRDMA_STAT_RX_ATOMIC_REQUESTS,	/* rx_atomic_requests */
+	QRDMA_STAT_REQ_CQE_ERROR,	/* req_cqe_error: send-side CQEs in error, not flushes */
+	QRDMA_STAT_RESP_CQE_ERROR,	/* resp_cqe_error: receive-side CQEs in error, not flushes */
+	QRDMA_STAT_REQ_CQE_FLUSH,	/* req_cqe_flush_error: send-side WR_FLUSH_ERR CQEs */
+	QRDMA_STAT_RESP_CQE_FLUSH,	/* resp_cqe_flush_error: receive-side WR_FLUSH_ERR CQEs */
+	QRDMA_STAT_NUM
+};
 
 /* ---- Control QP (block 0x1000) ----------------------------------------- */
 
@@ -1241,5 +1291,8 @@ _Static_assert(QRDMA_REG_CAP_FEATURES < 0x300, "capability block overflow");
 _Static_assert(QRDMA_REG_OBJ_COUNT(QRDMA_HMC_AH) == QRDMA_REG_OBJ_COUNT_AH, "OBJ_COUNT(t)");
 _Static_assert(QRDMA_REG_OBJ_COUNT_AH < 0x200, "control block overflow");
 _Static_assert(QRDMA_REG_BOARD_ID + QRDMA_BOARD_ID_LEN <= 0x100, "identity block overflow");
+_Static_assert(QRDMA_STAT_NUM <= QRDMA_STATS_MAX, "port counters overflow");
+_Static_assert(QRDMA_REG_STAT_HI(QRDMA_STATS_MAX - 1) < QRDMA_REG_STATS_BASE + QRDMA_REG_BLOCK_SIZE,
+	       "port counter block overflow");
 
 #endif /* QRDMA_HW_H */

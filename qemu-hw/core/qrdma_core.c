@@ -108,6 +108,7 @@ static const struct qrdma_reg_block {
     { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", qrdma_hmc_reg_table, NULL },
     { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", qrdma_intr_reg_table, NULL },
     { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table, storage_lan },
+    { QRDMA_REG_STATS_BASE, QRDMA_REG_BLOCK_SIZE, "counter", qrdma_stats_reg_table, NULL },
 };
 
 /* Firmware version reported by this model: 0.1.0. */
@@ -355,7 +356,8 @@ static void core_reset_now(struct qrdma_core *core)
     /* What the data path carries end to end (qrdma_dp.c over the sw backend). */
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
                                          QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
-                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG;
+                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
+                                         QRDMA_FEATURE_STATS;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);
@@ -365,6 +367,7 @@ static void core_reset_now(struct qrdma_core *core)
     qrdma_dp_reset(core);
     qrdma_obj_reset(core);
     qrdma_hmc_reset(core);
+    qrdma_stats_reset(core);
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
     if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {

@@ -19,7 +19,30 @@
 #include "qrdma/qrdma_hw.h"
 #include "qrdma_dp.h"
 
-/* What the embedding provides. Every callback is mandatory. */
+/*
+ * What the device lets its embedding trace (QEMU's qrdma_* trace events,
+ * qemu-hw/trace-events): what a guest or the wire caused, with the queue
+ * and the field named. Fields a..d by kind; names are static strings.
+ */
+enum qrdma_trace_kind {
+    QRDMA_TRACE_CQP_CMD,        /* a WQE index, b opcode, c major, d minor; name: the command */
+    QRDMA_TRACE_QP_STATE,       /* a QP ID; name: old state, name2: new state; b 1 if the transport moved it */
+    QRDMA_TRACE_CEQ_POST,       /* a CEQ ID, d the CQ context */
+    QRDMA_TRACE_AEQ_POST,       /* a the object's ID, b code, c source, d context */
+    QRDMA_TRACE_CQ_OVERFLOW,    /* a CQ ID, b the ring's size */
+    QRDMA_TRACE_BAD_DOORBELL,   /* a page, b offset, c value; name: why */
+    QRDMA_TRACE_TP_RETRANSMIT,  /* a QPN, b the first PSN sent again; name: why (timeout, nak, rnr) */
+    QRDMA_TRACE_TP_NAK,         /* a QPN, b PSN, c AETH syndrome; name: kind, name2: sent or received */
+};
+
+struct qrdma_trace_ev {
+    enum qrdma_trace_kind kind;
+    uint32_t a, b, c;
+    uint64_t d;
+    const char *name, *name2;
+};
+
+/* What the embedding provides. Every callback is mandatory, except trace. */
 struct qrdma_core_env {
     void *opaque;
     /* A guest did something the interface forbids; msg says what. */
@@ -55,6 +78,8 @@ struct qrdma_core_env {
      * of now_ns's clock (UINT64_MAX: nothing due). Re-arming replaces it.
      */
     void (*timer_mod)(void *opaque, uint64_t deadline_ns);
+    /* Optional (NULL: nothing traced): one event of enum qrdma_trace_kind. */
+    void (*trace)(void *opaque, const struct qrdma_trace_ev *ev);
 };
 
 /* What a kick asks for. */
@@ -175,6 +200,17 @@ struct qrdma_core_stats {
      * run counts (qrdma_cqp_process()).
      */
     uint64_t guest_lookups;
+};
+
+/*
+ * The port counters (qrdma_stats.c, docs/hw-spec.md section 20): those the
+ * core counts itself (the CQE ones; the others stay 0 here, the backend
+ * counts them), and the snapshot the STAT_LO/HI registers read. Zeroed by
+ * every reset.
+ */
+struct qrdma_port_stats {
+    uint64_t live[QRDMA_STAT_NUM];
+    uint64_t snapshot[QRDMA_STAT_NUM];
 };
 
 /* One LAN descriptor ring: the device's view. */
@@ -438,6 +474,7 @@ struct qrdma_core {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env;
     struct qrdma_core_stats stats;
+    struct qrdma_port_stats port_stats;
     /* The plain register file, indexed by offset / 4. */
     uint32_t regs[QRDMA_REG_FILE_END / 4];
     bool pe_ready;
@@ -559,6 +596,9 @@ struct qrdma_ah *qrdma_ah_get(struct qrdma_core *core, uint32_t ah_id);
  */
 int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint64_t offset,
                      uint64_t *gpa);
+/* The same, its guest errors naming the queue: kind ("QP SQ", "CQ"...) and ID. */
+int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q, const char *kind,
+                        uint32_t id, uint64_t offset, uint64_t *gpa);
 
 /*
  * MR translation. qrdma_mr_translate() checks an access of len bytes at

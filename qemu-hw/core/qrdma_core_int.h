@@ -145,6 +145,27 @@ void qrdma_lan_tx_process(struct qrdma_core *core);
 bool qrdma_lan_can_receive(struct qrdma_core *core);
 size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
 
+/* An event for the embedding's tracer (struct qrdma_trace_ev), if it has one. */
+static inline void qrdma_trace(struct qrdma_core *core, enum qrdma_trace_kind kind, uint32_t a,
+                               uint32_t b, uint32_t c, uint64_t d, const char *name,
+                               const char *name2)
+{
+    if (core->env.trace) {
+        struct qrdma_trace_ev ev = { kind, a, b, c, d, name, name2 };
+
+        core->env.trace(core->env.opaque, &ev);
+    }
+}
+
+/* qrdma_qp.c: the name of enum qrdma_qp_state s, "?" if none */
+const char *qrdma_qp_state_name(unsigned s);
+
+/* qrdma_stats.c: the port counters */
+extern const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+void qrdma_stats_reset(struct qrdma_core *core);
+/* Copy every counter into the snapshot STAT_LO/HI read (STATS_CTRL.SNAPSHOT). */
+void qrdma_stats_snapshot(struct qrdma_core *core);
+
 /* qrdma_hmc.c: registers, reset, and the HMC commands of qrdma_cqp_ops[] */
 extern const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_hmc_reset(struct qrdma_core *core);

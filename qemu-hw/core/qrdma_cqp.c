@@ -334,6 +334,8 @@ void qrdma_cqp_process(struct qrdma_core *core)
             cqp->errcodes = res.major << QRDMA_CQP_ERRCODES_MAJOR_SHIFT | res.minor;
         }
         core->stats.cqp_commands++;
+        qrdma_trace(core, QRDMA_TRACE_CQP_CMD, cqp->sq_head, opcode, res.major, res.minor,
+                    qrdma_cqp_ops[opcode].name ? qrdma_cqp_ops[opcode].name : "?", NULL);
         ccq_post(core, cqp->sq_head, opcode, scratch, res);
         cqp->sq_head = (cqp->sq_head + 1) & (cqp->sq_len - 1);
         if (!cqp->sq_head) {

@@ -252,11 +252,12 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     if (used >= size) {
         core->dp.cq_overflows++;
+        qrdma_trace(core, QRDMA_TRACE_CQ_OVERFLOW, cq_id, size, 0, 0, NULL, NULL);
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW, "overflow: all CQEs are unread");
         return false;
     }
-    if (qrdma_queue_addr(core, &cq->ring, (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE,
-                         &gpa)) {
+    if (qrdma_queue_addr_of(core, &cq->ring, "CQ", cq_id,
+                            (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE, &gpa)) {
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not usable");
         return false;
     }
@@ -277,6 +278,15 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     cq->tail++;
     core->dp.cqes++;
+    if (e->status != QRDMA_BE_WC_SUCCESS) {
+        bool recv = !(e->flags & QRDMA_CQE_FLAG_SQ);   /* an error CQE's opcode means little */
+
+        if (e->status == QRDMA_BE_WC_WR_FLUSH_ERR) {
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_FLUSH : QRDMA_STAT_REQ_CQE_FLUSH]++;
+        } else {
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_ERROR : QRDMA_STAT_REQ_CQE_ERROR]++;
+        }
+    }
     cq_event(core, cq_id, cq, e);
     return true;
 }
@@ -298,11 +308,17 @@ static void qp_follow_state(struct qrdma_core *core, uint32_t id)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
     struct qrdma_dp_qp *dq = dp_qp(core, id);
+    uint8_t old;
 
     if (!qp || !dq || !dq->be_qp) {
         return;
     }
+    old = qp->state;
     qp->state = core->dp.ops->qp_state(core->dp.be, dq->be_qp);
+    if (qp->state != old) {
+        qrdma_trace(core, QRDMA_TRACE_QP_STATE, id, 1, 0, 0, qrdma_qp_state_name(old),
+                    qrdma_qp_state_name(qp->state));
+    }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
     }
@@ -500,7 +516,7 @@ enum rq_wqe_read {
     RQ_WQE_UNREADABLE,          /* the slot cannot be read: whether it is posted is unknown */
 };
 
-static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
+static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id, const char *kind,
                                     const struct qrdma_queue *q, uint32_t count,
                                     struct qrdma_be_recv_wr *out)
 {
@@ -509,7 +525,8 @@ static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
     uint64_t gpa, hdr;
     unsigned n, i, max_sge;
 
-    if (qrdma_queue_addr(core, q, (uint64_t)index << q->stride_log2, &gpa) ||
+    if (qrdma_queue_addr_of(core, q, kind, id,
+                            (uint64_t)index << q->stride_log2, &gpa) ||
         core->env.dma_read(core->env.opaque, gpa, raw, QRDMA_RQ_WQE_HDR_BYTES)) {
         return RQ_WQE_UNREADABLE;
     }
@@ -570,7 +587,7 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     if (qp->flags & QRDMA_QP_CREATE_SRQ) {
         struct qrdma_srq *srq = qrdma_srq_get(core, qp->srq);
 
-        r = srq ? read_rq_wqe(core, id, &srq->ring, srq->head, out) : RQ_WQE_NONE;
+        r = srq ? read_rq_wqe(core, id, "SRQ of QP", &srq->ring, srq->head, out) : RQ_WQE_NONE;
         if (r != RQ_WQE_OK) {
             if (r != RQ_WQE_NONE) {
                 qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", qp->srq,
@@ -586,7 +603,7 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
         srq_limit_check(core, qp->srq, srq);
         return 0;
     }
-    r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, out);
+    r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, out);
     if (r != RQ_WQE_OK) {
         struct dp_cqe e = {
             .qp_id = id, .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
@@ -630,7 +647,7 @@ static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
     for (n = 0; n < DP_QP_BUDGET; n++) {
         struct dp_cqe e = { .qp_id = id, .opcode = QRDMA_BE_WC_RECV,
                             .status = QRDMA_BE_WC_WR_FLUSH_ERR };
-        enum rq_wqe_read r = read_rq_wqe(core, id, &qp->rq, qp->rq_head, &wr);
+        enum rq_wqe_read r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, &wr);
 
         e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
         if (r == RQ_WQE_NONE) {
@@ -862,6 +879,48 @@ static uint64_t cb_now_ns(void *opaque)
     return core->env.now_ns(core->env.opaque);
 }
 
+/* AETH syndromes (IBTA 9.7.5.2) as the trace names them. */
+static const char *nak_name(uint32_t syn)
+{
+    switch (syn >> 5 & 3) {
+    case 1:
+        return "rnr";
+    case 3:
+        switch (syn & 0x1f) {
+        case 0:
+            return "seq";
+        case 1:
+            return "inv";
+        case 2:
+            return "access";
+        case 3:
+            return "op";
+        case 4:
+            return "inv_rd";
+        }
+    }
+    return "?";
+}
+
+static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
+                        uint32_t detail)
+{
+    static const char *const cause[] = {
+        [QRDMA_BE_RETRANSMIT_TIMEOUT] = "timeout",
+        [QRDMA_BE_RETRANSMIT_NAK] = "nak",
+        [QRDMA_BE_RETRANSMIT_RNR] = "rnr",
+    };
+    struct qrdma_core *core = opaque;
+
+    if (ev == QRDMA_BE_TP_RETRANSMIT) {
+        qrdma_trace(core, QRDMA_TRACE_TP_RETRANSMIT, qp_id, psn, 0, 0,
+                    detail < sizeof(cause) / sizeof(cause[0]) ? cause[detail] : "?", NULL);
+    } else {
+        qrdma_trace(core, QRDMA_TRACE_TP_NAK, qp_id, psn, detail, 0, nak_name(detail),
+                    ev == QRDMA_BE_TP_NAK_SENT ? "sent" : "received");
+    }
+}
+
 static const struct qrdma_be_callbacks dp_callbacks = {
     .mr_read = cb_mr_read,
     .mr_write = cb_mr_write,
@@ -874,6 +933,7 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
+    .tp_event = cb_tp_event,
     .frame_out = cb_frame_out,
     .now_ns = cb_now_ns,
 };
@@ -1068,7 +1128,8 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         uint64_t gpa;
         int ret;
 
-        if (qrdma_queue_addr(core, &qp->sq, (uint64_t)index << qp->sq.stride_log2, &gpa) ||
+        if (qrdma_queue_addr_of(core, &qp->sq, "SQ of QP", id,
+                                (uint64_t)index << qp->sq.stride_log2, &gpa) ||
             core->env.dma_read(core->env.opaque, gpa + 56, raw + 56, 8)) {
             sq_unreadable(core, id, qp, dq, index, "SQ page is not usable");
             return;
@@ -1276,8 +1337,8 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
         return;
     }
     if (dp->ops->qp_modify(dp->be, dq->be_qp, &attr, qmask)) {
-        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %u", qp_id,
-                          qp->state);
+        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %s", qp_id,
+                          qrdma_qp_state_name(qp->state));
     }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
@@ -1362,6 +1423,7 @@ void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id)
 static void bad_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
                          uint32_t value, const char *what)
 {
+    qrdma_trace(core, QRDMA_TRACE_BAD_DOORBELL, page, offset, value, 0, what, NULL);
     qrdma_aeq_post(core, 0, page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
     qrdma_guest_error(core, "doorbell 0x%x at page %u offset 0x%x: %s", value, page, offset,
                       what);

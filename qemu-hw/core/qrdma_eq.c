@@ -87,6 +87,7 @@ bool qrdma_ceq_post(struct qrdma_core *core, unsigned ceq_id, uint64_t cq_ctx)
     if (!eq_write(core, eq, name, e, sizeof(e))) {
         return false;
     }
+    qrdma_trace(core, QRDMA_TRACE_CEQ_POST, ceq_id, 0, 0, cq_ctx, NULL, NULL);
     eq_signal(core, core->intr.ceqctl[ceq_id]);
     return true;
 }
@@ -107,6 +108,7 @@ bool qrdma_aeq_post(struct qrdma_core *core, uint64_t ctx, uint32_t id, uint16_t
     if (!eq_write(core, eq, "AEQ", e, sizeof(e))) {
         return false;
     }
+    qrdma_trace(core, QRDMA_TRACE_AEQ_POST, id, code, source, ctx, NULL, NULL);
     eq_signal(core, core->intr.aeqctl);
     return true;
 }

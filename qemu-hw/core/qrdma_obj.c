@@ -295,12 +295,18 @@ struct cqp_result qrdma_queue_check(struct qrdma_core *core, const struct qrdma_
 int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint64_t offset,
                      uint64_t *gpa)
 {
+    return qrdma_queue_addr_of(core, q, "ring", 0, offset, gpa);
+}
+
+int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q, const char *kind,
+                        uint32_t id, uint64_t offset, uint64_t *gpa)
+{
     uint64_t page;
     int err;
 
     if (offset >= queue_bytes(q)) {
-        qrdma_guest_error(core, "ring offset %" PRIu64 " is beyond its %" PRIu64 " bytes",
-                          offset, queue_bytes(q));
+        qrdma_guest_error(core, "%s %u: ring offset %" PRIu64 " is beyond its %" PRIu64 " bytes",
+                          kind, id, offset, queue_bytes(q));
         return QRDMA_PBLE_ERR_RANGE;
     }
     if (!q->virtmap) {
@@ -308,13 +314,14 @@ int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint6
         return 0;
     }
     /* Read on every use: the driver may not change it, but the device never trusts that. */
-    err = qrdma_pble_get(core, q->addr + offset / RING_PAGE_SIZE, &page, "ring");
+    err = qrdma_pble_get(core, q->addr + offset / RING_PAGE_SIZE, &page, kind);
     if (err) {
         return err;
     }
     if (page & (RING_PAGE_SIZE - 1)) {
-        qrdma_guest_error(core, "ring: PBLE %" PRIu64 " holds 0x%" PRIx64
-                          ", not a 4 KB aligned page", q->addr + offset / RING_PAGE_SIZE, page);
+        qrdma_guest_error(core, "%s %u: ring PBLE %" PRIu64 " holds 0x%" PRIx64
+                          ", not a 4 KB aligned page", kind, id,
+                          q->addr + offset / RING_PAGE_SIZE, page);
         return QRDMA_PBLE_ERR_ALIGN;
     }
     *gpa = page + (offset & (RING_PAGE_SIZE - 1));

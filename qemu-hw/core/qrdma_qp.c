@@ -40,6 +40,11 @@ static const char *const qp_state_name[] = {
 _Static_assert(sizeof(qp_state_name) / sizeof(qp_state_name[0]) == QRDMA_QP_NUM_STATES,
                "a name for every state");
 
+const char *qrdma_qp_state_name(unsigned s)
+{
+    return s < QRDMA_QP_NUM_STATES ? qp_state_name[s] : "?";
+}
+
 /* ---- the state machine ------------------------------------------------------------ */
 
 static const char *const qp_kind_name[QRDMA_QPK_NUM] = { "RC", "UC", "UD", "GSI" };
@@ -752,6 +757,8 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
         return res;
     }
     *qp = next;
+    qrdma_trace(core, QRDMA_TRACE_QP_STATE, id, 0, 0, 0, qp_state_name[cur],
+                qp_state_name[next_state]);
     qrdma_dp_qp_modify(core, id, mask);
     return cqp_ok;
 }

@@ -14,7 +14,10 @@
  * unread, and a completion channel.
  *
  * Prints TAP lines and exits non-zero if any check failed.
- * usage: qrdma-datapath [--dev NAME] [--no-traffic]
+ * --counters instead runs only the events the port counters count (for
+ * tests/vm/guest-counters.sh).
+ *
+ * usage: qrdma-datapath [--dev NAME] [--no-traffic | --counters]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -928,10 +931,133 @@ static bool open_env(struct env *e, const char *name)
 	return e->gid_index >= 0;
 }
 
+
+/* ---- --counters: each event the port counters count, once ------------------- */
+
+/*
+ * For tests/vm/guest-counters.sh, which reads the hw_counters around this
+ * run: on one RC pair of this device, a SEND that finds no receive posted
+ * for 300 ms (RNR NAKs sent and received, then success once one is
+ * posted), an RDMA WRITE, READ and FETCH_ADD (requests by kind at the
+ * responder), then a WRITE through a bad rkey (REM_ACCESS_ERR: a
+ * requester error CQE) with a SEND behind it and a receive posted on the
+ * requester (both flushed); on a second pair, a receive too short for its
+ * SEND (a responder error CQE, and a requester one).
+ */
+static void counters_checks(struct env *e)
+{
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = NULL, *b = NULL;
+	struct ibv_wc wc[4];
+	int n, i;
+
+	a = cq ? make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
+	b = cq ? make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
+	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
+	      !to_rts(e, b, a->qp_num), "an RC pair for the counted events");
+	if (!a || !b)
+		goto out;
+
+	/* RNR: rnr_retry 7 retries for ever; the receive comes late. */
+	check(!post_send(a, e, IBV_WR_SEND, 1, 0, 64, IBV_SEND_SIGNALED), "post a SEND, no receive");
+	usleep(300000);
+	n = ibv_poll_cq(cq, 1, wc);
+	check(n == 0, "the SEND waits for a receive (%d completions)", n);
+	check(!post_recv(b, NULL, e, 2, 4096, 4096), "post the receive late");
+	n = wait_wc(cq, 2, wc);
+	check(n == 2 && wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS,
+	      "SEND after RNR: %d completions, status %s, %s", n,
+	      n > 0 ? ibv_wc_status_str(wc[0].status) : "-",
+	      n > 1 ? ibv_wc_status_str(wc[1].status) : "-");
+
+	/* One request of each kind. */
+	check(!post_send(a, e, IBV_WR_RDMA_WRITE, 3, 0, 256, IBV_SEND_SIGNALED) &&
+	      !post_send(a, e, IBV_WR_RDMA_READ, 4, 8192, 256, IBV_SEND_SIGNALED),
+	      "post a WRITE and a READ");
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf + 16384, 8, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)e->buf + BUF_SIZE / 2 + 16384;
+		wr.wr.atomic.rkey = e->mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		check(!ibv_post_send(a, &wr, &bad), "post a FETCH_ADD");
+	}
+	n = wait_wc(cq, 3, wc);
+	for (i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS)
+			break;
+	check(n == 3 && i == 3, "WRITE, READ, FETCH_ADD: %d of 3 succeeded", i);
+
+	/* A bad rkey: the WRITE fails, the SEND behind it and A's receive are flushed. */
+	{
+		struct ibv_sge sge = { (uintptr_t)e->buf, 64, e->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 6, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)e->buf + BUF_SIZE / 2;
+		wr.wr.rdma.rkey = e->mr->rkey ^ 0x80;	/* another key byte */
+		check(!post_recv(a, NULL, e, 8, 4096, 4096) && !ibv_post_send(a, &wr, &bad) &&
+		      !post_send(a, e, IBV_WR_SEND, 7, 0, 64, IBV_SEND_SIGNALED),
+		      "post a receive, a WRITE through a bad rkey and a SEND");
+	}
+	n = wait_wc(cq, 3, wc);
+	{
+		int err = 0, flush = 0;
+
+		for (i = 0; i < n; i++) {
+			if (wc[i].wr_id == 6 && wc[i].status == IBV_WC_REM_ACCESS_ERR)
+				err++;
+			else if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+				flush++;
+		}
+		check(err == 1 && flush == 2, "bad rkey: %d REM_ACCESS_ERR, %d flushed, of %d CQEs",
+		      err, flush, n);
+	}
+
+	/*
+	 * A second pair: a receive too short for the SEND. The responder's
+	 * receive completes LOC_LEN_ERR, the requester's SEND REM_INV_REQ_ERR.
+	 */
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
+	      !to_rts(e, b, a->qp_num), "a second RC pair");
+	if (!a || !b)
+		goto out;
+	check(!post_recv(b, NULL, e, 9, 4096, 16) &&
+	      !post_send(a, e, IBV_WR_SEND, 10, 0, 64, IBV_SEND_SIGNALED),
+	      "post a 16-byte receive and a 64-byte SEND");
+	n = wait_wc(cq, 2, wc);
+	{
+		int len_err = 0, inv_req = 0;
+
+		for (i = 0; i < n; i++) {
+			len_err += wc[i].wr_id == 9 && wc[i].status == IBV_WC_LOC_LEN_ERR;
+			inv_req += wc[i].wr_id == 10 && wc[i].status == IBV_WC_REM_INV_REQ_ERR;
+		}
+		check(len_err == 1 && inv_req == 1,
+		      "short receive: %d LOC_LEN_ERR, %d REM_INV_REQ_ERR, of %d CQEs",
+		      len_err, inv_req, n);
+	}
+out:
+	if (a)
+		ibv_destroy_qp(a);
+	if (b)
+		ibv_destroy_qp(b);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = "qrdma0";
-	bool traffic = true;
+	bool traffic = true, counters = false;
 	struct env e = {};
 	int i;
 
@@ -940,12 +1066,17 @@ int main(int argc, char **argv)
 			dev = argv[++i];
 		else if (!strcmp(argv[i], "--no-traffic"))
 			traffic = false;
+		else if (!strcmp(argv[i], "--counters"))
+			counters = true;
 		else {
-			fprintf(stderr, "usage: %s [--dev NAME] [--no-traffic]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--dev NAME] [--no-traffic | --counters]\n", argv[0]);
 			return 2;
 		}
 	}
-	if (open_env(&e, dev)) {
+	if (counters) {
+		if (open_env(&e, dev) && e.mr)
+			counters_checks(&e);
+	} else if (open_env(&e, dev)) {
 		provider_checks(&e);
 		if (traffic && e.mr) {
 			rc_checks(&e);

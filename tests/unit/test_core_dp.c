@@ -2303,6 +2303,342 @@ static void test_irq_frame_asked(void)
     CHECK(qrdma_core_lan_can_receive(&SA->core));
 }
 
+
+/* ---- port counters (block 0x5000, docs/hw-spec.md section 20) ----------------------- */
+
+/* Counter i of side s as the driver reads it: a snapshot, then LO and HI. */
+static uint64_t stat(struct side *s, unsigned i)
+{
+    reg_w(s, QRDMA_REG_STATS_CTRL, QRDMA_STATS_CTRL_SNAPSHOT);
+    return reg_r(s, QRDMA_REG_STAT_LO(i)) | (uint64_t)reg_r(s, QRDMA_REG_STAT_HI(i)) << 32;
+}
+
+static uint8_t icrc_frame[2048];
+static size_t icrc_frame_len;
+
+static void icrc_wire(struct side *from, const uint8_t *frame, size_t len)
+{
+    if (!icrc_frame_len && len <= sizeof(icrc_frame)) {
+        memcpy(icrc_frame, frame, len);
+        icrc_frame_len = len;
+    }
+}
+
+/*
+ * Each counted event, provoked once, moves its counter on the side where it
+ * happens, and only there; a device reset zeroes them all.
+ */
+static void test_port_counters(void)
+{
+    struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 3000, 0 } } };
+    struct wqe one = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
+    struct wqe wr = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30000, .nsge = 1,
+                      .sge = { { 0x5000, 100, 0 } } };
+    struct wqe rd = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = 0x20000, .nsge = 1,
+                      .sge = { { 0x6000, 100, 0 } } };
+    struct wqe fa = { .op = QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD, .remote_off = 0x40008,
+                      .compare_add = 1, .nsge = 1, .sge = { { 0x100, 8, 0 } } };
+    struct wqe bad = wr;
+    uint64_t v;
+    unsigned i;
+
+    rc_pair();
+    CHECK_EQ(reg_r(SA, QRDMA_REG_STATS_NUM), QRDMA_STAT_NUM);
+    for (i = 0; i < QRDMA_STAT_NUM; i++) {
+        CHECK_EQ(stat(SA, i), 0);
+    }
+
+    /* A clean SEND of 3 packets: packets and bytes agree across the wire. */
+    post_recv(SB, QPN, 0x9000, 4096);
+    post_send(SA, QPN, &snd);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+    CHECK(stat(SA, QRDMA_STAT_TX_PKTS) >= 3);
+    CHECK_EQ(stat(SA, QRDMA_STAT_TX_PKTS), stat(SB, QRDMA_STAT_RX_PKTS));
+    CHECK_EQ(stat(SA, QRDMA_STAT_TX_BYTES), stat(SB, QRDMA_STAT_RX_BYTES));
+    CHECK_EQ(stat(SB, QRDMA_STAT_TX_PKTS), stat(SA, QRDMA_STAT_RX_PKTS));
+    CHECK(stat(SA, QRDMA_STAT_TX_BYTES) > 3000);
+    CHECK_EQ(stat(SA, QRDMA_STAT_RETRANS_PKTS), 0);
+    CHECK_EQ(stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
+
+    /* The first packet lost: B sees the others out of sequence and NAKs; A resends. */
+    post_recv(SB, QPN, 0x9000, 4096);
+    post_send(SA, QPN, &snd);
+    drop_frames = 1;
+    ring_sq(SA, QPN);
+    pump_ms(1000);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+    CHECK(stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE) >= 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_PACKET_SEQ_ERR), 1);
+    CHECK(stat(SA, QRDMA_STAT_RETRANS_PKTS) >= 3);
+    CHECK_EQ(stat(SA, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
+    CHECK_EQ(stat(SB, QRDMA_STAT_PACKET_SEQ_ERR), 0);
+
+    /* The ACK lost: A's timer expires, it resends, B sees a duplicate. */
+    post_recv(SB, QPN, 0x9000, 4096);
+    post_send(SA, QPN, &one);
+    ring_sq(SA, QPN);
+    pump_some(1);
+    drop_frames = 1;
+    pump_ms(1000);
+    EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 2, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
+    CHECK(stat(SA, QRDMA_STAT_LOCAL_ACK_TIMEOUT) >= 1);
+    CHECK_EQ(stat(SB, QRDMA_STAT_LOCAL_ACK_TIMEOUT), 0);
+    CHECK(stat(SB, QRDMA_STAT_DUPLICATE_REQUEST) >= 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_DUPLICATE_REQUEST), 0);
+
+    /* No receive posted: B sends RNR NAKs, A receives them. */
+    CHECK_EQ(stat(SB, QRDMA_STAT_RNR_NAK_SENT), 0);
+    post_send(SA, QPN, &one);
+    ring_sq(SA, QPN);
+    pump();
+    CHECK(stat(SB, QRDMA_STAT_RNR_NAK_SENT) >= 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_RNR_NAK_RCVD), stat(SB, QRDMA_STAT_RNR_NAK_SENT));
+    CHECK_EQ(stat(SA, QRDMA_STAT_RNR_NAK_SENT), 0);
+    post_recv(SB, QPN, 0x9000, 4096);
+    pump_ms(100);
+    EXPECT_CQE(SA, 1, QPN, 3, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 3, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
+
+    /* Requests by kind, counted at the responder. */
+    post_send(SA, QPN, &wr);
+    post_send(SA, QPN, &wr);
+    post_send(SA, QPN, &rd);
+    post_send(SA, QPN, &fa);
+    ring_sq(SA, QPN);
+    pump();
+    for (i = 4; i < 8; i++) {
+        struct cqe e;
+
+        CHECK(poll_cq(SA, 1, &e) && e.status == QSW_WC_SUCCESS);
+    }
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_READ_REQUESTS), 1);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_ATOMIC_REQUESTS), 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_RX_WRITE_REQUESTS), 0);
+    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 0);
+
+    /* A frame with a bad ICRC is dropped and counted. */
+    dp_tb_wire = icrc_wire;
+    post_send(SA, QPN, &wr);
+    ring_sq(SA, QPN);
+    pump();
+    dp_tb_wire = NULL;
+    CHECK(icrc_frame_len > 4);
+    icrc_frame[icrc_frame_len - 1] ^= 0x40;
+    v = stat(SB, QRDMA_STAT_RX_PKTS);
+    qrdma_core_lan_receive(&SB->core, icrc_frame, icrc_frame_len);
+    CHECK_EQ(stat(SB, QRDMA_STAT_ICRC_ERR), 1);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_PKTS), v + 1);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
+    /* The real one (the ICRC fixed back) goes through. */
+    icrc_frame[icrc_frame_len - 1] ^= 0x40;
+    qrdma_core_lan_receive(&SB->core, icrc_frame, icrc_frame_len);
+    pump_ms(100);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 3);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+
+    /* A bad rkey: one error CQE and flushes on A's send side, flushes on both receive sides. */
+    bad.rkey = MR_STAG ^ 0x01;
+    post_recv(SA, QPN, 0x9000, 256);
+    post_send(SA, QPN, &bad);
+    post_send(SA, QPN, &one);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_WRITE, QSW_WC_REM_ACCESS_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 2, QPN, 0, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
+    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_FLUSH), 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_RESP_CQE_FLUSH), 1);
+    CHECK_EQ(stat(SA, QRDMA_STAT_RESP_CQE_ERROR), 0);
+    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
+    aeq_drain(SB);
+    log_clear(SB);
+
+    /* A receive too short for the message: an error CQE on B's receive side. */
+    rc_pair();
+    post_recv(SB, QPN, 0x9000, 10);
+    post_send(SA, QPN, &one);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_LOC_LEN_ERR, 0, ~0u);
+    CHECK_EQ(stat(SB, QRDMA_STAT_RESP_CQE_ERROR), 1);
+    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
+
+    /* The snapshot holds still until the next one; halves come from one 64-bit value. */
+    SB->core.port_stats.live[QRDMA_STAT_REQ_CQE_FLUSH] = 0x100000002ull;
+    CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_LO(QRDMA_STAT_REQ_CQE_FLUSH)), 0);
+    CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_HI(QRDMA_STAT_REQ_CQE_FLUSH)), 0);
+    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_FLUSH), 0x100000002ull);
+    CHECK_EQ(reg_r(SB, QRDMA_REG_STATS_CTRL), 0);
+    no_errors(SB);
+    /* Reserved bits of STATS_CTRL and a write to a counter are guest errors. */
+    reg_w(SB, QRDMA_REG_STATS_CTRL, 2);
+    CHECK(logged(SB, "STATS_CTRL"));
+    reg_w(SB, QRDMA_REG_STAT_LO(0), 1);
+    CHECK(logged(SB, "STAT_TX_PKTS_LO"));
+    reg_r(SB, QRDMA_REG_STAT_LO(QRDMA_STAT_NUM));
+    CHECK(logged(SB, "no register there"));
+    log_clear(SB);
+
+    /* A device reset zeroes every counter and the snapshot. */
+    CHECK(stat(SB, QRDMA_STAT_RX_PKTS) > 0);
+    reg_w(SB, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    for (i = 0; i < QRDMA_STAT_NUM; i++) {
+        CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_LO(i)), 0);
+        CHECK_EQ(stat(SB, i), 0);
+    }
+    fq_clear();
+}
+
+/* ---- trace events (struct qrdma_trace_ev through env.trace) --------------------------- */
+
+#define TRACE_N 256
+static struct qrdma_trace_ev traced[TRACE_N];
+static int traced_n;
+
+static void record_trace(void *opaque, const struct qrdma_trace_ev *ev)
+{
+    if (traced_n < TRACE_N) {
+        traced[traced_n++] = *ev;
+    }
+}
+
+/* Was an event of kind traced whose name (and name2, unless NULL) are these? */
+static bool was_traced(enum qrdma_trace_kind kind, const char *name, const char *name2)
+{
+    int i;
+
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == kind && (!name || (traced[i].name && !strcmp(traced[i].name, name))) &&
+            (!name2 || (traced[i].name2 && !strcmp(traced[i].name2, name2)))) {
+            return true;
+        }
+    }
+    fprintf(stderr, "  no trace event of kind %d (%s, %s)\n", kind, name ? name : "-",
+            name2 ? name2 : "-");
+    return false;
+}
+
+/*
+ * The core's trace points fire where their events happen, with the queue
+ * and the field: CQP commands with their status, QP state changes by
+ * MODIFY_QP and by the transport, CEQ and AEQ posts, CQ overflow, bad
+ * doorbells, retransmissions and NAKs.
+ */
+static void test_trace_events(void)
+{
+    struct wqe snd = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 3000, 0 } } };
+    struct wqe bad = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30000,
+                       .rkey = MR_STAG ^ 0x01, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
+    int i;
+
+    setup();
+    SA->core.env.trace = record_trace;
+    SB->core.env.trace = record_trace;
+    traced_n = 0;
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq_ex(SB, 2, 4, true);           /* events to CEQ 0 */
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_CQP_CMD, "CREATE_QP", NULL));
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_CQP_CMD && !strcmp(traced[i].name, "CREATE_QP")) {
+            CHECK_EQ(traced[i].b, QRDMA_CQP_OP_CREATE_QP);
+            CHECK_EQ(traced[i].c, 0);       /* major: success */
+        }
+    }
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RESET", "INIT"));
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RTR", "RTS"));
+
+    /* A failing command is traced with its status. */
+    traced_n = 0;
+    CHECK(major_of(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, 77, 0, 0, 0, 0, 0)) != 0);
+    CHECK(was_traced(QRDMA_TRACE_CQP_CMD, "DESTROY_QP", NULL) && traced_n >= 1);
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_CQP_CMD) {
+            CHECK(traced[i].c != 0);
+        }
+    }
+    log_clear(SA);
+
+    /* The first packet lost: B NAKs the sequence, A goes back. */
+    traced_n = 0;
+    arm(SB, 2, QRDMA_CQ_ARM_NEXT);
+    post_recv(SB, QPN, 0x9000, 4096);
+    post_send(SA, QPN, &snd);
+    drop_frames = 1;
+    ring_sq(SA, QPN);
+    pump_ms(1000);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
+    CHECK(was_traced(QRDMA_TRACE_CEQ_POST, NULL, NULL));    /* B's armed CQ */
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "seq", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "seq", "received"));
+    CHECK(was_traced(QRDMA_TRACE_TP_RETRANSMIT, "nak", NULL));
+
+    /* No receive: RNR NAKs, then the resend when the wait is over. */
+    traced_n = 0;
+    snd.sge[0].len = 100;
+    post_send(SA, QPN, &snd);
+    ring_sq(SA, QPN);
+    pump();
+    post_recv(SB, QPN, 0x9000, 4096);
+    pump_ms(100);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "rnr", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "rnr", "received"));
+    CHECK(was_traced(QRDMA_TRACE_TP_RETRANSMIT, "rnr", NULL));
+
+    /* A bad rkey: an access NAK, both QPs to ERR by the transport, B's AEQE. */
+    traced_n = 0;
+    post_send(SA, QPN, &bad);
+    ring_sq(SA, QPN);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_TP_NAK, "access", "sent"));
+    CHECK(was_traced(QRDMA_TRACE_QP_STATE, "RTS", "ERR"));
+    CHECK(was_traced(QRDMA_TRACE_AEQ_POST, NULL, NULL));
+    for (i = 0; i < traced_n; i++) {
+        if (traced[i].kind == QRDMA_TRACE_QP_STATE) {
+            CHECK_EQ(traced[i].a, QPN);
+            CHECK_EQ(traced[i].b, 1);       /* moved by the transport */
+        }
+    }
+    aeq_drain(SB);
+    log_clear(SB);
+
+    /* A doorbell naming no QP. */
+    traced_n = 0;
+    db(SA, 0, QRDMA_DB_SQ, 9);
+    pump();
+    CHECK(was_traced(QRDMA_TRACE_BAD_DOORBELL, NULL, NULL));
+    CHECK_EQ(traced[0].a, 0);
+    CHECK_EQ(traced[0].c, 9);
+    log_clear(SA);
+    aeq_drain(SA);
+
+    /* Without a tracer nothing is called (env.trace is optional). */
+    SA->core.env.trace = NULL;
+    traced_n = 0;
+    db(SA, 0, QRDMA_DB_SQ, 9);
+    pump();
+    CHECK_EQ(traced_n, 0);
+    SB->core.env.trace = NULL;
+    log_clear(SA);
+    fq_clear();
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_send_recv),
     UNIT_TEST(test_uc),
@@ -2338,6 +2674,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rnr),
     UNIT_TEST(test_rnr_exceeded),
     UNIT_TEST(test_retransmit),
+    UNIT_TEST(test_port_counters),
+    UNIT_TEST(test_trace_events),
     UNIT_TEST(test_destroy_in_flight),
     UNIT_TEST(test_fast_reg),
     UNIT_TEST(test_fast_reg_rekey),
