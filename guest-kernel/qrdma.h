@@ -334,6 +334,12 @@ struct qrdma_mr {
 	u32 fbo;			/* fast-register: offset of byte 0 in pages[0] */
 };
 
+/* A memory window: an MR-table index of its own (docs/hw-spec.md 18.4). */
+struct qrdma_mw {
+	struct ib_mw ibmw;
+	u32 index;
+};
+
 struct qrdma_ucontext {
 	struct ib_ucontext ibucontext;
 	struct rdma_user_mmap_entry *db_entry;
@@ -390,6 +396,11 @@ static inline struct qrdma_ah *to_qah(struct ib_ah *ibah)
 static inline struct qrdma_mr *to_qmr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct qrdma_mr, ibmr);
+}
+
+static inline struct qrdma_mw *to_qmw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct qrdma_mw, ibmw);
 }
 
 /* The doorbell page a user object's doorbells use; 0 for kernel objects. */
@@ -527,6 +538,8 @@ struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_n
 int qrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 u32 qrdma_max_fast_reg_pages(struct qrdma_dev *dev);
+int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int qrdma_dealloc_mw(struct ib_mw *ibmw);
 
 /* qrdma_eq.c: AEQ sources mapped to IB events */
 void qrdma_ae_dispatch(struct qrdma_dev *dev, u32 code, u32 src, u32 id);

@@ -6,7 +6,9 @@
  * mapping allow, and listed in PBLEs (one level up to a leaf run, two
  * levels beyond); the kernel's DMA MR covers guest RAM with no list;
  * fast-register MRs reserve PBLEs that post_send fills, for a
- * fast-register WQE, from the page list map_mr_sg builds.
+ * fast-register WQE, from the page list map_mr_sg builds. Memory windows
+ * take an index of the same table (ALLOC_STAG with MW_TYPE); user space
+ * binds them through its own SQ.
  */
 #include "qrdma.h"
 
@@ -35,7 +37,7 @@ static int qrdma_mr_check_access(struct qrdma_dev *dev, int access)
 	return 0;
 }
 
-static int qrdma_mr_index_alloc(struct qrdma_dev *dev, struct qrdma_mr *mr)
+static int qrdma_stag_index_alloc(struct qrdma_dev *dev, u32 *index)
 {
 	int idx;
 
@@ -44,7 +46,7 @@ static int qrdma_mr_index_alloc(struct qrdma_dev *dev, struct qrdma_mr *mr)
 	idx = ida_alloc_range(&dev->mr_ida, 1, dev->mr_max, GFP_KERNEL);
 	if (idx < 0)
 		return idx == -ENOSPC ? -ENOMEM : idx;
-	mr->index = idx;
+	*index = idx;
 	if (qrdma_hmc_get(dev, QRDMA_HMC_MR, idx, 1)) {
 		ida_free(&dev->mr_ida, idx);
 		return -ENOMEM;
@@ -53,12 +55,22 @@ static int qrdma_mr_index_alloc(struct qrdma_dev *dev, struct qrdma_mr *mr)
 	return 0;
 }
 
-static void qrdma_mr_index_free(struct qrdma_dev *dev, struct qrdma_mr *mr, bool hmc)
+static void qrdma_stag_index_free(struct qrdma_dev *dev, u32 index, bool hmc)
 {
 	if (hmc)
-		qrdma_hmc_put(dev, QRDMA_HMC_MR, mr->index, 1);
-	ida_free(&dev->mr_ida, mr->index);
+		qrdma_hmc_put(dev, QRDMA_HMC_MR, index, 1);
+	ida_free(&dev->mr_ida, index);
 	atomic_dec(&dev->num_mrs);
+}
+
+static int qrdma_mr_index_alloc(struct qrdma_dev *dev, struct qrdma_mr *mr)
+{
+	return qrdma_stag_index_alloc(dev, &mr->index);
+}
+
+static void qrdma_mr_index_free(struct qrdma_dev *dev, struct qrdma_mr *mr, bool hmc)
+{
+	qrdma_stag_index_free(dev, mr->index, hmc);
 }
 
 /* A new STag for the MR's index: same index, next key byte. */
@@ -80,7 +92,9 @@ static int qrdma_mr_dealloc_stag(struct qrdma_dev *dev, struct qrdma_mr *mr)
 		return 0;
 	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_DEALLOC_STAG, args, NULL);
 	if (ret) {
-		atomic64_inc(&dev->hw_errors);
+		/* BUSY: memory windows are bound to it, the consumer's to undo. */
+		if (ret != -EBUSY)
+			atomic64_inc(&dev->hw_errors);
 		return ret;
 	}
 	mr->registered = false;
@@ -446,8 +460,12 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qrdma_dev *dev = to_qdev(ibmr->device);
 	struct qrdma_mr *mr = to_qmr(ibmr);
+	int ret = qrdma_mr_dealloc_stag(dev, mr);
 
-	if (qrdma_mr_dealloc_stag(dev, mr)) {
+	/* IBTA 10.6.7: an MR with bound windows stays; the MR is still whole. */
+	if (ret == -EBUSY)
+		return ret;
+	if (ret) {
 		/*
 		 * The device may still translate through the PBLEs and pages:
 		 * keep them (and the HMC page) until remove resets it.
@@ -469,5 +487,59 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	kvfree(mr->pages);
 	qrdma_mr_index_free(dev, mr, true);
 	kfree(mr);
+	return 0;
+}
+
+/*
+ * ib_alloc_mw through uverbs: an unbound window of the PD (ALLOC_STAG with
+ * MW_TYPE). Its rkey's key byte is ours now and the consumer's after the
+ * first bind, which is why DEALLOC_STAG frees a window by its index.
+ */
+int qrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct qrdma_dev *dev = to_qdev(ibmw->device);
+	struct qrdma_mw *mw = to_qmw(ibmw);
+	u64 args[6] = {};
+	int ret;
+
+	if (!(dev->caps.features & QRDMA_FEATURE_MW))
+		return -EOPNOTSUPP;
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	ret = qrdma_stag_index_alloc(dev, &mw->index);
+	if (ret)
+		return ret;
+	ibmw->rkey = mw->index << QRDMA_STAG_INDEX_SHIFT | ++dev->mr_keys[mw->index];
+	args[0] = ibmw->rkey;
+	args[1] = to_qpd(ibmw->pd)->pdn |
+		  (u64)(ibmw->type == IB_MW_TYPE_1 ? QRDMA_MW_TYPE_1 : QRDMA_MW_TYPE_2) <<
+		  QRDMA_MR_ARG1_MW_TYPE_SHIFT;
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_ALLOC_STAG, args, NULL);
+	if (ret)
+		goto err_index;
+	return 0;
+
+err_index:
+	qrdma_stag_index_free(dev, mw->index, true);
+	return ret;
+}
+
+int qrdma_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct qrdma_dev *dev = to_qdev(ibmw->device);
+	struct qrdma_mw *mw = to_qmw(ibmw);
+	u64 args[6] = { ibmw->rkey };
+
+	if (qrdma_cqp_exec(dev, QRDMA_CQP_OP_DEALLOC_STAG, args, NULL)) {
+		/*
+		 * The device may still hold the window: keep its index (and
+		 * HMC page) until remove resets the device.
+		 */
+		atomic64_inc(&dev->hw_errors);
+		dev_err(&dev->pdev->dev, "MW 0x%x: dealloc failed; index kept until reset\n",
+			ibmw->rkey);
+		return 0;
+	}
+	qrdma_stag_index_free(dev, mw->index, true);
 	return 0;
 }

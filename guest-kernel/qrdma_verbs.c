@@ -83,6 +83,11 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 		attr->max_fast_reg_page_list_len = qrdma_max_fast_reg_pages(dev);
 	}
 	attr->atomic_cap = (c->features & QRDMA_FEATURE_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	/* Windows share the MR table; type 2 windows are 2B (QP and PD checked). */
+	if (c->features & QRDMA_FEATURE_MW) {
+		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		attr->max_mw = attr->max_mr;
+	}
 	return 0;
 }
 
@@ -457,6 +462,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 
 	.add_gid = qrdma_add_gid,
 	.alloc_mr = qrdma_alloc_mr,
+	.alloc_mw = qrdma_alloc_mw,
 	.alloc_pd = qrdma_alloc_pd,
 	.alloc_ucontext = qrdma_alloc_ucontext,
 	.create_ah = qrdma_create_ah,
@@ -464,6 +470,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 	.create_qp = qrdma_create_qp,
 	.create_srq = qrdma_create_srq,
 	.create_user_ah = qrdma_create_ah,
+	.dealloc_mw = qrdma_dealloc_mw,
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dealloc_ucontext = qrdma_dealloc_ucontext,
 	.del_gid = qrdma_del_gid,
@@ -499,6 +506,7 @@ static const struct ib_device_ops qrdma_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, qrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, qrdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, qrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, qrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, qrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, qrdma_srq, ibsrq),

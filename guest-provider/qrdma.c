@@ -102,13 +102,16 @@ static void qrdma_free_context(struct ibv_context *ibctx)
 }
 
 static const struct verbs_context_ops qrdma_context_ops = {
+	.alloc_mw = qrdma_alloc_mw,
 	.alloc_pd = qrdma_alloc_pd,
+	.bind_mw = qrdma_bind_mw,
 	.create_ah = qrdma_create_ah,
 	.create_cq = qrdma_create_cq,
 	.create_cq_ex = qrdma_create_cq_ex,
 	.create_qp = qrdma_create_qp,
 	.create_qp_ex = qrdma_create_qp_ex,
 	.create_srq = qrdma_create_srq,
+	.dealloc_mw = qrdma_dealloc_mw,
 	.dealloc_pd = qrdma_dealloc_pd,
 	.dereg_mr = qrdma_dereg_mr,
 	.destroy_ah = qrdma_destroy_ah,

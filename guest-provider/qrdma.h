@@ -315,5 +315,8 @@ struct ibv_mr *qrdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t le
 int qrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
 		   size_t length, int access);
 int qrdma_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *qrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int qrdma_dealloc_mw(struct ibv_mw *mw);
+int qrdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 
 #endif /* QRDMA_PROVIDER_H */

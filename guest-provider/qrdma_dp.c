@@ -141,7 +141,7 @@ static void qrdma_qp_table_remove(struct qrdma_context *ctx, struct qrdma_qp *qp
 /* ---- Send queue: one WQE writer for ibv_post_send and ibv_wr_* -------------- */
 
 enum qrdma_sq_payload {
-	QRDMA_PAYLOAD_NONE,	/* LOCAL_INV */
+	QRDMA_PAYLOAD_NONE,	/* LOCAL_INV, BIND_MW */
 	QRDMA_PAYLOAD_DATA,	/* SGEs or inline data */
 	QRDMA_PAYLOAD_SGES,	/* SGEs only: RDMA READ writes into them */
 	QRDMA_PAYLOAD_ATOMIC,	/* one SGE of 8 bytes for the original value */
@@ -179,18 +179,21 @@ static const struct qrdma_sq_op qrdma_sq_ops[] = {
 			       QRDMA_OP_RC | QRDMA_OP_UC, QRDMA_PAYLOAD_NONE },
 	[IBV_WR_SEND_WITH_INV] = { 1, QRDMA_SQ_OP_SEND_WITH_INV, IBV_WC_SEND, QRDMA_OP_RC,
 				   QRDMA_PAYLOAD_DATA },
+	/* Interface 0.8: the device checks the window, the MR and the rights when it runs. */
+	[IBV_WR_BIND_MW] = { 1, QRDMA_SQ_OP_BIND_MW, IBV_WC_BIND_MW, QRDMA_OP_RC | QRDMA_OP_UC,
+			     QRDMA_PAYLOAD_NONE },
 };
 
 /* The ibv_wr_* entry points each opcode needs, for create_qp's send_ops_flags. */
 #define QRDMA_SEND_OPS_UD (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define QRDMA_SEND_OPS_UC                                                               \
 	(QRDMA_SEND_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-	 IBV_QP_EX_WITH_LOCAL_INV)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 #define QRDMA_SEND_OPS_RC                                                               \
 	(QRDMA_SEND_OPS_UD | IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |  \
 	 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                 \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |        \
-	 IBV_QP_EX_WITH_LOCAL_INV)
+	 IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 static const struct qrdma_sq_op *qrdma_sq_op(const struct qrdma_qp *qp, enum ibv_wr_opcode opcode)
 {
@@ -262,6 +265,24 @@ static inline void qrdma_wqe_imm(struct qrdma_sq_wqe_hdr *wqe, uint32_t imm_or_k
 {
 	wqe->rkey_imm = htole64((le64toh(wqe->rkey_imm) & QRDMA_SQ_RKEY_MASK) |
 				(uint64_t)imm_or_key << QRDMA_SQ_IMM_SHIFT);
+}
+
+/*
+ * BIND_MW (docs/hw-spec.md 18.4): the window's STag now and the one it
+ * gets, the MR (none when a type 1 window is unbound), range and rights.
+ */
+static inline void qrdma_wqe_bind(struct qrdma_sq_wqe_hdr *wqe, const struct ibv_mw *mw,
+				  uint32_t new_rkey, const struct ibv_mw_bind_info *bind)
+{
+	uint32_t mr_stag = bind->mr && bind->length ? bind->mr->lkey : 0;
+
+	wqe->remote_addr = htole64(bind->addr);
+	wqe->rkey_imm = htole64((new_rkey & QRDMA_SQ_MW_NEW_STAG_MASK) |
+				(uint64_t)mr_stag << QRDMA_SQ_MW_MR_STAG_SHIFT);
+	wqe->compare_add = htole64(bind->length);
+	wqe->ud_dest = htole64((mw->rkey & QRDMA_SQ_MW_STAG_MASK) |
+			       (((uint64_t)bind->mw_access_flags << QRDMA_SQ_MW_ACCESS_SHIFT) &
+				QRDMA_SQ_MW_ACCESS_MASK));
 }
 
 static inline void qrdma_wqe_atomic(struct qrdma_sq_wqe_hdr *wqe, uint64_t compare_add,
@@ -336,6 +357,10 @@ static int qrdma_send_wr_check(const struct qrdma_qp *qp, const struct ibv_send_
 	}
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
+	/* A window binds to an MR's range: no MR only when a type 1 window is unbound. */
+	if (wr->opcode == IBV_WR_BIND_MW &&
+	    (!wr->bind_mw.mw || (!wr->bind_mw.bind_info.mr && wr->bind_mw.bind_info.length)))
+		return EINVAL;
 	*opp = op;
 	return 0;
 }
@@ -389,6 +414,9 @@ static int qrdma_post_send_one(struct qrdma_qp *qp, const struct ibv_send_wr *wr
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		qrdma_wqe_rdma(wqe, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr);
 		qrdma_wqe_atomic(wqe, wr->wr.atomic.compare_add, 0);
+		break;
+	case IBV_WR_BIND_MW:
+		qrdma_wqe_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 		break;
 	default:
 		break;
@@ -606,6 +634,23 @@ static void qrdma_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		qrdma_wqe_imm(wqe, invalidate_rkey);
 }
 
+static void qrdma_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct qrdma_qp *qp = qpx_to_qqp(qpx);
+	struct qrdma_sq_wqe_hdr *wqe;
+
+	if (!mw || (!bind_info->mr && bind_info->length)) {
+		qrdma_wr_close(qp);
+		if (!qp->wr.err)
+			qp->wr.err = EINVAL;
+		return;
+	}
+	wqe = qrdma_wr_begin(qpx, IBV_WR_BIND_MW);
+	if (wqe)
+		qrdma_wqe_bind(wqe, mw, rkey, bind_info);
+}
+
 static void qrdma_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr)
 {
 	struct qrdma_sq_wqe_hdr *wqe = qrdma_wr_begin(qpx, IBV_WR_RDMA_WRITE);
@@ -751,6 +796,8 @@ void qrdma_qp_set_send_ops(struct qrdma_qp *qp, uint64_t flags)
 		qpx->wr_atomic_fetch_add = qrdma_wr_atomic_fetch_add;
 	if (flags & IBV_QP_EX_WITH_LOCAL_INV)
 		qpx->wr_local_inv = qrdma_wr_local_inv;
+	if (flags & IBV_QP_EX_WITH_BIND_MW)
+		qpx->wr_bind_mw = qrdma_wr_bind_mw;
 
 	qpx->wr_set_sge = qrdma_wr_set_sge;
 	qpx->wr_set_sge_list = qrdma_wr_set_sge_list;
@@ -1271,4 +1318,30 @@ void qrdma_qp_restart(struct qrdma_qp *qp)
 		pthread_spin_unlock(&qp->rq.lock);
 	}
 	qrdma_qp_unlock_cqs(qp);
+}
+
+/*
+ * ibv_bind_mw: a type 1 window bound through the SQ as a BIND_MW WQE under
+ * the next key (ibv_inc_rkey). mw->rkey takes the new key at once; a bind
+ * that then completes in error leaves the window as it was, and the
+ * consumer must put the old rkey back (as with every rdma-core provider).
+ */
+int qrdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {}, *bad_wr;
+	int ret;
+
+	if (mw->type != IBV_MW_TYPE_1 || mw->pd != ibqp->pd)
+		return EINVAL;
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	ret = qrdma_post_send(ibqp, &wr, &bad_wr);
+	if (ret)
+		return ret;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
 }

@@ -825,3 +825,39 @@ int qrdma_dereg_mr(struct verbs_mr *vmr)
 	free(to_qmr(vmr));
 	return 0;
 }
+
+/* Memory windows (interface 0.8): the kernel allocates the STag; binds go through the SQ. */
+struct ibv_mw *qrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	struct ibv_alloc_mw cmd = {};
+	struct ibv_mw *mw;
+	int ret;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return NULL;
+	}
+	return mw;
+}
+
+int qrdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+
+	if (ret)
+		return ret;
+	free(mw);
+	return 0;
+}

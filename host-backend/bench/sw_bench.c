@@ -93,7 +93,8 @@ static int sge_write(void *o, struct qsw_qp *qp, const struct qsw_sge *s, unsign
     return sge_rw(o, s, n, off, (uint8_t *)src, len, 1);
 }
 
-static int rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *dst, uint32_t len)
+static int rkey_read(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                     uint64_t va, void *dst, uint32_t len)
 {
     struct node *n = o;
 
@@ -104,7 +105,8 @@ static int rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *dst
     return 0;
 }
 
-static int rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const void *src, uint32_t len)
+static int rkey_write(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                      uint64_t va, const void *src, uint32_t len)
 {
     struct node *n = o;
 
@@ -115,7 +117,8 @@ static int rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const vo
     return 0;
 }
 
-static int rkey_atomic(void *o, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+static int rkey_atomic(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                       uint64_t va, enum qsw_atomic_op op,
                        uint64_t a, uint64_t b, uint64_t *orig)
 {
     return -1;

@@ -107,6 +107,7 @@ enum qrdma_be_wr_opcode {
     QRDMA_BE_WR_ATOMIC_CMP_AND_SWP   = 5,
     QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD = 6,
     QRDMA_BE_WR_LOCAL_INV            = 7,
+    QRDMA_BE_WR_BIND_MW              = 8,
     QRDMA_BE_WR_SEND_WITH_INV        = 9,
     QRDMA_BE_WR_FAST_REG             = 0x20,
 };
@@ -248,6 +249,19 @@ struct qrdma_be_fast_reg {
     uint32_t levels;
 };
 
+/*
+ * A BIND_MW WQE (docs/hw-spec.md section 18.4), handed back to the bind_mw
+ * callback when the WR runs, in SQ order; the backend does not interpret it.
+ */
+struct qrdma_be_bind_mw {
+    uint32_t mw_stag;           /* the window's STag now */
+    uint32_t new_stag;          /* its index with the new key byte */
+    uint32_t mr_stag;           /* the MR it is bound to */
+    uint32_t access;            /* QRDMA_BE_ACCESS_REMOTE_* */
+    uint64_t addr;
+    uint64_t length;
+};
+
 /* One send WQE. wr_id is the core's (the SQ WQE index); the backend gives it back. */
 struct qrdma_be_send_wr {
     uint64_t wr_id;
@@ -270,6 +284,7 @@ struct qrdma_be_send_wr {
         uint64_t swap;
     } atomic;
     struct qrdma_be_fast_reg fast_reg;  /* FAST_REG */
+    struct qrdma_be_bind_mw bind_mw;    /* BIND_MW */
     struct {
         struct qrdma_be_av av;
         uint32_t remote_qpn;
@@ -391,18 +406,20 @@ struct qrdma_be_stats {
  * through the core's MR table, which checks the whole STag, the PD, the
  * bounds and the rights in `access` (QRDMA_BE_ACCESS_*; 0 for a local
  * read, LOCAL_WRITE for a local write, REMOTE_* for a peer's access).
+ * qp_id is the core's ID of the QP making the access: an rkey may name a
+ * type 2 memory window, which only the QP it is bound to may use.
  * They return 0 or -EACCES; a refused access may have copied part.
  */
 struct qrdma_be_callbacks {
-    int (*mr_read)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, void *dst,
-                   uint32_t len, uint32_t access);
-    int (*mr_write)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, const void *src,
-                    uint32_t len, uint32_t access);
+    int (*mr_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                   void *dst, uint32_t len, uint32_t access);
+    int (*mr_write)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                    const void *src, uint32_t len, uint32_t access);
     /* The checks alone, for a whole range before any data moves. */
-    int (*mr_check)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, uint64_t len,
-                    uint32_t access);
+    int (*mr_check)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                    uint64_t len, uint32_t access);
     /* One 8-byte atomic at iova (8-byte aligned) through an rkey (REMOTE_ATOMIC); *orig gets the old value. */
-    int (*mr_atomic)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova,
+    int (*mr_atomic)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
                      enum qrdma_be_atomic_op op, uint64_t compare_add, uint64_t swap,
                      uint64_t *orig);
     /*
@@ -415,8 +432,13 @@ struct qrdma_be_callbacks {
                        int (*fn)(void *arg, uint64_t gpa, uint64_t len), void *arg);
     /* A FAST_REG WR runs (in SQ order): the MR gets its new translation. 0 or -EINVAL. */
     int (*fast_reg)(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg *fr);
-    /* LOCAL_INV at the requester, SEND_WITH_INV at the responder. 0 or -EINVAL. */
-    int (*invalidate)(void *opaque, uint32_t pd, uint32_t stag);
+    /*
+     * LOCAL_INV at the requester, SEND_WITH_INV at the responder, by QP
+     * qp_id: a fast-register MR or a type 2 window. 0 or -EINVAL.
+     */
+    int (*invalidate)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag);
+    /* A BIND_MW WR of QP qp_id runs (in SQ order). 0 or -EINVAL (the WR fails with MW_BIND_ERR). */
+    int (*bind_mw)(void *opaque, uint32_t pd, uint32_t qp_id, const struct qrdma_be_bind_mw *bind);
 
     /*
      * The next receive WQE of QP qp_id (from its RQ, or from its SRQ):

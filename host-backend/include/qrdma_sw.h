@@ -109,6 +109,7 @@ enum qsw_wr_opcode {
     QSW_WR_ATOMIC_CMP_AND_SWP   = 5,
     QSW_WR_ATOMIC_FETCH_AND_ADD = 6,
     QSW_WR_LOCAL_INV            = 7,
+    QSW_WR_BIND_MW              = 8,
     QSW_WR_SEND_WITH_INV        = 9,
     QSW_WR_REG_MR               = 0x20, /* the kernel's IB_WR_REG_MR (fast register) */
 };
@@ -208,6 +209,19 @@ struct qsw_reg_mr {
     uint64_t fbo;           /* offset of byte 0 in the first page */
 };
 
+/*
+ * BIND_MW: a memory window bound to a region, handed to the bind_mw
+ * callback in send-queue order like REG_MR; the engine does not interpret it.
+ */
+struct qsw_bind_mw {
+    uint32_t mw_key;        /* the window's key now */
+    uint32_t new_key;       /* its new key */
+    uint32_t mr_key;        /* the region it is bound to */
+    uint32_t access;        /* QSW_ACCESS_REMOTE_* */
+    uint64_t addr;
+    uint64_t length;
+};
+
 struct qsw_send_wr {
     uint64_t wr_id;
     uint32_t opcode;        /* enum qsw_wr_opcode */
@@ -229,6 +243,7 @@ struct qsw_send_wr {
         uint64_t swap;
     } atomic;
     struct qsw_reg_mr reg;      /* REG_MR */
+    struct qsw_bind_mw bind_mw; /* BIND_MW */
     struct {
         struct qsw_av av;
         uint32_t remote_qpn;
@@ -301,14 +316,16 @@ struct qsw_ops {
                     uint64_t off, void *dst, uint32_t len);
     int (*sge_write)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
                      uint64_t off, const void *src, uint32_t len);
-    int (*rkey_check)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
-                      uint32_t access);
-    int (*rkey_read)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, void *dst, uint32_t len);
-    int (*rkey_write)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
-                      uint32_t len);
+    int (*rkey_check)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                      uint64_t len, uint32_t access);
+    int (*rkey_read)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                     void *dst, uint32_t len);
+    int (*rkey_write)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                      const void *src, uint32_t len);
     /* 8 bytes at va (8-byte aligned, checked by the engine); *orig gets the old value. */
-    int (*rkey_atomic)(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
-                       uint64_t compare_add, uint64_t swap, uint64_t *orig);
+    int (*rkey_atomic)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                       enum qsw_atomic_op op, uint64_t compare_add, uint64_t swap,
+                       uint64_t *orig);
     /*
      * Pop the next receive WR of the QP (its RQ or SRQ): 0; -QSW_ENOENT when
      * there is none; -QSW_EIO when the next one cannot be used (the embedder
@@ -323,9 +340,14 @@ struct qsw_ops {
     void (*send_frame)(void *opaque, const void *frame, size_t len);
     uint64_t (*now_ns)(void *opaque);
     /* Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV): 0 or error. */
-    int (*invalidate)(void *opaque, uint32_t pd, uint32_t key);
+    int (*invalidate)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t key);
     /* REG_MR at the requester, in send-queue order: 0 or error (optional; without it REG_MR fails). */
     int (*reg_mr)(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg);
+    /*
+     * BIND_MW at the requester, in send-queue order: 0, or an error that
+     * completes the WR with MW_BIND_ERR (optional; without it BIND_MW fails).
+     */
+    int (*bind_mw)(void *opaque, struct qsw_qp *qp, uint32_t pd, const struct qsw_bind_mw *bind);
     /*
      * Optional: qsw_post_send() refused a WR of qp because its send queue
      * was full, and a slot is free again. Called once per refusal streak,

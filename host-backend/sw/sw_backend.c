@@ -53,6 +53,9 @@ SAME(QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, QSW_WR_ATOMIC_FETCH_AND_ADD);
 SAME(QRDMA_BE_WR_LOCAL_INV, QSW_WR_LOCAL_INV);
 SAME(QRDMA_BE_WR_SEND_WITH_INV, QSW_WR_SEND_WITH_INV);
 SAME(QRDMA_BE_WR_FAST_REG, QSW_WR_REG_MR);
+SAME(QRDMA_BE_WR_BIND_MW, QSW_WR_BIND_MW);
+SAME(QRDMA_BE_WC_BIND_MW, QSW_WC_BIND_MW);
+SAME(QRDMA_BE_WC_MW_BIND_ERR, QSW_WC_MW_BIND_ERR);
 SAME(QRDMA_BE_SEND_FENCE, QSW_SEND_FENCE);
 SAME(QRDMA_BE_SEND_SIGNALED, QSW_SEND_SIGNALED);
 SAME(QRDMA_BE_SEND_SOLICITED, QSW_SEND_SOLICITED);
@@ -155,10 +158,11 @@ static int sge_copy(struct sw_be *sw, struct qsw_qp *tp, const struct qsw_sge *s
         if (n > len - done) {
             n = len - done;
         }
-        err = dst ? sw->cb.mr_read(sw->opaque, qp->pd, sge[i].lkey, sge[i].addr + off,
-                                   dst + done, (uint32_t)n, 0)
-                  : sw->cb.mr_write(sw->opaque, qp->pd, sge[i].lkey, sge[i].addr + off,
-                                    src + done, (uint32_t)n, QRDMA_BE_ACCESS_LOCAL_WRITE);
+        err = dst ? sw->cb.mr_read(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey,
+                                   sge[i].addr + off, dst + done, (uint32_t)n, 0)
+                  : sw->cb.mr_write(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey,
+                                    sge[i].addr + off, src + done, (uint32_t)n,
+                                    QRDMA_BE_ACCESS_LOCAL_WRITE);
         if (err) {
             return -QSW_WC_LOC_PROT_ERR;
         }
@@ -180,47 +184,65 @@ static int cb_sge_write(void *opaque, struct qsw_qp *tp, const struct qsw_sge *s
     return sge_copy(opaque, tp, sge, nsge, off, NULL, src, len);
 }
 
-static int cb_rkey_check(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
-                         uint32_t access)
+/* The responder's accesses through an rkey: the QP goes along (type 2 windows). */
+static int cb_rkey_check(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey, uint64_t va,
+                         uint64_t len, uint32_t access)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_check(sw->opaque, pd, rkey, va, len, access) ? -QSW_EACCES : 0;
-}
-
-static int cb_rkey_read(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, void *dst,
-                        uint32_t len)
-{
-    struct sw_be *sw = opaque;
-
-    return sw->cb.mr_read(sw->opaque, pd, rkey, va, dst, len, QRDMA_BE_ACCESS_REMOTE_READ)
+    return sw->cb.mr_check(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, len, access)
            ? -QSW_EACCES : 0;
 }
 
-static int cb_rkey_write(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
-                         uint32_t len)
+static int cb_rkey_read(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey, uint64_t va,
+                        void *dst, uint32_t len)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_write(sw->opaque, pd, rkey, va, src, len, QRDMA_BE_ACCESS_REMOTE_WRITE)
+    return sw->cb.mr_read(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, dst, len,
+                          QRDMA_BE_ACCESS_REMOTE_READ) ? -QSW_EACCES : 0;
+}
+
+static int cb_rkey_write(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey,
+                         uint64_t va, const void *src, uint32_t len)
+{
+    struct sw_be *sw = opaque;
+
+    return sw->cb.mr_write(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, src, len,
+                           QRDMA_BE_ACCESS_REMOTE_WRITE) ? -QSW_EACCES : 0;
+}
+
+static int cb_rkey_atomic(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey,
+                          uint64_t va, enum qsw_atomic_op op, uint64_t compare_add,
+                          uint64_t swap, uint64_t *orig)
+{
+    struct sw_be *sw = opaque;
+
+    return sw->cb.mr_atomic(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va,
+                            (enum qrdma_be_atomic_op)op, compare_add, swap, orig)
            ? -QSW_EACCES : 0;
 }
 
-static int cb_rkey_atomic(void *opaque, uint32_t pd, uint32_t rkey, uint64_t va,
-                          enum qsw_atomic_op op, uint64_t compare_add, uint64_t swap,
-                          uint64_t *orig)
+static int cb_invalidate(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t key)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_atomic(sw->opaque, pd, rkey, va, (enum qrdma_be_atomic_op)op, compare_add,
-                            swap, orig) ? -QSW_EACCES : 0;
+    return sw->cb.invalidate(sw->opaque, pd, qp_of_tp(tp)->qp_id, key) ? -QSW_EINVAL : 0;
 }
 
-static int cb_invalidate(void *opaque, uint32_t pd, uint32_t key)
+static int cb_bind_mw(void *opaque, struct qsw_qp *tp, uint32_t pd, const struct qsw_bind_mw *b)
 {
     struct sw_be *sw = opaque;
+    const struct qrdma_be_bind_mw bind = {
+        .mw_stag = b->mw_key,
+        .new_stag = b->new_key,
+        .mr_stag = b->mr_key,
+        .access = b->access,
+        .addr = b->addr,
+        .length = b->length,
+    };
 
-    return sw->cb.invalidate(sw->opaque, pd, key) ? -QSW_EINVAL : 0;
+    return sw->cb.bind_mw(sw->opaque, pd, qp_of_tp(tp)->qp_id, &bind) ? -QSW_EINVAL : 0;
 }
 
 static int cb_reg_mr(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg)
@@ -332,6 +354,7 @@ static const struct qsw_ops sw_engine_ops = {
     .now_ns = cb_now_ns,
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
+    .bind_mw = cb_bind_mw,
     .sq_space = cb_sq_space,
     .trace = cb_trace,
 };
@@ -565,6 +588,12 @@ static int sw_post_send(struct qrdma_be *be, struct qrdma_be_qp *handle,
     w.reg.page_shift = wr->fast_reg.page_log2;
     w.reg.levels = wr->fast_reg.levels;
     w.reg.fbo = wr->fast_reg.fbo;
+    w.bind_mw.mw_key = wr->bind_mw.mw_stag;
+    w.bind_mw.new_key = wr->bind_mw.new_stag;
+    w.bind_mw.mr_key = wr->bind_mw.mr_stag;
+    w.bind_mw.access = wr->bind_mw.access;
+    w.bind_mw.addr = wr->bind_mw.addr;
+    w.bind_mw.length = wr->bind_mw.length;
     if (qp->type == QRDMA_BE_QPT_UD) {
         av_to_qsw(&wr->ud.av, &w.ud.av);
         w.ud.remote_qpn = wr->ud.remote_qpn;

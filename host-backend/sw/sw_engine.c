@@ -577,14 +577,16 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
     if (qp->state == QSW_QPS_RESET || wr->num_sge > QSW_MAX_SGE) {
         return -QSW_EINVAL;
     }
-    if (!kind && wr->opcode != QSW_WR_LOCAL_INV && wr->opcode != QSW_WR_REG_MR) {
+    if (!kind && wr->opcode != QSW_WR_LOCAL_INV && wr->opcode != QSW_WR_REG_MR &&
+        wr->opcode != QSW_WR_BIND_MW) {
         return -QSW_EINVAL;
     }
     /* IBTA ch. 10: which operations each service type carries */
     if ((qp->type == QSW_QPT_UD && kind != M_SEND) ||
         (qp->type == QSW_QPT_UC && (kind == M_READ || kind == M_ATOMIC)) ||
         (qp->type != QSW_QPT_RC && wr->opcode == QSW_WR_SEND_WITH_INV) ||
-        (qp->type == QSW_QPT_UD && wr->opcode == QSW_WR_REG_MR)) {
+        (qp->type == QSW_QPT_UD && (wr->opcode == QSW_WR_REG_MR ||
+                                    wr->opcode == QSW_WR_BIND_MW))) {
         return -QSW_EINVAL;
     }
     if (wr->send_flags & QSW_SEND_INLINE) {

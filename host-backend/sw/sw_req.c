@@ -52,6 +52,8 @@ static uint32_t wc_opcode(uint32_t wr_opcode)
         return QSW_WC_LOCAL_INV;
     case QSW_WR_REG_MR:
         return QSW_WC_REG_MR;
+    case QSW_WR_BIND_MW:
+        return QSW_WC_BIND_MW;
     default:
         return QSW_WC_SEND;
     }
@@ -410,18 +412,26 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
 
 static void local_op(struct qsw_qp *qp, struct qsw_wqe *w)
 {
-    /* The local operations (IBTA 10.6, 11.4.1.2): LOCAL_INV and fast register. */
+    /*
+     * The local operations (IBTA 10.6, 11.4.1.2): LOCAL_INV, fast register
+     * and memory window bind. A failed bind is a Memory Window Bind Error
+     * (IBTA 11.6.2), the others a local QP operation error.
+     */
     struct qsw_engine *eng = qp->eng;
+    uint32_t status = QSW_WC_LOC_QP_OP_ERR;
     int ret;
 
     if (w->wr.opcode == QSW_WR_REG_MR) {
         ret = eng->ops.reg_mr ? eng->ops.reg_mr(eng->opaque, qp->pd, &w->wr.reg) : -1;
+    } else if (w->wr.opcode == QSW_WR_BIND_MW) {
+        ret = eng->ops.bind_mw ? eng->ops.bind_mw(eng->opaque, qp, qp->pd, &w->wr.bind_mw) : -1;
+        status = QSW_WC_MW_BIND_ERR;
     } else {
-        ret = eng->ops.invalidate ? eng->ops.invalidate(eng->opaque, qp->pd,
+        ret = eng->ops.invalidate ? eng->ops.invalidate(eng->opaque, qp, qp->pd,
                                                          w->wr.invalidate_rkey) : -1;
     }
     if (ret) {
-        w->status = QSW_WC_LOC_QP_OP_ERR;
+        w->status = status;
         qp->req.stopped = true;
     }
     w->state = WQE_DONE;

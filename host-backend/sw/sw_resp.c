@@ -277,7 +277,7 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                 uint32_t rkey = ld32(bth + hdr_off(m, M_IETH));
 
                 /* IBTA 9.4, 10.6: invalidate before reporting */
-                if (!eng->ops.invalidate || eng->ops.invalidate(eng->opaque, qp->pd, rkey)) {
+                if (!eng->ops.invalidate || eng->ops.invalidate(eng->opaque, qp, qp->pd, rkey)) {
                     recv_error(qp, QSW_WC_REM_INV_REQ_ERR);
                     fatal(qp, pkt, NAK_INV_REQ, 0);
                     return false;
@@ -310,8 +310,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             qp->resp.rkey = ld32(reth + 8);
             qp->resp.resid = qp->resp.wlen = ld32(reth + 12);
             if (qp->resp.resid && eng->ops.rkey_check &&
-                eng->ops.rkey_check(eng->opaque, qp->pd, qp->resp.rkey, qp->resp.va, qp->resp.resid,
-                                    QSW_ACCESS_REMOTE_WRITE)) {
+                eng->ops.rkey_check(eng->opaque, qp, qp->pd, qp->resp.rkey, qp->resp.va,
+                                    qp->resp.resid, QSW_ACCESS_REMOTE_WRITE)) {
                 fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
                 return false;
             }
@@ -320,7 +320,7 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
             return false;
         }
-        if (pkt->paylen && eng->ops.rkey_write(eng->opaque, qp->pd, qp->resp.rkey, qp->resp.va,
+        if (pkt->paylen && eng->ops.rkey_write(eng->opaque, qp, qp->pd, qp->resp.rkey, qp->resp.va,
                                                pkt->payload, pkt->paylen)) {
             fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
             return false;
@@ -362,7 +362,7 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             return false;
         }
         if (len && eng->ops.rkey_check &&
-            eng->ops.rkey_check(eng->opaque, qp->pd, rkey, va, len, QSW_ACCESS_REMOTE_READ)) {
+            eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, len, QSW_ACCESS_REMOTE_READ)) {
             fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
             return false;
         }
@@ -403,8 +403,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             return false;
         }
         if ((eng->ops.rkey_check &&
-             eng->ops.rkey_check(eng->opaque, qp->pd, rkey, va, 8, QSW_ACCESS_REMOTE_ATOMIC)) ||
-            eng->ops.rkey_atomic(eng->opaque, qp->pd, rkey, va,
+             eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, 8, QSW_ACCESS_REMOTE_ATOMIC)) ||
+            eng->ops.rkey_atomic(eng->opaque, qp, qp->pd, rkey, va,
                                  cas ? QSW_ATOMIC_CMP_SWP : QSW_ATOMIC_FETCH_ADD,
                                  cas ? ld64(ae + 20) : ld64(ae + 12), cas ? ld64(ae + 12) : 0,
                                  &orig)) {
@@ -549,7 +549,8 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
         if (paylen > r->mtu) {
             paylen = r->mtu;
         }
-        if (paylen && eng->ops.rkey_read(eng->opaque, qp->pd, r->rkey, r->va + off, h, paylen)) {
+        if (paylen &&
+            eng->ops.rkey_read(eng->opaque, qp, qp->pd, r->rkey, r->va + off, h, paylen)) {
             struct qsw_pkt p = { .psn = psn };
 
             r->active = false;

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		7
+#define QRDMA_IF_VERSION_MINOR		8
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -1086,6 +1086,23 @@ struct qrdma_sq_wqe_hdr {
 #define QRDMA_SQ_FR_LEVELS_MASK		0x0000c00000000000ULL
 #define QRDMA_SQ_FR_LEVELS_SHIFT	46
 
+/*
+ * BIND_MW (0x0a, interface 0.8) binds a memory window to a range of an MR
+ * in SQ order (docs/hw-spec.md section 18.4). Header qwords:
+ *   0: ADDR, the window's first byte in the MR's IOVA space
+ *   1: NEW_STAG[31:0] (the window's index with its new key byte),
+ *      MR_STAG[63:32] (the MR's lkey; 0 when a type 1 window is unbound)
+ *   2: LENGTH (0 on a type 1 window: unbind)
+ *   4: MW_STAG[31:0] (the window's STag now), ACCESS[39:32]
+ *      (QRDMA_ACCESS_REMOTE_* the window grants)
+ * No SGEs and no inline data.
+ */
+#define QRDMA_SQ_MW_NEW_STAG_MASK	0x00000000ffffffffULL
+#define QRDMA_SQ_MW_MR_STAG_SHIFT	32
+#define QRDMA_SQ_MW_STAG_MASK		0x00000000ffffffffULL
+#define QRDMA_SQ_MW_ACCESS_MASK		0x000000ff00000000ULL
+#define QRDMA_SQ_MW_ACCESS_SHIFT	32
+
 #define QRDMA_SQ_HDR_OPCODE_MASK	0x00000000000000ffULL
 #define QRDMA_SQ_HDR_NUM_SGE_MASK	0x0000000000001f00ULL
 #define QRDMA_SQ_HDR_NUM_SGE_SHIFT	8
@@ -1110,6 +1127,7 @@ enum qrdma_sq_opcode {
 	QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD = 0x07,
 	QRDMA_SQ_OP_LOCAL_INV = 0x08,
 	QRDMA_SQ_OP_FAST_REG = 0x09,
+	QRDMA_SQ_OP_BIND_MW = 0x0a,		/* interface 0.8 */
 	QRDMA_SQ_OP_NOP = 0x0c,
 };
 
@@ -1224,6 +1242,11 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
  *   arg0 STAG, arg1 PD[23:0] | ACCESS[39:32], arg2 MAX_PAGES (the PBLEs
  *   reserved for it), arg4 first PBLE index. It stays invalid until a
  *   fast-register WQE fills it.
+ *   With MW_TYPE[45:44] (interface 0.8) 1 or 2 it creates a memory window
+ *   of that type instead (QRDMA_FEATURE_MW): ACCESS, arg2 and arg4 are 0,
+ *   and the window is unbound (FREE) until a BIND_MW WQE binds it.
+ *   DEALLOC_STAG frees a window (bound or not); an MR that windows are
+ *   bound to cannot be freed or re-registered (QRDMA_STATE_ERR_BUSY).
  * DEALLOC_STAG (0x0d): arg0 STAG. QUERY_STAG (0x0b): arg0 STAG, arg1
  * address of 64 bytes (64-byte aligned) the device fills with the MR's
  * HMC context. Both check the key byte (STATE/KEY).
@@ -1231,9 +1254,13 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
  * MR context in HMC, 64 bytes:
  *   qword 0: STATE[1:0] (QRDMA_MR_STATE_*), KEY[15:8], TYPE[17:16],
  *            PD[55:32]
- *   qword 1: ACCESS[7:0], LEVELS[9:8], PAGE_SIZE_LOG2[21:16], DMA[24]
- *   qword 2: IOVA   qword 3: LENGTH   qword 4: first PBLE or address
- *   qword 5: FBO    qword 6: MAX_PAGES (fast-register MRs)  qword 7: 0
+ *   qword 1: ACCESS[7:0], LEVELS[9:8], PAGE_SIZE_LOG2[21:16], DMA[24],
+ *            MW_TYPE[27:26] (windows)
+ *   qword 2: IOVA   qword 3: LENGTH   qword 4: first PBLE or address;
+ *            windows: the bound MR's STag
+ *   qword 5: FBO    qword 6: MAX_PAGES (fast-register MRs); type 2
+ *            windows: the QP ID bound to
+ *   qword 7: MRs: how many windows are bound to it
  */
 #define QRDMA_STAG_INDEX_SHIFT		8
 #define QRDMA_STAG_KEY_MASK		0xffu
@@ -1247,6 +1274,10 @@ _Static_assert(sizeof(struct qrdma_rq_wqe_hdr) == 16, "qrdma_rq_wqe_hdr");
 #define QRDMA_MR_ARG1_PAGE_SHIFT	48
 #define QRDMA_MR_ARG1_DMA		(1ULL << 56)
 #define QRDMA_MR_ARG1_REREG		(1ULL << 57)
+#define QRDMA_MR_ARG1_MW_TYPE_MASK	0x0000300000000000ULL	/* ALLOC_STAG, 0.8 */
+#define QRDMA_MR_ARG1_MW_TYPE_SHIFT	44
+#define QRDMA_MW_TYPE_1			1
+#define QRDMA_MW_TYPE_2			2
 
 enum qrdma_mr_state {
 	QRDMA_MR_STATE_NONE = 0,	/* no MR at this index */
@@ -1258,6 +1289,7 @@ enum qrdma_mr_type {
 	QRDMA_MR_TYPE_MEM = 0,		/* REG_MR */
 	QRDMA_MR_TYPE_FAST_REG = 1,	/* ALLOC_STAG */
 	QRDMA_MR_TYPE_DMA = 2,		/* REG_MR with DMA */
+	QRDMA_MR_TYPE_MW = 3,		/* ALLOC_STAG with MW_TYPE: a memory window */
 };
 
 #define QRDMA_MR_CTX_STATE_MASK		0x3ULL
@@ -1273,6 +1305,8 @@ enum qrdma_mr_type {
 #define QRDMA_MR_CTX1_PAGE_MASK		0x3f0000ULL
 #define QRDMA_MR_CTX1_PAGE_SHIFT	16
 #define QRDMA_MR_CTX1_DMA		(1ULL << 24)
+#define QRDMA_MR_CTX1_MW_TYPE_MASK	0xc000000ULL
+#define QRDMA_MR_CTX1_MW_TYPE_SHIFT	26
 
 _Static_assert(sizeof(struct qrdma_cq_shadow) == 64, "qrdma_cq_shadow");
 _Static_assert(sizeof(struct qrdma_av) == 32, "qrdma_av");

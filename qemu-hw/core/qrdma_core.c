@@ -357,7 +357,7 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
                                          QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
-                                         QRDMA_FEATURE_STATS;
+                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

@@ -418,16 +418,26 @@ struct qrdma_qp {
 struct qrdma_mr {
     uint64_t iova;
     uint64_t length;
-    uint64_t first;             /* first PBLE (LEVELS 1, 2) or address of byte 0 (LEVELS 0) */
+    union {
+        uint64_t first;         /* first PBLE (LEVELS 1, 2) or address of byte 0 (LEVELS 0) */
+        uint32_t mw_mr;         /* a bound window: the MR's STag */
+    };
     uint32_t pd;
     uint32_t fbo;
-    uint32_t max_pages;         /* fast-register MRs: PBLEs reserved */
+    union {
+        uint32_t max_pages;     /* fast-register MRs: PBLEs reserved */
+        uint32_t mw_qp;         /* a bound type 2 window: the QP ID it is bound to */
+    };
+    /* MRs: windows bound to it; DEALLOC_STAG and REREG refuse it while non-zero. */
+    uint32_t mw_bound;
     uint8_t state;              /* enum qrdma_mr_state */
     uint8_t key;
     uint8_t type;               /* enum qrdma_mr_type */
     uint8_t access;             /* QRDMA_ACCESS_* */
     uint8_t levels;
     uint8_t page_log2;
+    /* Windows (type QRDMA_MR_TYPE_MW): iova, length, access and pd are the binding's. */
+    uint8_t mw_type;            /* QRDMA_MW_TYPE_1 or _2 */
 };
 
 struct qrdma_objs {
@@ -633,7 +643,11 @@ enum qrdma_mr_error {
     QRDMA_MR_ERR_PBLE = 7,      /* a PBLE beyond the committed count or not HMC-backed */
     QRDMA_MR_ERR_ALIGN = 8,     /* a page address not aligned to the MR's page size */
     QRDMA_MR_ERR_NOT_RAM = 9,   /* a page (or a piece of it) outside guest RAM */
+    QRDMA_MR_ERR_QP = 10,       /* a type 2 window bound to another QP */
 };
+
+/* qp_id for an access that no QP makes: a type 2 window refuses it. */
+#define QRDMA_MR_NO_QP UINT32_MAX
 
 struct qrdma_mr_walk {
     uint32_t stag;              /* the MR, checked again at every step */
@@ -657,6 +671,41 @@ int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_f
 
 int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                        uint64_t len, unsigned access, struct qrdma_mr_walk *walk);
+/*
+ * The same for an access QP qp_id makes (QRDMA_MR_NO_QP: none). stag may
+ * name a bound memory window (interface 0.7): only remote accesses may
+ * use one; its PD, its QP (type 2), its bounds and its rights are checked,
+ * then the access walks the MR it is bound to, whose own remote rights do
+ * not matter (IBTA 10.6.7). qrdma_mr_translate() is this with no QP.
+ */
+int qrdma_mr_translate_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                          uint64_t iova, uint64_t len, unsigned access,
+                          struct qrdma_mr_walk *walk);
+
+/*
+ * Memory windows, in SQ order (docs/hw-spec.md section 18.4). A bind or
+ * an invalidate that breaks a rule returns -1 with the reason logged; the
+ * WQE then completes with MW_BIND_ERR (bind) or LOC_QP_OP_ERR (LOCAL_INV),
+ * and a SEND_WITH_INV is refused by the responder.
+ */
+struct qrdma_mw_bind {
+    uint32_t mw_stag;           /* the window's STag now */
+    uint32_t new_stag;          /* its index with the new key byte */
+    uint32_t mr_stag;           /* the MR (unused when a type 1 window is unbound) */
+    uint32_t access;            /* QRDMA_ACCESS_REMOTE_* */
+    uint64_t addr;
+    uint64_t length;
+};
+
+int qrdma_mw_bind(struct qrdma_core *core, uint32_t pd, uint32_t qp_id,
+                  const struct qrdma_mw_bind *bind);
+/* LOCAL_INV, SEND_WITH_INV: a fast-register MR or a bound type 2 window of PD pd. */
+int qrdma_mr_invalidate(struct qrdma_core *core, uint32_t pd, uint32_t stag);
+/*
+ * DESTROY_QP: type 2 windows bound to the QP become unbound, so no later
+ * QP with its ID can use them.
+ */
+void qrdma_mw_qp_gone(struct qrdma_core *core, uint32_t qp_id);
 int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
                        uint64_t *len);
 
@@ -670,5 +719,9 @@ int qrdma_mr_read(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t 
                   void *buf, uint64_t len, unsigned access);
 int qrdma_mr_write(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                    const void *buf, uint64_t len, unsigned access);
+int qrdma_mr_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                     uint64_t iova, void *buf, uint64_t len, unsigned access);
+int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                      uint64_t iova, const void *buf, uint64_t len, unsigned access);
 
 #endif /* QRDMA_CORE_H */

@@ -398,27 +398,28 @@ static void qp_cq_lost(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp
  * the whole STag, the PD, the bounds and the rights (a local read needs
  * none, so access 0).
  */
-static int cb_mr_read(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, void *dst,
-                      uint32_t len, uint32_t access)
+static int cb_mr_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                      void *dst, uint32_t len, uint32_t access)
 {
-    return qrdma_mr_read(opaque, stag, pd, iova, dst, len, access) ? -EACCES : 0;
+    return qrdma_mr_read_qp(opaque, stag, pd, qp_id, iova, dst, len, access) ? -EACCES : 0;
 }
 
-static int cb_mr_write(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, const void *src,
-                       uint32_t len, uint32_t access)
+static int cb_mr_write(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                       const void *src, uint32_t len, uint32_t access)
 {
-    return qrdma_mr_write(opaque, stag, pd, iova, src, len, access) ? -EACCES : 0;
+    return qrdma_mr_write_qp(opaque, stag, pd, qp_id, iova, src, len, access) ? -EACCES : 0;
 }
 
-static int cb_mr_check(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, uint64_t len,
-                       uint32_t access)
+static int cb_mr_check(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                       uint64_t len, uint32_t access)
 {
     struct qrdma_mr_walk walk;
 
-    return qrdma_mr_translate(opaque, stag, pd, iova, len, access, &walk) ? -EACCES : 0;
+    return qrdma_mr_translate_qp(opaque, stag, pd, qp_id, iova, len, access, &walk) ? -EACCES
+                                                                                     : 0;
 }
 
-static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova,
+static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
                         enum qrdma_be_atomic_op op, uint64_t compare_add, uint64_t swap,
                         uint64_t *orig)
 {
@@ -427,7 +428,7 @@ static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova,
     uint64_t old, new;
 
     /* The core runs one thing at a time, so read-modify-write is atomic to peers. */
-    if (qrdma_mr_read(core, stag, pd, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+    if (qrdma_mr_read_qp(core, stag, pd, qp_id, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
         return -EACCES;
     }
     old = qrdma_ld_le64(raw);
@@ -438,7 +439,7 @@ static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova,
     }
     qrdma_st_le64(raw, new);
     if (new != old &&
-        qrdma_mr_write(core, stag, pd, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+        qrdma_mr_write_qp(core, stag, pd, qp_id, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
         return -EACCES;
     }
     *orig = old;
@@ -467,26 +468,29 @@ static int cb_mr_gpa_walk(void *opaque, uint32_t pd, uint32_t stag, uint64_t iov
     return err ? -EACCES : 0;
 }
 
-/* LOCAL_INV and SEND_WITH_INV: a fast-register MR of this PD goes back to FREE. */
-static int cb_invalidate(void *opaque, uint32_t pd, uint32_t stag)
+/*
+ * LOCAL_INV and SEND_WITH_INV: a fast-register MR or a type 2 window of
+ * this PD goes back to FREE (qrdma_mr_invalidate).
+ */
+static int cb_invalidate(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag)
 {
-    struct qrdma_core *core = opaque;
-    uint32_t index = stag >> QRDMA_STAG_INDEX_SHIFT;
-    struct qrdma_mr *mr;
+    return qrdma_mr_invalidate(opaque, pd, stag) ? -EINVAL : 0;
+}
 
-    if (!core->obj.mr || index >= core->hmc.count[QRDMA_HMC_MR]) {
-        qrdma_guest_error(core, "invalidate of STag 0x%08x: no such MR", stag);
-        return -EINVAL;
-    }
-    mr = &core->obj.mr[index];
-    if (mr->state != QRDMA_MR_STATE_VALID || mr->key != (stag & QRDMA_STAG_KEY_MASK) ||
-        mr->pd != pd || mr->type != QRDMA_MR_TYPE_FAST_REG) {
-        qrdma_guest_error(core, "invalidate of STag 0x%08x: not a valid fast-register MR "
-                          "of PD %u with that key", stag, pd);
-        return -EINVAL;
-    }
-    mr->state = QRDMA_MR_STATE_FREE;
-    return 0;
+/* BIND_MW WQEs, run by the backend in SQ order. */
+static int cb_bind_mw(void *opaque, uint32_t pd, uint32_t qp_id,
+                      const struct qrdma_be_bind_mw *bind)
+{
+    const struct qrdma_mw_bind b = {
+        .mw_stag = bind->mw_stag,
+        .new_stag = bind->new_stag,
+        .mr_stag = bind->mr_stag,
+        .access = bind->access,
+        .addr = bind->addr,
+        .length = bind->length,
+    };
+
+    return qrdma_mw_bind(opaque, pd, qp_id, &b) ? -EINVAL : 0;
 }
 
 /* FAST_REG WQEs, run by the backend in SQ order. */
@@ -929,6 +933,7 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .mr_gpa_walk = cb_mr_gpa_walk,
     .fast_reg = cb_fast_reg,
     .invalidate = cb_invalidate,
+    .bind_mw = cb_bind_mw,
     .get_recv = cb_get_recv,
     .complete = cb_complete,
     .event = cb_event,
@@ -983,6 +988,7 @@ static const struct {
     [QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD] = { QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, true, true, false },
     [QRDMA_SQ_OP_LOCAL_INV] = { QRDMA_BE_WR_LOCAL_INV, false, false, false },
     [QRDMA_SQ_OP_FAST_REG] = { QRDMA_BE_WR_FAST_REG, false, false, false },
+    [QRDMA_SQ_OP_BIND_MW] = { QRDMA_BE_WR_BIND_MW, false, false, false },
 };
 #define SQ_OP_VALID(op) \
     ((op) < sizeof(sq_opcodes) / sizeof(sq_opcodes[0]) && \
@@ -1043,6 +1049,19 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
         wr->fast_reg.page_log2 = (q4 & QRDMA_SQ_FR_PAGE_MASK) >> QRDMA_SQ_FR_PAGE_SHIFT;
         wr->fast_reg.levels = (q4 & QRDMA_SQ_FR_LEVELS_MASK) >> QRDMA_SQ_FR_LEVELS_SHIFT;
         wr->fast_reg.fbo = qrdma_ld_le64(raw + 48);
+        wr->num_sge = 0;
+        return NULL;
+    }
+    if (op == QRDMA_SQ_OP_BIND_MW) {
+        uint64_t q4 = qrdma_ld_le64(raw + 32);
+
+        /* A local operation too; the window checks come when it runs, in SQ order. */
+        wr->bind_mw.addr = qrdma_ld_le64(raw);
+        wr->bind_mw.new_stag = rkey_imm & QRDMA_SQ_MW_NEW_STAG_MASK;
+        wr->bind_mw.mr_stag = rkey_imm >> QRDMA_SQ_MW_MR_STAG_SHIFT;
+        wr->bind_mw.length = qrdma_ld_le64(raw + 16);
+        wr->bind_mw.mw_stag = q4 & QRDMA_SQ_MW_STAG_MASK;
+        wr->bind_mw.access = (q4 & QRDMA_SQ_MW_ACCESS_MASK) >> QRDMA_SQ_MW_ACCESS_SHIFT;
         wr->num_sge = 0;
         return NULL;
     }
@@ -1382,6 +1401,10 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
 
     if (!dp->be || !hook) {
         return 0;
+    }
+    /* A backend that mirrors MRs to a host NIC has no way to carry windows yet. */
+    if (mr->type == QRDMA_MR_TYPE_MW) {
+        return -ENOTSUP;
     }
     memset(&m, 0, sizeof(m));
     m.stag = stag;

@@ -10,6 +10,11 @@
  * PBLEs through the HMC and checks every page it yields, since the driver
  * could rewrite a PBLE at any time.
  *
+ * Memory windows (interface 0.7) are entries of the same table, type
+ * QRDMA_MR_TYPE_MW: ALLOC_STAG makes one unbound, a BIND_MW WQE binds it
+ * to a range of an MR, and a remote access through its STag is checked
+ * against the window and then walks that MR (section 18.4).
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
@@ -27,7 +32,10 @@
 #define MR_ARG1_FIELDS (QRDMA_MR_ARG1_PD_MASK | QRDMA_MR_ARG1_ACCESS_MASK | \
                         QRDMA_MR_ARG1_LEVELS_MASK | QRDMA_MR_ARG1_PAGE_MASK | QRDMA_MR_ARG1_DMA | \
                         QRDMA_MR_ARG1_REREG)
-#define ALLOC_ARG1_FIELDS (QRDMA_MR_ARG1_PD_MASK | QRDMA_MR_ARG1_ACCESS_MASK)
+#define ALLOC_ARG1_FIELDS (QRDMA_MR_ARG1_PD_MASK | QRDMA_MR_ARG1_ACCESS_MASK | \
+                           QRDMA_MR_ARG1_MW_TYPE_MASK)
+#define REMOTE_RIGHTS (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_READ | \
+                       QRDMA_ACCESS_REMOTE_ATOMIC)
 
 _Static_assert(QRDMA_CORE_PAGE_SIZES & QRDMA_PAGE_SIZE_4K, "4 KB pages");
 _Static_assert(QRDMA_CORE_PAGE_SIZES & QRDMA_PAGE_SIZE_2M, "2 MB pages");
@@ -54,12 +62,29 @@ static void mr_ctx_render(const struct qrdma_mr *mr, uint8_t *ctx)
                        (uint64_t)mr->pd << QRDMA_MR_CTX_PD_SHIFT);
     qrdma_st_le64(ctx + 8, mr->access | (uint64_t)mr->levels << QRDMA_MR_CTX1_LEVELS_SHIFT |
                            (uint64_t)mr->page_log2 << QRDMA_MR_CTX1_PAGE_SHIFT |
-                           (mr->type == QRDMA_MR_TYPE_DMA ? QRDMA_MR_CTX1_DMA : 0));
+                           (mr->type == QRDMA_MR_TYPE_DMA ? QRDMA_MR_CTX1_DMA : 0) |
+                           (uint64_t)mr->mw_type << QRDMA_MR_CTX1_MW_TYPE_SHIFT);
     qrdma_st_le64(ctx + 16, mr->iova);
     qrdma_st_le64(ctx + 24, mr->length);
-    qrdma_st_le64(ctx + 32, mr->first);
+    if (mr->type == QRDMA_MR_TYPE_MW) {
+        qrdma_st_le64(ctx + 32, mr->state == QRDMA_MR_STATE_VALID ? mr->mw_mr : 0);
+        qrdma_st_le64(ctx + 48, mr->state == QRDMA_MR_STATE_VALID &&
+                                mr->mw_type == QRDMA_MW_TYPE_2 ? mr->mw_qp : 0);
+    } else {
+        qrdma_st_le64(ctx + 32, mr->first);
+        qrdma_st_le64(ctx + 48, mr->max_pages);
+    }
     qrdma_st_le64(ctx + 40, mr->fbo);
-    qrdma_st_le64(ctx + 48, mr->max_pages);
+    qrdma_st_le64(ctx + 56, mr->mw_bound);
+}
+
+/* The context of MR `index` again, after a change the data path made (bind, invalidate). */
+static void mr_ctx_update(struct qrdma_core *core, uint32_t index, const char *what)
+{
+    uint8_t ctx[MR_CTX_SIZE];
+
+    mr_ctx_render(&core->obj.mr[index], ctx);
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, index, ctx, sizeof(ctx), what);
 }
 
 /* ---- checks at registration -------------------------------------------------------- */
@@ -233,6 +258,26 @@ static struct cqp_result mr_pages_check(struct qrdma_core *core, const struct qr
     }
 }
 
+/* ---- windows ---------------------------------------------------------------------- */
+
+/* A bound window lets go of its MR (dealloc, invalidate, rebind, QP gone); it is FREE. */
+static void mw_unbind(struct qrdma_core *core, struct qrdma_mr *mw)
+{
+    if (mw->state == QRDMA_MR_STATE_VALID) {
+        uint32_t index = stag_index(mw->mw_mr);
+
+        /* The bind counted it, and an MR with windows bound cannot go. */
+        if (index < core->hmc.count[QRDMA_HMC_MR] && core->obj.mr[index].mw_bound) {
+            core->obj.mr[index].mw_bound--;
+            mr_ctx_update(core, index, "window unbind");
+        }
+    }
+    mw->state = QRDMA_MR_STATE_FREE;
+    mw->iova = mw->length = 0;
+    mw->access = 0;
+    mw->mw_mr = mw->mw_qp = 0;
+}
+
 /* ---- commands ------------------------------------------------------------------- */
 
 /*
@@ -313,6 +358,12 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
         if (arg[1] & QRDMA_MR_ARG1_DMA) {
             return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
                                   "%s: STag 0x%08x: REREG with DMA", cmd, stag);
+        }
+        /* IBTA 10.6.7: a window's range must stay the MR's while it is bound. */
+        if (slot->mw_bound) {
+            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_BUSY,
+                                  "%s: STag 0x%08x: REREG of MR %u, which %u windows are "
+                                  "bound to", cmd, stag, stag_index(stag), slot->mw_bound);
         }
     } else if (slot->state != QRDMA_MR_STATE_NONE) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS,
@@ -401,6 +452,46 @@ struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
     return mr_mirror_rereg(core, stag, &old, cmd);
 }
 
+/*
+ * ALLOC_STAG with MW_TYPE: an unbound window of PD mr->pd. A window takes
+ * its rights from each bind, so ACCESS is 0, and it has no pages.
+ */
+static struct cqp_result alloc_window(struct qrdma_core *core, struct qrdma_mr *mr,
+                                      const uint64_t *arg, uint32_t stag, struct qrdma_mr *slot)
+{
+    static const char cmd[] = "ALLOC_STAG";
+    unsigned type = (arg[1] & QRDMA_MR_ARG1_MW_TYPE_MASK) >> QRDMA_MR_ARG1_MW_TYPE_SHIFT;
+    uint8_t ctx[MR_CTX_SIZE];
+    struct cqp_result res;
+
+    if (type != QRDMA_MW_TYPE_1 && type != QRDMA_MW_TYPE_2) {
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
+                              "%s: STag 0x%08x: MW_TYPE %u is not 1 or 2", cmd, stag, type);
+    }
+    if (mr->access) {
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
+                              "%s: STag 0x%08x: a window has no ACCESS of its own (0x%x)", cmd,
+                              stag, mr->access);
+    }
+    if (arg[2] || arg[4]) {
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, arg[2] ? 2 : 4,
+                              "%s: STag 0x%08x: a window has no pages (MAX_PAGES %" PRIu64
+                              ", PBLE %" PRIu64 ")", cmd, stag, arg[2], arg[4]);
+    }
+    mr->key = stag_key(stag);
+    mr->type = QRDMA_MR_TYPE_MW;
+    mr->mw_type = (uint8_t)type;
+    mr->state = QRDMA_MR_STATE_FREE;
+    mr_ctx_render(mr, ctx);
+    res = qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx), cmd);
+    if (res.major) {
+        return res;
+    }
+    *slot = *mr;
+    qrdma_obj_count_inc(core, QRDMA_HMC_MR);
+    return mr_mirror(core, stag, cmd);
+}
+
 struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *arg)
 {
     static const char cmd[] = "ALLOC_STAG";
@@ -427,6 +518,9 @@ struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *
     res = pd_access_check(core, &mr, arg[1], stag, cmd);
     if (res.major) {
         return res;
+    }
+    if (arg[1] & QRDMA_MR_ARG1_MW_TYPE_MASK) {
+        return alloc_window(core, &mr, arg, stag, slot);
     }
     if (!arg[2] || arg[2] > core->hmc.count[QRDMA_HMC_PBLE]) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 2,
@@ -461,9 +555,29 @@ struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t
     struct cqp_result res;
     struct qrdma_mr *mr;
 
-    res = stag_lookup(core, arg[0], cmd, &mr);
+    /*
+     * A window's key byte is the consumer's: each bind may change it where
+     * the driver cannot see (a user BIND_MW WQE), so a window is freed by
+     * its index; an MR's STag is checked whole.
+     */
+    res = stag_check(core, arg[0], cmd, &mr);
     if (res.major) {
         return res;
+    }
+    if (mr->type != QRDMA_MR_TYPE_MW || mr->state == QRDMA_MR_STATE_NONE) {
+        res = stag_lookup(core, arg[0], cmd, &mr);
+        if (res.major) {
+            return res;
+        }
+    }
+    /* IBTA 10.6.7: an MR with windows bound to it cannot be deregistered. */
+    if (mr->mw_bound) {
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_BUSY,
+                              "%s: STag 0x%08x: %u windows are bound to MR %u", cmd,
+                              (uint32_t)arg[0], mr->mw_bound, stag_index(arg[0]));
+    }
+    if (mr->type == QRDMA_MR_TYPE_MW) {
+        mw_unbind(core, mr);
     }
     /* As every destroy: a context that cannot be cleared does not keep the MR alive. */
     memset(zero, 0, sizeof(zero));
@@ -577,12 +691,60 @@ int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_f
 
 /* ---- translation ----------------------------------------------------------------- */
 
+/*
+ * A remote access through window `mw` (VALID, its key checked): the
+ * window's PD, QP, bounds and rights. 0 or a QRDMA_MR_ERR_*.
+ */
+static int mw_check(struct qrdma_core *core, const struct qrdma_mr *mw, uint32_t stag,
+                    uint32_t pd, uint32_t qp_id, uint64_t iova, uint64_t len, unsigned access)
+{
+    /* IBTA 10.6.7: a window's STag is an R_Key only; it names no local memory. */
+    if (!(access & REMOTE_RIGHTS) || (access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        qrdma_guest_error(core, "STag 0x%08x: a window is for remote access only (rights "
+                          "0x%x asked)", stag, access);
+        return QRDMA_MR_ERR_ACCESS;
+    }
+    if (mw->pd != pd) {
+        qrdma_guest_error(core, "STag 0x%08x: window %u is in PD %u, the access from PD %u",
+                          stag, stag_index(stag), mw->pd, pd);
+        return QRDMA_MR_ERR_PD;
+    }
+    /* Type 2B (IBTA 10.6.7): the QP the window is bound to, and no other. */
+    if (mw->mw_type == QRDMA_MW_TYPE_2 && mw->mw_qp != qp_id) {
+        qrdma_guest_error(core, "STag 0x%08x: window %u is bound to QP %u, the access is from "
+                          "QP %d", stag, stag_index(stag), mw->mw_qp,
+                          qp_id == QRDMA_MR_NO_QP ? -1 : (int)qp_id);
+        return QRDMA_MR_ERR_QP;
+    }
+    if (iova < mw->iova || iova - mw->iova > mw->length ||
+        len > mw->length - (iova - mw->iova)) {
+        qrdma_guest_error(core, "STag 0x%08x: 0x%" PRIx64 " bytes at 0x%" PRIx64 " are not "
+                          "inside window 0x%" PRIx64 "..+0x%" PRIx64, stag, len, iova, mw->iova,
+                          mw->length);
+        return QRDMA_MR_ERR_BOUNDS;
+    }
+    if (access & ~(unsigned)mw->access) {
+        qrdma_guest_error(core, "STag 0x%08x: the access needs rights 0x%x, window %u grants "
+                          "0x%x", stag, access, stag_index(stag), mw->access);
+        return QRDMA_MR_ERR_ACCESS;
+    }
+    return 0;
+}
+
 int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                        uint64_t len, unsigned access, struct qrdma_mr_walk *walk)
+{
+    return qrdma_mr_translate_qp(core, stag, pd, QRDMA_MR_NO_QP, iova, len, access, walk);
+}
+
+int qrdma_mr_translate_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                          uint64_t iova, uint64_t len, unsigned access,
+                          struct qrdma_mr_walk *walk)
 {
     uint32_t index = stag_index(stag);
     const struct qrdma_mr *mr;
     uint64_t off;
+    int err;
 
     if (!core->hmc.committed || index >= core->hmc.count[QRDMA_HMC_MR]) {
         qrdma_guest_error(core, "STag 0x%08x: MR index %u is beyond the %u committed", stag,
@@ -592,13 +754,29 @@ int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint
     mr = &core->obj.mr[index];
     if (mr->state != QRDMA_MR_STATE_VALID) {
         qrdma_guest_error(core, "STag 0x%08x: MR %u is %s", stag, index,
-                          mr->state == QRDMA_MR_STATE_NONE ? "not registered"
-                                                           : "not valid (fast-register MR)");
+                          mr->state == QRDMA_MR_STATE_NONE ? "not registered" :
+                          mr->type == QRDMA_MR_TYPE_MW ? "an unbound window"
+                                                       : "not valid (fast-register MR)");
         return QRDMA_MR_ERR_INVALID;
     }
     if (mr->key != stag_key(stag)) {
         qrdma_guest_error(core, "STag 0x%08x: MR %u has key 0x%02x", stag, index, mr->key);
         return QRDMA_MR_ERR_KEY;
+    }
+    if (mr->type == QRDMA_MR_TYPE_MW) {
+        const struct qrdma_mr *parent;
+
+        err = mw_check(core, mr, stag, pd, qp_id, iova, len, access);
+        if (err) {
+            return err;
+        }
+        /* The bind held the MR (mw_bound): it is there, VALID, with this key. */
+        parent = &core->obj.mr[stag_index(mr->mw_mr)];
+        off = iova - parent->iova + parent->fbo;
+        walk->stag = mr->mw_mr;
+        walk->pos = off;
+        walk->left = len;
+        return 0;
     }
     if (mr->pd != pd) {
         qrdma_guest_error(core, "STag 0x%08x: MR %u is in PD %u, the access from PD %u", stag,
@@ -726,14 +904,15 @@ int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint
     return mr_walk_step(core, walk, gpa, len, true);
 }
 
-static int mr_copy(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
-                   uint8_t *buf, const uint8_t *src, uint64_t len, unsigned access)
+static int mr_copy(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                   uint64_t iova, uint8_t *buf, const uint8_t *src, uint64_t len,
+                   unsigned access)
 {
     struct qrdma_mr_walk walk;
     uint64_t gpa, n, done = 0;
     int err;
 
-    err = qrdma_mr_translate(core, stag, pd, iova, len, access, &walk);
+    err = qrdma_mr_translate_qp(core, stag, pd, qp_id, iova, len, access, &walk);
     while (!err && walk.left) {
         err = mr_walk_step(core, &walk, &gpa, &n, false);
         if (err) {
@@ -753,11 +932,181 @@ static int mr_copy(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t
 int qrdma_mr_read(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                   void *buf, uint64_t len, unsigned access)
 {
-    return mr_copy(core, stag, pd, iova, buf, NULL, len, access);
+    return mr_copy(core, stag, pd, QRDMA_MR_NO_QP, iova, buf, NULL, len, access);
 }
 
 int qrdma_mr_write(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
                    const void *buf, uint64_t len, unsigned access)
 {
-    return mr_copy(core, stag, pd, iova, NULL, buf, len, access);
+    return mr_copy(core, stag, pd, QRDMA_MR_NO_QP, iova, NULL, buf, len, access);
+}
+
+int qrdma_mr_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                     uint64_t iova, void *buf, uint64_t len, unsigned access)
+{
+    return mr_copy(core, stag, pd, qp_id, iova, buf, NULL, len, access);
+}
+
+int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                      uint64_t iova, const void *buf, uint64_t len, unsigned access)
+{
+    return mr_copy(core, stag, pd, qp_id, iova, NULL, buf, len, access);
+}
+
+/* ---- windows: bind and invalidate, in SQ order ------------------------------------ */
+
+/*
+ * BIND_MW (section 18.4). The checks, in the order rxe and the IBTA rules
+ * C10-72..C10-75 and o10-36.2, o10-37.2 give them; nothing changes until
+ * all pass.
+ */
+int qrdma_mw_bind(struct qrdma_core *core, uint32_t pd, uint32_t qp_id,
+                  const struct qrdma_mw_bind *b)
+{
+    static const char cmd[] = "BIND_MW WQE";
+    uint32_t index = stag_index(b->mw_stag), mr_index = stag_index(b->mr_stag);
+    struct qrdma_mr *mw, *mr = NULL;
+
+    if (!core->obj.mr || index >= core->hmc.count[QRDMA_HMC_MR]) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: no such window", cmd, b->mw_stag);
+        return -1;
+    }
+    mw = &core->obj.mr[index];
+    if (mw->type != QRDMA_MR_TYPE_MW || mw->state == QRDMA_MR_STATE_NONE ||
+        mw->key != stag_key(b->mw_stag)) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: not a window with that key", cmd, b->mw_stag);
+        return -1;
+    }
+    if (stag_index(b->new_stag) != index) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: the new STag 0x%08x names another index",
+                          cmd, b->mw_stag, b->new_stag);
+        return -1;
+    }
+    /* C10-72: the QP and the window share a PD. */
+    if (mw->pd != pd) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: window of PD %u bound from a QP of PD %u",
+                          cmd, b->mw_stag, mw->pd, pd);
+        return -1;
+    }
+    /* o10-37.2.30: a type 2 window is bound once, then invalidated before the next bind. */
+    if (mw->mw_type == QRDMA_MW_TYPE_2 && mw->state != QRDMA_MR_STATE_FREE) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: type 2 window is bound already", cmd,
+                          b->mw_stag);
+        return -1;
+    }
+    if (b->access & ~(REMOTE_RIGHTS | QRDMA_ACCESS_LOCAL_WRITE)) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: ACCESS 0x%x (zero-based windows are not "
+                          "supported)", cmd, b->mw_stag, b->access);
+        return -1;
+    }
+    if (!b->length) {
+        /* o10-37.2.40: a type 2 window is not unbound by binding; type 1 is. */
+        if (mw->mw_type == QRDMA_MW_TYPE_2) {
+            qrdma_guest_error(core, "%s: STag 0x%08x: type 2 window with LENGTH 0", cmd,
+                              b->mw_stag);
+            return -1;
+        }
+        mw_unbind(core, mw);
+        mw->key = stag_key(b->new_stag);
+        mr_ctx_update(core, index, cmd);
+        return 0;
+    }
+    if (mr_index < core->hmc.count[QRDMA_HMC_MR]) {
+        mr = &core->obj.mr[mr_index];
+    }
+    if (!mr || mr->state != QRDMA_MR_STATE_VALID || mr->key != stag_key(b->mr_stag) ||
+        mr->type != QRDMA_MR_TYPE_MEM) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: MR STag 0x%08x names no valid registered MR",
+                          cmd, b->mw_stag, b->mr_stag);
+        return -1;
+    }
+    if (mr->pd != pd) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: MR 0x%08x is in PD %u, the QP in PD %u", cmd,
+                          b->mw_stag, b->mr_stag, mr->pd, pd);
+        return -1;
+    }
+    /* C10-73 */
+    if (!(mr->access & QRDMA_ACCESS_MW_BIND)) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: MR 0x%08x lacks MW_BIND access", cmd,
+                          b->mw_stag, b->mr_stag);
+        return -1;
+    }
+    if (mr->access & QRDMA_ACCESS_ZERO_BASED) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: MR 0x%08x is zero-based", cmd, b->mw_stag,
+                          b->mr_stag);
+        return -1;
+    }
+    /* C10-74: a peer may write only where the owner may. */
+    if ((b->access & (QRDMA_ACCESS_REMOTE_WRITE | QRDMA_ACCESS_REMOTE_ATOMIC)) &&
+        !(mr->access & QRDMA_ACCESS_LOCAL_WRITE)) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: remote write or atomic through a window on "
+                          "MR 0x%08x, which lacks LOCAL_WRITE", cmd, b->mw_stag, b->mr_stag);
+        return -1;
+    }
+    /* C10-75: the window lies inside the MR. */
+    if (b->addr < mr->iova || b->addr - mr->iova > mr->length ||
+        b->length > mr->length - (b->addr - mr->iova)) {
+        qrdma_guest_error(core, "%s: STag 0x%08x: 0x%" PRIx64 " bytes at 0x%" PRIx64 " are not "
+                          "inside MR 0x%" PRIx64 "..+0x%" PRIx64, cmd, b->mw_stag, b->length,
+                          b->addr, mr->iova, mr->length);
+        return -1;
+    }
+    mw_unbind(core, mw);        /* a type 1 window may be bound again at once */
+    mw->state = QRDMA_MR_STATE_VALID;
+    mw->key = stag_key(b->new_stag);
+    mw->iova = b->addr;
+    mw->length = b->length;
+    mw->access = (uint8_t)(b->access & REMOTE_RIGHTS);
+    mw->mw_mr = b->mr_stag;
+    mw->mw_qp = qp_id;
+    mr->mw_bound++;
+    mr_ctx_update(core, mr_index, cmd);
+    mr_ctx_update(core, index, cmd);
+    return 0;
+}
+
+int qrdma_mr_invalidate(struct qrdma_core *core, uint32_t pd, uint32_t stag)
+{
+    uint32_t index = stag_index(stag);
+    struct qrdma_mr *mr;
+
+    if (!core->obj.mr || index >= core->hmc.count[QRDMA_HMC_MR]) {
+        qrdma_guest_error(core, "invalidate of STag 0x%08x: no such MR", stag);
+        return -1;
+    }
+    mr = &core->obj.mr[index];
+    if (mr->state != QRDMA_MR_STATE_VALID || mr->key != stag_key(stag) || mr->pd != pd) {
+        qrdma_guest_error(core, "invalidate of STag 0x%08x: nothing valid of PD %u with that "
+                          "key (already invalid?)", stag, pd);
+        return -1;
+    }
+    if (mr->type == QRDMA_MR_TYPE_MW && mr->mw_type == QRDMA_MW_TYPE_2) {
+        mw_unbind(core, mr);
+        mr_ctx_update(core, index, "invalidate");
+        return 0;
+    }
+    /* o10-36.2: a type 1 window is not invalidated, only bound again with LENGTH 0. */
+    if (mr->type != QRDMA_MR_TYPE_FAST_REG) {
+        qrdma_guest_error(core, "invalidate of STag 0x%08x: not a fast-register MR or a type 2 "
+                          "window", stag);
+        return -1;
+    }
+    mr->state = QRDMA_MR_STATE_FREE;
+    return 0;
+}
+
+void qrdma_mw_qp_gone(struct qrdma_core *core, uint32_t qp_id)
+{
+    uint32_t i;
+
+    /* The table has hmc.count[MR] entries: a bounded walk, on DESTROY_QP only. */
+    for (i = 0; core->obj.mr && i < core->hmc.count[QRDMA_HMC_MR]; i++) {
+        struct qrdma_mr *mw = &core->obj.mr[i];
+
+        if (mw->type == QRDMA_MR_TYPE_MW && mw->mw_type == QRDMA_MW_TYPE_2 &&
+            mw->state == QRDMA_MR_STATE_VALID && mw->mw_qp == qp_id) {
+            mw_unbind(core, mw);
+            mr_ctx_update(core, i, "DESTROY_QP");
+        }
+    }
 }

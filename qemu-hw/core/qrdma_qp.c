@@ -806,6 +806,7 @@ struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *
         core->obj.srq[qp->srq].refs--;
     }
     qrdma_dp_qp_destroy(core, id);
+    qrdma_mw_qp_gone(core, id);
     memset(qp, 0, sizeof(*qp));
     qrdma_obj_count_dec(core, QRDMA_HMC_QP);
     return cqp_ok;

@@ -397,7 +397,8 @@ static int cb_sge_write(void *o, struct qsw_qp *qp, const struct qsw_sge *sge, u
     return sge_io(o, qp, sge, nsge, off, (uint8_t *)src, len, true);
 }
 
-static int cb_rkey_check(void *o, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
+static int cb_rkey_check(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                         uint64_t va, uint64_t len,
                          uint32_t access)
 {
     struct fz_node *n = o;
@@ -432,7 +433,8 @@ static void approved(struct fz_node *n, uint32_t pd, uint32_t rkey, uint64_t va,
         n->idx, what, (unsigned long long)len, (unsigned long long)va, rkey);
 }
 
-static int cb_rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *dst, uint32_t len)
+static int cb_rkey_read(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                        uint64_t va, void *dst, uint32_t len)
 {
     struct fz_node *n = o;
     uint8_t *p;
@@ -446,7 +448,8 @@ static int cb_rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *
     return 0;
 }
 
-static int cb_rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
+static int cb_rkey_write(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                         uint64_t va, const void *src,
                          uint32_t len)
 {
     struct fz_node *n = o;
@@ -461,7 +464,8 @@ static int cb_rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const
     return 0;
 }
 
-static int cb_rkey_atomic(void *o, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+static int cb_rkey_atomic(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                          uint64_t va, enum qsw_atomic_op op,
                           uint64_t compare_add, uint64_t swap, uint64_t *orig)
 {
     struct fz_node *n = o;
@@ -684,7 +688,7 @@ static uint64_t cb_now(void *o)
     return fz.now;
 }
 
-static int cb_invalidate(void *o, uint32_t pd, uint32_t key)
+static int cb_invalidate(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t key)
 {
     struct fz_mr *mr = mr_find(o, key, pd);
 

@@ -84,13 +84,15 @@ static int op_sge_write(void *o, struct qsw_qp *qp, const struct qsw_sge *sge, u
     return sge_walk(o, qp, sge, nsge, off, (uint8_t *)src, len, true);
 }
 
-static int op_rkey_check(void *o, uint32_t pd, uint32_t rkey, uint64_t va, uint64_t len,
+static int op_rkey_check(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                         uint64_t va, uint64_t len,
                          uint32_t access)
 {
     return mr_ptr(o, rkey, pd, va, len, access) ? 0 : -QSW_EACCES;
 }
 
-static int op_rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *dst, uint32_t len)
+static int op_rkey_read(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                        uint64_t va, void *dst, uint32_t len)
 {
     uint8_t *p = mr_ptr(o, rkey, pd, va, len, QSW_ACCESS_REMOTE_READ);
 
@@ -101,7 +103,8 @@ static int op_rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *
     return 0;
 }
 
-static int op_rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
+static int op_rkey_write(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                         uint64_t va, const void *src,
                          uint32_t len)
 {
     uint8_t *p = mr_ptr(o, rkey, pd, va, len, QSW_ACCESS_REMOTE_WRITE);
@@ -113,7 +116,8 @@ static int op_rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const
     return 0;
 }
 
-static int op_rkey_atomic(void *o, uint32_t pd, uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+static int op_rkey_atomic(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey,
+                          uint64_t va, enum qsw_atomic_op op,
                           uint64_t compare_add, uint64_t swap, uint64_t *orig)
 {
     struct tb_node *n = o;
@@ -203,7 +207,7 @@ static uint64_t op_now(void *o)
     return n->tb->now;
 }
 
-static int op_invalidate(void *o, uint32_t pd, uint32_t key)
+static int op_invalidate(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t key)
 {
     struct tb_mr *mr = mr_find(o, key, pd);
 

@@ -25,6 +25,8 @@ int unit_failures;
 
 #define FAKE_MAX_WR 16
 #define FAKE_MAX_MR 8
+/* The QP ID the memory callbacks are called with: an MR, unlike a type 2 window, ignores it. */
+#define QP_ANY 0
 
 struct fake_qp {
     bool live;
@@ -484,22 +486,22 @@ static void test_memory_callbacks(void)
     uint8_t buf[5];
 
     fake_setup();
-    CHECK_EQ(fk.cb.mr_write(fk.opaque, PD, MR_STAG, IOVA + 0x100, hello, 5,
+    CHECK_EQ(fk.cb.mr_write(fk.opaque, PD, QP_ANY, MR_STAG, IOVA + 0x100, hello, 5,
                             QRDMA_BE_ACCESS_LOCAL_WRITE), 0);
     CHECK(!memcmp(dbuf(SA, 0x100), hello, 5));
-    CHECK_EQ(fk.cb.mr_read(fk.opaque, PD, MR_STAG, IOVA + 0x100, buf, 5, 0), 0);
+    CHECK_EQ(fk.cb.mr_read(fk.opaque, PD, QP_ANY, MR_STAG, IOVA + 0x100, buf, 5, 0), 0);
     CHECK(!memcmp(buf, hello, 5));
-    CHECK_EQ(fk.cb.mr_check(fk.opaque, PD, MR_STAG, IOVA, DATA_LEN,
+    CHECK_EQ(fk.cb.mr_check(fk.opaque, PD, QP_ANY, MR_STAG, IOVA, DATA_LEN,
                             QRDMA_BE_ACCESS_REMOTE_READ), 0);
     /* Another PD, a range beyond the MR: refused. */
-    CHECK_EQ(fk.cb.mr_read(fk.opaque, PD + 1, MR_STAG, IOVA + 0x100, buf, 5, 0), -EACCES);
-    CHECK_EQ(fk.cb.mr_check(fk.opaque, PD, MR_STAG, IOVA + DATA_LEN - 4, 8,
+    CHECK_EQ(fk.cb.mr_read(fk.opaque, PD + 1, QP_ANY, MR_STAG, IOVA + 0x100, buf, 5, 0), -EACCES);
+    CHECK_EQ(fk.cb.mr_check(fk.opaque, PD, QP_ANY, MR_STAG, IOVA + DATA_LEN - 4, 8,
                             QRDMA_BE_ACCESS_REMOTE_READ), -EACCES);
     CHECK(logged(SA, "PD"));
     log_clear(SA);
     /* An 8-byte fetch-and-add. */
     w64(SA, DATA + 0x200, 40);
-    CHECK_EQ(fk.cb.mr_atomic(fk.opaque, PD, MR_STAG, IOVA + 0x200, QRDMA_BE_ATOMIC_FETCH_ADD, 2,
+    CHECK_EQ(fk.cb.mr_atomic(fk.opaque, PD, QP_ANY, MR_STAG, IOVA + 0x200, QRDMA_BE_ATOMIC_FETCH_ADD, 2,
                              0, &orig), 0);
     CHECK_EQ(orig, 40);
     CHECK_EQ(r64(SA, DATA + 0x200), 42);

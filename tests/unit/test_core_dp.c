@@ -846,7 +846,7 @@ static void test_bad_opcode(void)
 static void test_bad_wqe_order(void)
 {
     struct wqe ok = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
-    struct wqe bad = { .op = 0x0a, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
+    struct wqe bad = { .op = 0x0b, .nsge = 1, .sge = { { 0x5000, 100, 0 } } };
 
     rc_pair();
     post_recv(SB, QPN, 0x9000, 256);

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Guest-side check of memory windows (interface 0.7) on one qrdma device:
+ * an owner QP and a peer QP of this device, connected through its own GID
+ * (the device delivers RoCEv2 frames addressed to itself). The owner
+ * binds windows on an MR with MW_BIND; the peer WRITEs, READs and does an
+ * atomic through the window's rkey (bytes compared); LOCAL_INV ends the
+ * window and the peer is refused (REM_ACCESS_ERR, nothing written). Bad
+ * binds (beyond the MR, an MR without MW_BIND, remote write on an MR
+ * without LOCAL_WRITE, a window of another PD) complete with MW_BIND_ERR
+ * and put the QP in ERR; invalidating twice is LOC_QP_OP_ERR. Type 1:
+ * ibv_bind_mw, then access. An MR with a bound window: dereg is EBUSY.
+ * The helpers are those of qrdma-datapath.c.
+ *
+ * Prints TAP lines and exits non-zero if any check failed.
+ * usage: qrdma-mw [--dev NAME]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define BUF_SIZE 65536
+#define QKEY 0x11111111u
+#define WIN_OFF 0x4000		/* the window: BUF_SIZE/2 + WIN_OFF, WIN_LEN bytes */
+#define WIN_LEN 0x2000
+#define SENTINEL 0xcc
+
+static int checks, failures;
+
+static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	checks++;
+	if (!cond)
+		failures++;
+	printf("%sok %d - ", cond ? "" : "not ", checks);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+	int gid_index;
+	char *buf;		/* BUF_SIZE, registered with every access right */
+	struct ibv_mr *mr;
+};
+
+static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type, struct ibv_cq *scq,
+			      struct ibv_cq *rcq, struct ibv_srq *srq, uint32_t wr,
+			      uint64_t send_ops)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = type,
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.srq = srq,
+		.cap = { .max_send_wr = wr, .max_recv_wr = srq ? 0 : wr, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = e->pd,
+	};
+
+	if (send_ops) {
+		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		a.send_ops_flags = send_ops;
+	}
+	return ibv_create_qp_ex(e->ctx, &a);
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+		.qkey = QKEY,
+	};
+
+	if (qp->qp_type == IBV_QPT_UD)
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_QKEY);
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+}
+
+/* Reads and atomics in flight that to_rts() asks for, both directions. */
+static uint8_t rd_atom = 4;
+
+static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest_qpn,
+		.rq_psn = 0,
+		.max_dest_rd_atomic = rd_atom,
+		.min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
+	};
+	int ret;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+		if (ret)
+			return ret;
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = rd_atom;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Polls until @n completions arrived or 5 s passed; returns how many. */
+static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	double end = now() + 5;
+	int got = 0, r;
+
+	while (got < n && now() < end) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return -1;
+		got += r;
+		if (!r)
+			usleep(100);
+	}
+	return got;
+}
+
+static bool open_env(struct env *e, const char *name)
+{
+	struct ibv_device **list;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			e->ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	check(e->ctx != NULL, "open %s", name);
+	if (!e->ctx || ibv_query_port(e->ctx, 1, &e->port))
+		return false;
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->buf = aligned_alloc(4096, BUF_SIZE);
+	if (!e->pd || !e->buf)
+		return false;
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	check(e->mr != NULL, "register %d bytes: %s", BUF_SIZE, e->mr ? "ok" : strerror(errno));
+
+	/* The port's first GID in use, preferring an IPv4-mapped one (RoCEv2). */
+	e->gid_index = -1;
+	for (i = 0; i < e->port.gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(e->ctx, 1, i, &g))
+			continue;
+		if (!g.global.subnet_prefix && !g.global.interface_id)
+			continue;
+		if (e->gid_index < 0 || (!g.global.subnet_prefix && g.raw[10] == 0xff)) {
+			e->gid = g;
+			e->gid_index = i;
+		}
+	}
+	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
+	return e->gid_index >= 0;
+}
+
+
+/* A connected pair on fresh CQs: the peer (a) and the owner (b). */
+struct pair {
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b;
+};
+
+static bool pair_up(struct env *e, struct pair *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->cqa = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	p->cqb = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
+	if (!p->cqa || !p->cqb)
+		return false;
+	p->a = make_qp(e, IBV_QPT_RC, p->cqa, p->cqa, NULL, 32, 0);
+	p->b = make_qp(e, IBV_QPT_RC, p->cqb, p->cqb, NULL, 32,
+		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND);
+	if (!p->a || !p->b)
+		return false;
+	return !to_init(p->a) && !to_init(p->b) && !to_rts(e, p->a, p->b->qp_num) &&
+	       !to_rts(e, p->b, p->a->qp_num);
+}
+
+static void pair_down(struct pair *p)
+{
+	if (p->a)
+		ibv_destroy_qp(p->a);
+	if (p->b)
+		ibv_destroy_qp(p->b);
+	if (p->cqa)
+		ibv_destroy_cq(p->cqa);
+	if (p->cqb)
+		ibv_destroy_cq(p->cqb);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) ? (enum ibv_qp_state)-1 : a.qp_state;
+}
+
+/* BIND_MW through ibv_post_send; returns the completion's status (-1: none). */
+static int bind(struct pair *p, struct ibv_mw *mw, uint32_t new_rkey, struct ibv_mr *mr,
+		uint64_t addr, uint64_t len, unsigned int access)
+{
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = new_rkey;
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = addr;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = access;
+	if (ibv_post_send(p->b, &wr, &bad))
+		return -2;
+	if (wait_wc(p->cqb, 1, &wc) != 1)
+		return -1;
+	return wc.opcode == IBV_WC_BIND_MW || wc.status ? (int)wc.status : -3;
+}
+
+/* One RDMA op from the peer through @rkey at @raddr; the completion's status. */
+static int peer_op(struct env *e, struct pair *p, enum ibv_wr_opcode op, uint32_t rkey,
+		   uint64_t raddr, size_t loff, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf + loff, len, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 5;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	if (ibv_post_send(p->a, &wr, &bad))
+		return -2;
+	if (wait_wc(p->cqa, 1, &wc) != 1)
+		return -1;
+	return wc.status;
+}
+
+static int local_inv(struct pair *p, uint32_t rkey)
+{
+	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_LOCAL_INV,
+				  .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(p->b, &wr, &bad))
+		return -2;
+	if (wait_wc(p->cqb, 1, &wc) != 1)
+		return -1;
+	return wc.status;
+}
+
+static bool all_sentinel(const char *b, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((uint8_t)b[i] != SENTINEL)
+			return false;
+	return true;
+}
+
+static void type2_checks(struct env *e, struct ibv_mr *mr)
+{
+	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
+	uint64_t waddr = (uintptr_t)win;
+	struct ibv_mw *mw;
+	struct pair p;
+	uint32_t rkey;
+	int st;
+
+	if (!pair_up(e, &p)) {
+		check(false, "type 2: a connected pair");
+		pair_down(&p);
+		return;
+	}
+	mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+	check(mw != NULL, "ibv_alloc_mw(TYPE_2): %s", mw ? "ok" : strerror(errno));
+	if (!mw)
+		goto out;
+	memset(e->buf + BUF_SIZE / 2, SENTINEL, BUF_SIZE / 2);
+	rkey = ibv_inc_rkey(mw->rkey);
+	st = bind(&p, mw, rkey, mr, waddr, WIN_LEN,
+		  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	check(st == IBV_WC_SUCCESS, "type 2 bind through ibv_post_send: status %d", st);
+	mw->rkey = rkey;
+
+	for (int i = 0; i < WIN_LEN; i++)
+		e->buf[i] = (char)(i * 7 + 3);
+	st = peer_op(e, &p, IBV_WR_RDMA_WRITE, rkey, waddr, 0, WIN_LEN);
+	check(st == IBV_WC_SUCCESS && !memcmp(win, e->buf, WIN_LEN) &&
+	      all_sentinel(e->buf + BUF_SIZE / 2, WIN_OFF) &&
+	      all_sentinel(win + WIN_LEN, BUF_SIZE / 2 - WIN_OFF - WIN_LEN),
+	      "peer WRITE of %d bytes through the window: status %d, bytes %s", WIN_LEN, st,
+	      !memcmp(win, e->buf, WIN_LEN) ? "equal" : "differ");
+	memset(e->buf + 0x3000, 0, 1024);
+	st = peer_op(e, &p, IBV_WR_RDMA_READ, rkey, waddr + 0x100, 0x3000, 1024);
+	check(st == IBV_WC_SUCCESS && !memcmp(e->buf + 0x3000, win + 0x100, 1024),
+	      "peer READ through the window: status %d", st);
+	memcpy(win + 0x800, &(uint64_t){ 100 }, 8);
+	st = peer_op(e, &p, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, waddr + 0x800, 0x3800, 8);
+	check(st == IBV_WC_SUCCESS && *(uint64_t *)(win + 0x800) == 105 &&
+	      *(uint64_t *)(e->buf + 0x3800) == 100, "peer fetch-and-add through the window: %d",
+	      st);
+	/* An MR with a bound window cannot be deregistered. */
+	errno = 0;
+	st = ibv_dereg_mr(mr);
+	check(st == EBUSY, "dereg of an MR with a bound window: %s", strerror(st));
+
+	st = local_inv(&p, rkey);
+	check(st == IBV_WC_SUCCESS, "LOCAL_INV of the window: status %d", st);
+	memset(win, SENTINEL, WIN_LEN);
+	st = peer_op(e, &p, IBV_WR_RDMA_WRITE, rkey, waddr, 0, 64);
+	check(st == IBV_WC_REM_ACCESS_ERR && all_sentinel(e->buf + BUF_SIZE / 2, BUF_SIZE / 2),
+	      "peer WRITE after the invalidation: REM_ACCESS_ERR (%d), nothing written", st);
+	check(qp_state(p.a) == IBV_QPS_ERR, "the peer's QP is in ERR");
+	check(ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
+out:
+	pair_down(&p);
+}
+
+/* Invalidating a window twice: LOC_QP_OP_ERR, the QP in ERR. */
+static void inv_twice_checks(struct env *e, struct ibv_mr *mr)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+	struct pair p;
+	uint32_t rkey;
+	int st1, st2, st3;
+
+	if (!mw || !pair_up(e, &p)) {
+		check(false, "invalidate twice: set-up");
+		return;
+	}
+	rkey = ibv_inc_rkey(mw->rkey);
+	st1 = bind(&p, mw, rkey, mr, (uintptr_t)e->buf + BUF_SIZE / 2, 64,
+		   IBV_ACCESS_REMOTE_READ);
+	st2 = local_inv(&p, rkey);
+	st3 = local_inv(&p, rkey);
+	check(st1 == IBV_WC_SUCCESS && st2 == IBV_WC_SUCCESS && st3 == IBV_WC_LOC_QP_OP_ERR &&
+	      qp_state(p.b) == IBV_QPS_ERR,
+	      "invalidate twice: bind %d, first %d, second %d (LOC_QP_OP_ERR), QP in ERR", st1,
+	      st2, st3);
+	pair_down(&p);
+	ibv_dealloc_mw(mw);
+}
+
+/* Binds the IB rules forbid: MW_BIND_ERR, the QP in ERR, nothing bound. */
+static void bad_bind_checks(struct env *e, struct ibv_mr *mr)
+{
+	const uint64_t base = (uintptr_t)e->buf + BUF_SIZE / 2;
+	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
+	struct ibv_mr *nolw = ibv_reg_mr(e->pd, e->buf + BUF_SIZE / 2, BUF_SIZE / 2,
+					 IBV_ACCESS_MW_BIND);
+	const struct {
+		const char *what;
+		struct ibv_mr *mr;
+		bool other_pd;
+		uint64_t addr, len;
+		unsigned int access;
+	} cases[] = {
+		{ "beyond the MR", mr, false, base + BUF_SIZE / 2 - 64, 128, IBV_ACCESS_REMOTE_READ },
+		{ "an MR without MW_BIND", e->mr, false, base, 64, IBV_ACCESS_REMOTE_READ },
+		{ "remote write on an MR without LOCAL_WRITE", nolw, false, base, 64,
+		  IBV_ACCESS_REMOTE_WRITE },
+		{ "a window of another PD", mr, true, base, 64, IBV_ACCESS_REMOTE_READ },
+	};
+	unsigned int c;
+
+	check(nolw != NULL && pd2 != NULL, "an MR with MW_BIND only, a second PD");
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct ibv_mw *mw;
+		struct pair p;
+		int st;
+
+		if (!cases[c].mr || !pd2)
+			break;
+		mw = ibv_alloc_mw(cases[c].other_pd ? pd2 : e->pd, IBV_MW_TYPE_2);
+		if (!mw || !pair_up(e, &p)) {
+			check(false, "bad bind %s: set-up", cases[c].what);
+			continue;
+		}
+		st = bind(&p, mw, ibv_inc_rkey(mw->rkey), cases[c].mr, cases[c].addr, cases[c].len,
+			  cases[c].access);
+		check(st == IBV_WC_MW_BIND_ERR && qp_state(p.b) == IBV_QPS_ERR,
+		      "bind %s: MW_BIND_ERR (%d), QP in ERR", cases[c].what, st);
+		pair_down(&p);
+		check(ibv_dealloc_mw(mw) == 0, "dealloc the window of case %u", c);
+	}
+	if (nolw)
+		ibv_dereg_mr(nolw);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+}
+
+/* Type 1: ibv_bind_mw, access, then unbound by dealloc; the MR is free again. */
+static void type1_checks(struct env *e, struct ibv_mr *mr)
+{
+	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
+	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+	struct ibv_wc wc;
+	struct pair p;
+	int ret, st;
+
+	check(mw != NULL, "ibv_alloc_mw(TYPE_1): %s", mw ? "ok" : strerror(errno));
+	if (!mw || !pair_up(e, &p))
+		return;
+	b.bind_info.mr = mr;
+	b.bind_info.addr = (uintptr_t)win;
+	b.bind_info.length = 256;
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ret = ibv_bind_mw(p.b, mw, &b);
+	st = wait_wc(p.cqb, 1, &wc) == 1 ? (int)wc.status : -1;
+	check(!ret && st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+	      "ibv_bind_mw (type 1): %d, status %d", ret, st);
+	for (int i = 0; i < 256; i++)
+		e->buf[i] = (char)(i ^ 0x5a);
+	st = peer_op(e, &p, IBV_WR_RDMA_WRITE, mw->rkey, (uintptr_t)win, 0, 256);
+	check(st == IBV_WC_SUCCESS && !memcmp(win, e->buf, 256),
+	      "peer WRITE through the type 1 window: status %d", st);
+	pair_down(&p);
+	check(ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw (bound type 1)");
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = "qrdma0";
+	struct ibv_device_attr attr;
+	struct ibv_mr *mr = NULL;
+	struct env e = {};
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dev") && i + 1 < argc) {
+			dev = argv[++i];
+		} else {
+			fprintf(stderr, "usage: %s [--dev NAME]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (open_env(&e, dev) && e.mr && !ibv_query_device(e.ctx, &attr)) {
+		check((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+		      (attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && attr.max_mw > 0,
+		      "the device advertises memory windows (type 2B), max_mw %d", attr.max_mw);
+		/* The owner's MR: the upper half of the buffer, with MW_BIND. */
+		mr = ibv_reg_mr(e.pd, e.buf + BUF_SIZE / 2, BUF_SIZE / 2,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		check(mr != NULL, "register an MR with MW_BIND: %s", mr ? "ok" : strerror(errno));
+		if (mr) {
+			type2_checks(&e, mr);
+			inv_twice_checks(&e, mr);
+			bad_bind_checks(&e, mr);
+			type1_checks(&e, mr);
+			check(ibv_dereg_mr(mr) == 0, "dereg of the MR once its windows are gone");
+		}
+	}
+	if (e.mr)
+		ibv_dereg_mr(e.mr);
+	if (e.pd)
+		ibv_dealloc_pd(e.pd);
+	if (e.ctx)
+		ibv_close_device(e.ctx);
+	free(e.buf);
+	printf("1..%d\n# %d of %d checks failed\n", checks, failures, checks);
+	return failures ? 1 : 0;
+}
