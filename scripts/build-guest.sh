@@ -26,6 +26,9 @@ GUEST_PACKAGES=(
     rdma-core ibverbs-utils ibverbs-providers librdmacm1 libibverbs1 perftest
     rdmacm-utils python3 python3-pyverbs iproute2 kmod iputils-ping
     netcat-openbsd pciutils procps psmisc nvme-cli ethtool tcpdump tshark
+    # kernel consumers: NFS over RDMA, iSER (open-iscsi initiator; the LIO
+    # target is configured through configfs)
+    nfs-kernel-server nfs-common rpcbind open-iscsi
     linux-image-amd64
     # what building our module, provider and tests inside the root needs
     linux-headers-amd64 gcc make libc6-dev cmake ninja-build pkg-config
@@ -46,7 +49,7 @@ PACK_EXCLUDES=(
     './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
     './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
     './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
-    './usr/lib/modules/*/kernel/drivers/scsi' './usr/lib/modules/*/kernel/drivers/ata'
+    './usr/lib/modules/*/kernel/drivers/ata'
     './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
     './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
     './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
