@@ -95,22 +95,8 @@ sync_sources() {
     rsync -rc --delete "$QRDMA_TOP/include/" "$GUEST/work/include/"
     rsync -rc --delete "$QRDMA_TOP/guest-kernel/" "$GUEST/work/guest-kernel/"
     rsync -rc --delete "$QRDMA_TOP/tests/guest/" "$GUEST/work/tests-guest/"
-    if [ ! -d "$GUEST/work/rdma-core" ]; then
-        local tarball
-        tarball=$(fetch_orig "rdma-core/$GUEST_SUITE" "$RDMA_CORE_ORIG" "$RDMA_CORE_ORIG_SHA256")
-        mkdir -p "$GUEST/work/rdma-core.tmp"
-        tar -xzf "$tarball" -C "$GUEST/work/rdma-core.tmp" --strip-components=1
-        # Register the provider with rdma-core's build, as an in-tree one is.
-        sed -i 's|^add_subdirectory(providers/mlx5)$|&\nadd_subdirectory(providers/qrdma)|' \
-            "$GUEST/work/rdma-core.tmp/CMakeLists.txt"
-        grep -q 'providers/qrdma' "$GUEST/work/rdma-core.tmp/CMakeLists.txt" ||
-            die "could not hook providers/qrdma into rdma-core"
-        mv "$GUEST/work/rdma-core.tmp" "$GUEST/work/rdma-core"
-    fi
-    mkdir -p "$GUEST/work/rdma-core/providers/qrdma/include/qrdma"
-    rsync -rc --delete --exclude README.md --exclude include "$QRDMA_TOP/guest-provider/" \
-        "$GUEST/work/rdma-core/providers/qrdma/"
-    rsync -rc --delete "$QRDMA_TOP/include/qrdma/" "$GUEST/work/rdma-core/providers/qrdma/include/qrdma/"
+    [ -d "$GUEST/work/rdma-core" ] || unpack_rdma_core "$GUEST/work/rdma-core"
+    sync_provider "$GUEST/work/rdma-core"
 }
 
 build_module() {
