@@ -272,9 +272,9 @@ run_lintian() {
     local rc=0
     rm -rf "$WORK/lintian" && mkdir -p "$WORK/lintian"
     cp "$OUT/qrdma-dkms_${DEB_VERSION}_all.deb" "$OUT/libqrdma_${DEB_VERSION}_amd64.deb" "$WORK/lintian/"
-    chroot_run "$ROOT" "$WORK" sh -c 'lintian --fail-on error --display-info --tag-display-limit 0 /build/lintian/*.deb' ||
+    chroot_run "$ROOT" "$WORK" sh -c 'lintian --fail-on error --display-info --tag-display-limit 0 /build/lintian/*.deb' >&2 ||
         rc=1
-    lintian --fail-on error --display-info --tag-display-limit 0 "$OUT/qrdma-qemu_${QEMU_DEB_VERSION}_amd64.deb" ||
+    lintian --fail-on error --display-info --tag-display-limit 0 "$OUT/qrdma-qemu_${QEMU_DEB_VERSION}_amd64.deb" >&2 ||
         rc=1
     [ "$rc" -eq 0 ] || die "lintian found errors"
     log "lintian: no errors"

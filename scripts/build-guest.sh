@@ -31,27 +31,6 @@ GUEST_PACKAGES=(
     linux-headers-amd64 gcc make libc6-dev cmake ninja-build pkg-config
     libnl-3-dev libnl-route-3-dev libudev-dev libibverbs-dev librdmacm-dev
 )
-# Left out of the packed image: only the build needs them.
-PACK_EXCLUDES=(
-    ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
-    ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
-    ./var/lib/apt/lists ./build ./boot ./usr/share/cmake-* ./usr/bin/cmake ./usr/bin/ctest
-    ./usr/bin/cpack './usr/lib/x86_64-linux-gnu/*.a' './usr/lib/x86_64-linux-gnu/lib*san.so*'
-    './usr/lib/x86_64-linux-gnu/libgfortran*' './usr/bin/x86_64-linux-gnu-lto-dump*'
-    # kernel modules no guest test loads
-    './usr/lib/modules/*/kernel/drivers/gpu' './usr/lib/modules/*/kernel/drivers/media'
-    './usr/lib/modules/*/kernel/drivers/net/wireless' './usr/lib/modules/*/kernel/net/wireless'
-    './usr/lib/modules/*/kernel/net/mac80211' './usr/lib/modules/*/kernel/sound'
-    './usr/lib/modules/*/kernel/drivers/staging' './usr/lib/modules/*/kernel/drivers/bluetooth'
-    './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
-    './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
-    './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
-    './usr/lib/modules/*/kernel/drivers/scsi' './usr/lib/modules/*/kernel/drivers/ata'
-    './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
-    './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
-    './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
-    './usr/lib/modules/*/kernel/drivers/net/ethernet'
-)
 
 build_root() {
     local tmp="$GUEST/root.tmp" list
@@ -68,10 +47,7 @@ build_root() {
 }
 
 pack_base() {
-    local tmp="$GUEST/base.cpio.tmp" ex=() e
-    for e in "${PACK_EXCLUDES[@]}"; do ex+=(-path "$e" -prune -o); done
-    (cd "$ROOT" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$tmp"
-    mv "$tmp" "$GUEST/base.cpio"
+    pack_root "$ROOT" "$GUEST/base.cpio"
 }
 
 kernel_release() {
@@ -159,7 +135,7 @@ if [ "$(cat "$GUEST/root-key" 2>/dev/null)" != "$root_key" ] || [ ! -d "$ROOT/us
     stage guest-root build_root
     echo "$root_key" > "$GUEST/root-key"
 fi
-base_key="$root_key.$(printf '%s\n' "${PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
+base_key="$root_key.$(printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
 if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ]; then
     stage guest-pack-base pack_base
     echo "$base_key" > "$GUEST/base-key"

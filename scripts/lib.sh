@@ -127,3 +127,34 @@ copy_guest_root() {
     chroot "$dst" depmod "$kver"
     cp -L /etc/resolv.conf "$dst/etc/resolv.conf"
 }
+
+# Left out of a guest root packed as an initramfs: only builds need them.
+GUEST_PACK_EXCLUDES=(
+    ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
+    ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
+    ./var/lib/apt/lists ./build ./boot ./usr/share/cmake-* ./usr/bin/cmake ./usr/bin/ctest
+    ./usr/bin/cpack './usr/lib/x86_64-linux-gnu/*.a' './usr/lib/x86_64-linux-gnu/lib*san.so*'
+    './usr/lib/x86_64-linux-gnu/libgfortran*' './usr/bin/x86_64-linux-gnu-lto-dump*'
+    # kernel modules no guest test loads
+    './usr/lib/modules/*/kernel/drivers/gpu' './usr/lib/modules/*/kernel/drivers/media'
+    './usr/lib/modules/*/kernel/drivers/net/wireless' './usr/lib/modules/*/kernel/net/wireless'
+    './usr/lib/modules/*/kernel/net/mac80211' './usr/lib/modules/*/kernel/sound'
+    './usr/lib/modules/*/kernel/drivers/staging' './usr/lib/modules/*/kernel/drivers/bluetooth'
+    './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
+    './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
+    './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
+    './usr/lib/modules/*/kernel/drivers/scsi' './usr/lib/modules/*/kernel/drivers/ata'
+    './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
+    './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
+    './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
+    './usr/lib/modules/*/kernel/drivers/net/ethernet'
+)
+
+# pack_root ROOT FILE: the guest root ROOT as an uncompressed initramfs
+# (cpio newc) without GUEST_PACK_EXCLUDES.
+pack_root() {
+    local root=$1 file=$2 ex=() e
+    for e in "${GUEST_PACK_EXCLUDES[@]}"; do ex+=(-path "$e" -prune -o); done
+    (cd "$root" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$file.tmp"
+    mv "$file.tmp" "$file"
+}
