@@ -2,6 +2,8 @@
 #
 #   make check   everything a submission must pass: unit tests (plain and
 #                under ASan+UBSan), QEMU and guest builds, the VM tests
+#   make deb     Debian packages (qrdma-dkms, libqrdma for Debian 13 guests;
+#                qrdma-qemu for the host) in build/deb, checked by lintian
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
 #   make qtest   qtests of the QEMU glue (QEMU's own framework, no guest)
@@ -50,7 +52,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
 .PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
-	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest vm-check demo clean
+	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
 
@@ -208,6 +210,10 @@ qemu: setup
 
 guest: setup
 	@bash scripts/build-guest.sh >/dev/null
+
+# Debian packages from the cached QEMU and guest builds (scripts/build-deb.sh).
+deb: setup
+	@bash scripts/build-deb.sh $(CURDIR)/$(BUILD)/deb
 
 # The libqos node and qtests in tests/qtest/, built in the cached QEMU tree.
 qtest: setup

@@ -34,27 +34,6 @@ GUEST_PACKAGES=(
     linux-headers-amd64 gcc make libc6-dev cmake ninja-build pkg-config
     libnl-3-dev libnl-route-3-dev libudev-dev libibverbs-dev librdmacm-dev
 )
-# Left out of the packed image: only the build needs them.
-PACK_EXCLUDES=(
-    ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
-    ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
-    ./var/lib/apt/lists ./build ./boot ./usr/share/cmake-* ./usr/bin/cmake ./usr/bin/ctest
-    ./usr/bin/cpack './usr/lib/x86_64-linux-gnu/*.a' './usr/lib/x86_64-linux-gnu/lib*san.so*'
-    './usr/lib/x86_64-linux-gnu/libgfortran*' './usr/bin/x86_64-linux-gnu-lto-dump*'
-    # kernel modules no guest test loads
-    './usr/lib/modules/*/kernel/drivers/gpu' './usr/lib/modules/*/kernel/drivers/media'
-    './usr/lib/modules/*/kernel/drivers/net/wireless' './usr/lib/modules/*/kernel/net/wireless'
-    './usr/lib/modules/*/kernel/net/mac80211' './usr/lib/modules/*/kernel/sound'
-    './usr/lib/modules/*/kernel/drivers/staging' './usr/lib/modules/*/kernel/drivers/bluetooth'
-    './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
-    './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
-    './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
-    './usr/lib/modules/*/kernel/drivers/ata'
-    './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
-    './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
-    './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
-    './usr/lib/modules/*/kernel/drivers/net/ethernet'
-)
 
 build_root() {
     local tmp="$GUEST/root.tmp" list
@@ -71,10 +50,7 @@ build_root() {
 }
 
 pack_base() {
-    local tmp="$GUEST/base.cpio.tmp" ex=() e
-    for e in "${PACK_EXCLUDES[@]}"; do ex+=(-path "$e" -prune -o); done
-    (cd "$ROOT" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$tmp"
-    mv "$tmp" "$GUEST/base.cpio"
+    pack_root "$ROOT" "$GUEST/base.cpio"
 }
 
 kernel_release() {
@@ -98,22 +74,8 @@ sync_sources() {
     rsync -rc --delete "$QRDMA_TOP/include/" "$GUEST/work/include/"
     rsync -rc --delete "$QRDMA_TOP/guest-kernel/" "$GUEST/work/guest-kernel/"
     rsync -rc --delete "$QRDMA_TOP/tests/guest/" "$GUEST/work/tests-guest/"
-    if [ ! -d "$GUEST/work/rdma-core" ]; then
-        local tarball
-        tarball=$(fetch_orig "rdma-core/$GUEST_SUITE" "$RDMA_CORE_ORIG" "$RDMA_CORE_ORIG_SHA256")
-        mkdir -p "$GUEST/work/rdma-core.tmp"
-        tar -xzf "$tarball" -C "$GUEST/work/rdma-core.tmp" --strip-components=1
-        # Register the provider with rdma-core's build, as an in-tree one is.
-        sed -i 's|^add_subdirectory(providers/mlx5)$|&\nadd_subdirectory(providers/qrdma)|' \
-            "$GUEST/work/rdma-core.tmp/CMakeLists.txt"
-        grep -q 'providers/qrdma' "$GUEST/work/rdma-core.tmp/CMakeLists.txt" ||
-            die "could not hook providers/qrdma into rdma-core"
-        mv "$GUEST/work/rdma-core.tmp" "$GUEST/work/rdma-core"
-    fi
-    mkdir -p "$GUEST/work/rdma-core/providers/qrdma/include/qrdma"
-    rsync -rc --delete --exclude README.md --exclude include "$QRDMA_TOP/guest-provider/" \
-        "$GUEST/work/rdma-core/providers/qrdma/"
-    rsync -rc --delete "$QRDMA_TOP/include/qrdma/" "$GUEST/work/rdma-core/providers/qrdma/include/qrdma/"
+    [ -d "$GUEST/work/rdma-core" ] || unpack_rdma_core "$GUEST/work/rdma-core"
+    sync_provider "$GUEST/work/rdma-core"
 }
 
 build_module() {
@@ -176,7 +138,7 @@ if [ "$(cat "$GUEST/root-key" 2>/dev/null)" != "$root_key" ] || [ ! -d "$ROOT/us
     stage guest-root build_root
     echo "$root_key" > "$GUEST/root-key"
 fi
-base_key="$root_key.$(printf '%s\n' "${PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
+base_key="$root_key.$(printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
 if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ]; then
     stage guest-pack-base pack_base
     echo "$base_key" > "$GUEST/base-key"

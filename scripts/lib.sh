@@ -72,3 +72,89 @@ fetch_orig() {
     mv "$dir/$file.part" "$dir/$file"
     echo "$dir/$file"
 }
+
+# unpack_rdma_core DIR: the pinned rdma-core source in DIR (which must not
+# exist yet), with providers/qrdma registered in its build as an in-tree
+# provider is. The provider's sources are put there by sync_provider.
+unpack_rdma_core() {
+    local dir=$1 tarball
+    tarball=$(fetch_orig "rdma-core/$GUEST_SUITE" "$RDMA_CORE_ORIG" "$RDMA_CORE_ORIG_SHA256")
+    mkdir -p "$dir.tmp"
+    tar -xzf "$tarball" -C "$dir.tmp" --strip-components=1
+    sed -i 's|^add_subdirectory(providers/mlx5)$|&\nadd_subdirectory(providers/qrdma)|' \
+        "$dir.tmp/CMakeLists.txt"
+    grep -q 'providers/qrdma' "$dir.tmp/CMakeLists.txt" ||
+        die "could not hook providers/qrdma into rdma-core"
+    mv "$dir.tmp" "$dir"
+}
+
+# sync_provider DIR: guest-provider/ and the interface headers into the
+# rdma-core tree DIR (only changed files, so ninja rebuilds only those).
+sync_provider() {
+    local p="$1/providers/qrdma"
+    mkdir -p "$p/include/qrdma"
+    rsync -rc --delete --exclude README.md --exclude include "$QRDMA_TOP/guest-provider/" "$p/"
+    rsync -rc --delete "$QRDMA_TOP/include/qrdma/" "$p/include/qrdma/"
+}
+
+# chroot_run ROOT DIR CMD...: CMD inside the Debian root ROOT, with /proc
+# mounted and DIR bound at /build, in a clean environment; both are unmounted
+# again whatever CMD does.
+chroot_run() {
+    local root=$1 dir=$2 rc=0
+    shift 2
+    mkdir -p "$root/build"
+    mount -t proc proc "$root/proc"
+    mount --bind "$dir" "$root/build"
+    chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        DEBIAN_FRONTEND=noninteractive "$@" || rc=$?
+    umount "$root/build"
+    umount "$root/proc"
+    return "$rc"
+}
+
+# copy_guest_root SRC DST: a copy of the guest root SRC (scripts/build-guest.sh)
+# as it was before any of our parts went into it: build-guest.sh leaves only
+# qrdma.ko in SRC's extra/ (to compute modules.dep for the overlay), which
+# is left out and modules.dep recomputed without it. apt can use the copy
+# (the machine's resolv.conf, package lists fetched again).
+copy_guest_root() {
+    local src=$1 dst=$2 kver
+    rm -rf "$dst"
+    mkdir -p "$dst"
+    rsync -aH --exclude '/build/*' --exclude '/usr/lib/modules/*/extra/qrdma.ko' "$src/" "$dst/"
+    kver=$(basename "$(ls -d "$dst"/usr/lib/modules/*/ | head -n1)")
+    chroot "$dst" depmod "$kver"
+    cp -L /etc/resolv.conf "$dst/etc/resolv.conf"
+}
+
+# Left out of a guest root packed as an initramfs: only builds need them.
+GUEST_PACK_EXCLUDES=(
+    ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
+    ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
+    ./var/lib/apt/lists ./build ./boot ./usr/share/cmake-* ./usr/bin/cmake ./usr/bin/ctest
+    ./usr/bin/cpack './usr/lib/x86_64-linux-gnu/*.a' './usr/lib/x86_64-linux-gnu/lib*san.so*'
+    './usr/lib/x86_64-linux-gnu/libgfortran*' './usr/bin/x86_64-linux-gnu-lto-dump*'
+    # kernel modules no guest test loads
+    './usr/lib/modules/*/kernel/drivers/gpu' './usr/lib/modules/*/kernel/drivers/media'
+    './usr/lib/modules/*/kernel/drivers/net/wireless' './usr/lib/modules/*/kernel/net/wireless'
+    './usr/lib/modules/*/kernel/net/mac80211' './usr/lib/modules/*/kernel/sound'
+    './usr/lib/modules/*/kernel/drivers/staging' './usr/lib/modules/*/kernel/drivers/bluetooth'
+    './usr/lib/modules/*/kernel/net/bluetooth' './usr/lib/modules/*/kernel/drivers/iio'
+    './usr/lib/modules/*/kernel/drivers/usb' './usr/lib/modules/*/kernel/drivers/hid'
+    './usr/lib/modules/*/kernel/drivers/input' './usr/lib/modules/*/kernel/drivers/video'
+    './usr/lib/modules/*/kernel/drivers/ata'
+    './usr/lib/modules/*/kernel/drivers/md' './usr/lib/modules/*/kernel/drivers/mtd'
+    './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
+    './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
+    './usr/lib/modules/*/kernel/drivers/net/ethernet'
+)
+
+# pack_root ROOT FILE: the guest root ROOT as an uncompressed initramfs
+# (cpio newc) without GUEST_PACK_EXCLUDES.
+pack_root() {
+    local root=$1 file=$2 ex=() e
+    for e in "${GUEST_PACK_EXCLUDES[@]}"; do ex+=(-path "$e" -prune -o); done
+    (cd "$root" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$file.tmp"
+    mv "$file.tmp" "$file"
+}
