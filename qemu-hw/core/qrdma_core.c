@@ -355,7 +355,8 @@ static void core_reset_now(struct qrdma_core *core)
     /* What the data path carries end to end (qrdma_dp.c over the sw backend). */
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
                                          QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
-                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG;
+                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
+                                         QRDMA_FEATURE_WIRE_IDS;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

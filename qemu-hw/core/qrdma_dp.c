@@ -1154,7 +1154,7 @@ static void dp_qp_forget(struct qrdma_dp_qp *dq)
     dq->wire_qpn = wire_qpn;
 }
 
-int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_qpn)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
     struct qrdma_dp *dp = &core->dp;
@@ -1208,17 +1208,19 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
         dq->be_qp = NULL;
         return ret;
     }
-    if (qpn != qp_id) {
+    if (qpn > QRDMA_OBJ_ID_MASK) {
         /*
-         * The guest addresses its QP by the QP ID; a backend whose QPNs
-         * are its own (a host NIC's) needs the interface to hand them to
-         * the driver first (CREATE_QP's return value, docs/backends.md).
+         * Peers address the QP by this number in a 24-bit BTH field, and
+         * the guest learns it from CREATE_QP's return value (WIRE_IDS,
+         * docs/hw-spec.md section 17.1): one that does not fit is the
+         * backend's bug, and the command fails rather than hand it out.
          */
         dp->ops->qp_destroy(dp->be, dq->be_qp);
         dq->be_qp = NULL;
         return -ENOTSUP;
     }
     dq->wire_qpn = qpn;
+    *wire_qpn = qpn;
     return 0;
 }
 
@@ -1327,22 +1329,23 @@ void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
 
 /*
  * An MR REG_MR or ALLOC_STAG has just recorded: the backend's hook, for a
- * backend that mirrors MRs (one with none, sw, has nothing to do). The
- * STag is what peers use as the rkey; a backend whose rkeys are its own
- * (a host NIC's) needs the interface to hand them to the driver first
- * (the command's return value, docs/backends.md), so until then it is
- * refused.
+ * backend that mirrors MRs (one with none, sw, has nothing to do, and the
+ * rkey is the STag). *rkey gets the rkey peers will use, which the command
+ * returns to the driver (WIRE_IDS, docs/hw-spec.md section 18.1). A
+ * fast-register MR's rkey must carry the STag's key byte: a FAST_REG WQE
+ * changes that byte alone (ib_update_fast_reg_key in the guest), so the
+ * guest's rkey and the backend's stay in step only if they start equal.
  */
-int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 {
     struct qrdma_dp *dp = &core->dp;
     const struct qrdma_mr *mr = &core->obj.mr[stag >> QRDMA_STAG_INDEX_SHIFT];
     int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m, uint32_t *rkey) =
         mr->type == QRDMA_MR_TYPE_FAST_REG ? dp->ops->mr_alloc_stag : dp->ops->mr_register;
     struct qrdma_be_mr m;
-    uint32_t rkey = stag;
     int ret;
 
+    *rkey = stag;
     if (!dp->be || !hook) {
         return 0;
     }
@@ -1354,12 +1357,15 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
     m.iova = mr->iova;
     m.length = mr->length;
     m.max_pages = mr->max_pages;
-    ret = hook(dp->be, &m, &rkey);
+    ret = hook(dp->be, &m, rkey);
     if (ret) {
+        *rkey = stag;
         return ret;
     }
-    if (rkey != stag) {
+    if (mr->type == QRDMA_MR_TYPE_FAST_REG &&
+        (*rkey & QRDMA_STAG_KEY_MASK) != (stag & QRDMA_STAG_KEY_MASK)) {
         qrdma_dp_mr_deregister(core, stag);
+        *rkey = stag;
         return -ENOTSUP;
     }
     return 0;

@@ -375,6 +375,7 @@ void pump_ms(unsigned ms)
 /* ---- the driver's CQP ---------------------------------------------------------------- */
 
 uint64_t last_status;
+uint64_t last_retval;
 
 unsigned major_of(uint64_t st)
 {
@@ -408,6 +409,7 @@ uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2,
         return ~0ull;
     }
     last_status = r64(s, c + 16);
+    last_retval = r64(s, c + 8);
     CHECK_EQ((last_status & QRDMA_CCQ_CQE_OPCODE_MASK) >> QRDMA_CCQ_CQE_OPCODE_SHIFT, op);
     s->ccq_head = (s->ccq_head + 1) & ((1u << CQP_LOG2) - 1);
     if (!s->ccq_head) {

@@ -191,6 +191,7 @@ void pump_ms(unsigned ms);
 /* ---- the driver's CQP ------------------------------------------------------------------ */
 
 extern uint64_t last_status;
+extern uint64_t last_retval;    /* the last CCQ CQE's return value */
 unsigned major_of(uint64_t st);
 /* Run one CQP command on side s; returns its status qword. */
 uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,

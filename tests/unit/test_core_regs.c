@@ -71,7 +71,8 @@ static void test_reset_values(void)
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_CEQ), cfg.max_ceq);
     CHECK_EQ(rd(QRDMA_REG_CAP_FEATURES), QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC |
                                          QRDMA_FEATURE_SRQ |
-                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG);
+                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
+                                         QRDMA_FEATURE_WIRE_IDS);
     CHECK_EQ(rd(QRDMA_REG_PORT_SPEED), 100000);
     CHECK_EQ(fake.guest_errors, 0);
 }
