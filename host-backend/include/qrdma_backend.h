@@ -304,6 +304,12 @@ struct qrdma_be_params {
      * without progress (0: the retries alone, IBTA's rule).
      */
     uint64_t stall_floor_ns;
+    /*
+     * What only one backend understands (verbs: struct
+     * qrdma_be_verbs_config, qrdma_backend_verbs.h); NULL for sw. Valid
+     * during create; the backend copies what it keeps.
+     */
+    const void *backend_config;
     /* Test hook: damage to the frames the backend sends (all zero: none). */
     struct qrdma_be_fault {
         uint32_t loss_ppm, dup_ppm, reorder_ppm, corrupt_ppm;
@@ -466,7 +472,9 @@ struct qrdma_be_ops {
      * Queue one send WR (the backend copies what it keeps, inline data
      * included). 0; -ENOSPC when the backend's send queue is full (it
      * calls sq_space when a slot frees); another negative value refuses
-     * the WR (the core completes it in error). On a QP in ERR a WR is
+     * the WR (the core completes it in error: LOC_PROT_ERR for -EACCES, a
+     * local key the backend cannot resolve; LOC_QP_OP_ERR for the rest,
+     * and the QP goes to ERR). On a QP in ERR a WR is
      * accepted and completes with WR_FLUSH_ERR.
      */
     int (*post_send)(struct qrdma_be *be, struct qrdma_be_qp *qp,
@@ -474,7 +482,9 @@ struct qrdma_be_ops {
     /*
      * Optional: the guest rang the RQ doorbell of this QP (not in ERR):
      * new receive WQEs may be posted. A backend that posts receives ahead
-     * to a host QP takes them here with get_recv until -ENOENT. NULL (sw):
+     * to a host QP takes them here with get_recv until -ENOENT, and
+     * completes every one it took (WR_FLUSH_ERR once in ERR): the core
+     * flushes the QP's remaining RQ WQEs only after those. NULL (sw):
      * receive WQEs are pulled with get_recv when a message needs one.
      */
     void (*recv_doorbell)(struct qrdma_be *be, struct qrdma_be_qp *qp);
@@ -508,6 +518,16 @@ struct qrdma_be_ops {
      */
     void (*set_mac)(struct qrdma_be *be, const uint8_t mac[6]);
     void (*rx_frame)(struct qrdma_be *be, const void *frame, size_t len);
+
+    /*
+     * Optional: a file descriptor the embedding watches in its event
+     * loop; when it is readable the core's data path runs (and so poll).
+     * A backend whose work arrives from outside the core's calls (a host
+     * NIC's completions and async events) returns it; -1 or NULL: none,
+     * poll's deadline is enough (sw). The fd stays the same from create
+     * to destroy, across reset.
+     */
+    int (*wait_fd)(struct qrdma_be *be);
 
     /*
      * Do pending work (timers, ACKs, responses, queued completions),

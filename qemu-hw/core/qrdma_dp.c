@@ -611,6 +611,9 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     }
     qp->rq_head++;
     core->dp.rq_wqes++;
+    if (core->dp.ops->recv_doorbell && dp_qp(core, id)) {
+        dp_qp(core, id)->rq_held++;
+    }
     return 0;
 }
 
@@ -689,6 +692,10 @@ static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
         e.flags |= QRDMA_CQE_FLAG_SOLICITED;
     }
     cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
+    if (recv && !(wc->wr_id & DP_WRID_SRQ) && dp_qp(core, id) && dp_qp(core, id)->rq_held &&
+        !--dp_qp(core, id)->rq_held && dp_qp(core, id)->rq_flush) {
+        dp_kick_qp(core, id);   /* the last one the backend held: flush the rest now */
+    }
     if (wc->status != QRDMA_BE_WC_SUCCESS) {
         qp_follow_state(core, id);
         /*
@@ -1098,7 +1105,9 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         dq->sq_fetched++;
         if (ret) {
-            bad_wqe(core, id, true, index, QRDMA_BE_WC_LOC_QP_OP_ERR,
+            /* -EACCES: a key the backend cannot resolve, as the MR checks would report it. */
+            bad_wqe(core, id, true, index,
+                    ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR : QRDMA_BE_WC_LOC_QP_OP_ERR,
                     "the transport refused the work request");
             return;
         }
@@ -1497,7 +1506,8 @@ void qrdma_dp_process(struct qrdma_core *core)
             qp->state == QRDMA_QPS_SQE || qp->state == QRDMA_QPS_ERR) {
             sq_fetch(core, id, qp, dq);
         }
-        if (dq->rq_flush && qp->state == QRDMA_QPS_ERR) {
+        /* After the backend's own flushes of the WQEs it holds (cb_complete kicks). */
+        if (dq->rq_flush && qp->state == QRDMA_QPS_ERR && !dq->rq_held) {
             rq_flush(core, id, qp, dq);
         }
     }
@@ -1521,6 +1531,7 @@ static void be_params(const struct qrdma_core *core, struct qrdma_be_params *p)
     memset(p, 0, sizeof(*p));
     memcpy(p->mac, core->cfg.mac, 6);
     p->stall_floor_ns = (uint64_t)core->cfg.stall_floor_ms * 1000000;
+    p->backend_config = core->cfg.backend_config;
     /* All zero (the default) leaves fault injection off. */
     p->fault.loss_ppm = f->loss_ppm;
     p->fault.dup_ppm = f->dup_ppm;
@@ -1528,6 +1539,13 @@ static void be_params(const struct qrdma_core *core, struct qrdma_be_params *p)
     p->fault.corrupt_ppm = f->corrupt_ppm;
     p->fault.delay_ns = (uint64_t)f->delay_us * 1000;
     p->fault.seed = f->seed;
+}
+
+int qrdma_core_backend_wait_fd(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    return dp->be && dp->ops->wait_fd ? dp->ops->wait_fd(dp->be) : -1;
 }
 
 int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char *err,

@@ -29,6 +29,12 @@ struct qrdma_dp_qp {
     bool cq_lost, fatal_raised;
     /* SQ WQEs fetched (free running); the next one is at sq_fetched mod size. */
     uint32_t sq_fetched;
+    /*
+     * RQ WQEs a push backend (recv_doorbell) took with get_recv and has not
+     * completed yet: the flush of the rest waits for them, so the QP's
+     * receive CQEs stay in ring order.
+     */
+    uint32_t rq_held;
 };
 
 /* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*, bits 16 and 17). */

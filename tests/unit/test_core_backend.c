@@ -466,6 +466,58 @@ static void test_recv_doorbell_and_complete(void)
     no_errors(SA);
 }
 
+/* The fake's host-side flush: every receive it took, in order, with WR_FLUSH_ERR. */
+static void flush_held_receives(void)
+{
+    unsigned i;
+
+    for (i = 0; i < fk.n_recv; i++) {
+        struct qrdma_be_wc wc = { .wr_id = fk.recv[i].wr_id, .opcode = QRDMA_BE_WC_RECV,
+                                  .status = QRDMA_BE_WC_WR_FLUSH_ERR };
+
+        fk.cb.complete(fk.opaque, QPN, &wc);
+    }
+}
+
+/*
+ * A push backend holds receive WQEs it took at the doorbell. When the QP
+ * goes to ERR the core flushes the WQEs it still has only after the
+ * backend's flushes of those it holds, so the receive CQEs stay in ring
+ * order (the driver and provider retire RQ WQEs in order: a CQE for a
+ * later index first would lose the earlier ones).
+ */
+static void test_rq_flush_after_held(void)
+{
+    struct cqe e;
+
+    fake_setup();
+    create_qp(SA, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    CHECK_EQ(post_recv(SA, QPN, 0x4000, 256), 0);
+    CHECK_EQ(post_recv(SA, QPN, 0x4100, 256), 1);
+    ring_rq(SA, QPN);
+    CHECK_EQ(fk.n_recv, 2);
+    CHECK_EQ(post_recv(SA, QPN, 0x4200, 256), 2);       /* not rung: the core still has it */
+    CHECK_EQ(SA->core.dp.qp[QPN].rq_held, 2);
+
+    modify_state(SA, QPN, QRDMA_QPS_ERR);
+    run_dp();
+    CHECK(!poll_cq(SA, 2, &e));         /* nothing yet: WQE 2 waits for 0 and 1 */
+    fk.on_poll = flush_held_receives;
+    run_dp();
+    run_dp();
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 0);
+    CHECK_EQ(e.status, QRDMA_BE_WC_WR_FLUSH_ERR);
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 1);
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 2);
+    CHECK_EQ(e.status, QRDMA_BE_WC_WR_FLUSH_ERR);
+    CHECK(!poll_cq(SA, 2, &e));
+    CHECK_EQ(SA->core.dp.qp[QPN].rq_held, 0);
+}
+
 /* mr_gpa_walk's fn: the pieces of a range. */
 struct gpa_pieces {
     uint64_t gpa, len;          /* the first piece */
@@ -869,6 +921,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_create_params),
     UNIT_TEST(test_qp_post_complete),
     UNIT_TEST(test_recv_doorbell_and_complete),
+    UNIT_TEST(test_rq_flush_after_held),
     UNIT_TEST(test_memory_callbacks),
     UNIT_TEST(test_events),
     UNIT_TEST(test_send_queue_full),
