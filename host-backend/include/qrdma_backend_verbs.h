@@ -39,7 +39,7 @@ struct qrdma_be_verbs_ram {
     uint64_t fd_offset;
 };
 
-#define QRDMA_BE_VERBS_MAX_RAM 8
+#define QRDMA_BE_VERBS_MAX_RAM 16
 
 struct qrdma_vb_verbs;          /* the libibverbs calls used (host-backend/verbs/vb_verbs.h) */
 

@@ -9,6 +9,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
+#ifdef QRDMA_HAVE_VERBS
+#include "qrdma_backend_verbs.h"
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -189,9 +192,13 @@ static const struct {
     const char *missing;
 } backends[QRDMA_BACKEND_COUNT] = {
     [QRDMA_BACKEND_SW] = { "sw", &qrdma_be_sw_ops, NULL },
+#ifdef QRDMA_HAVE_VERBS
+    [QRDMA_BACKEND_VERBS] = { "verbs", &qrdma_be_verbs_ops, NULL },
+#else
     [QRDMA_BACKEND_VERBS] = { "verbs", NULL,
-                              "the host-verbs backend is not built yet (issue 12); use "
-                              "backend=sw" },
+                              "the host-verbs backend is not built into this program (it "
+                              "needs libibverbs at build time); use backend=sw" },
+#endif
 };
 
 int qrdma_core_backend_from_name(const char *name)

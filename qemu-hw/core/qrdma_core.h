@@ -91,7 +91,7 @@ enum qrdma_core_work {
 /* The backends a device can use (its backend= property, docs/backends.md). */
 enum qrdma_core_backend {
     QRDMA_BACKEND_SW = 0,       /* the software RoCEv2 transport on the device's own wire */
-    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs: not built yet */
+    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs (built with QRDMA_HAVE_VERBS) */
 };
 
 /* Device properties, fixed for the device's life. */
