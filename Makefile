@@ -99,6 +99,13 @@ $(BUILD)/unit-verbs-asan/%: tests/unit/%.c $(VERBS_SRCS) $(VERBS_TEST_SRCS) $(VE
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_VERBS) $(SAN_FLAGS) -o $@ $< $(VERBS_LINK)
 
+# qrdma-verbs-rxe: the device core and the verbs backend on a real host
+# RDMA device, as a process; tests/vm/test-verbs-rxe.sh runs it in a guest
+# with rdma_rxe. Built here, on the host (the guest's libibverbs is newer).
+$(BUILD)/verbs-rxe/qrdma-verbs-rxe: tests/unit/verbs_rxe.c $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
+
 unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS)) \
 	    $(addprefix $(BUILD)/unit-verbs/,$(VERBS_TESTS))
 	@$(if $(HAVE_VERBS),,echo "== test_verbs_*: skipped, no libibverbs (pkg-config)";)

@@ -459,7 +459,11 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
     if (ret) {
         return ret == -EACCES || ret == -EFAULT ? -EINVAL : ret;
     }
-    next.mr = be->v->reg_mr_iova2(p->pd, addr, mr->length, mr->iova, mr->access);
+    /* The four rights verbs and the guest share; nothing optional the host may lack. */
+    next.mr = be->v->reg_mr_iova2(p->pd, addr, mr->length, mr->iova,
+                                  mr->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                IBV_ACCESS_REMOTE_READ |
+                                                IBV_ACCESS_REMOTE_ATOMIC));
     if (!next.mr) {
         ret = host_err();
         if (next.alias) {
