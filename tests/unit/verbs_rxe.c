@@ -8,7 +8,8 @@
  * addressed by the QPNs and rkeys the cores returned from CREATE_QP and
  * REG_MR. Checked byte for byte in the other side's guest RAM: a WRITE,
  * a READ, a SEND with immediate (and its receive CQE), a FETCH_ADD and a
- * CMP_SWP, and a WRITE with a bad rkey completing in error.
+ * CMP_SWP, and a WRITE with a bad rkey completing in error; then UD: a
+ * SEND with immediate through a host AH, GRH and source QPN checked.
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -245,10 +246,69 @@ static void test_rc_over_host_nic(void)
     CHECK(e.status != QRDMA_BE_WC_SUCCESS);
 }
 
+/*
+ * UD on the same two cores (left up by the RC test): a SEND with
+ * immediate through a host AH made from the guest's AH, to the peer's
+ * host QPN; the receive has the GRH room filled (IPv4: the header in its
+ * last 20 bytes), the payload after it, and the sender's host QPN.
+ */
+static void test_ud_over_host_nic(void)
+{
+    static const struct qp_spec ud_spec = {
+        .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
+        .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
+    };
+    const uint32_t ud_id = 3, ah_id = 1;
+    uint32_t qpn_a, qpn_b;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    struct cqe e;
+    unsigned i;
+
+    create_qp(SA, ud_id, &ud_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, ud_id, &ud_spec);
+    qpn_b = (uint32_t)last_retval;
+    printf("UD QP ID %u: host QPN 0x%x on A, 0x%x on B\n", ud_id, qpn_a, qpn_b);
+    ud_to_rts(SA, ud_id);
+    ud_to_rts(SB, ud_id);
+    write_av(SA, AV_BUF, SB);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH, ah_id | (uint64_t)PD << QRDMA_AH_ARG0_PD_SHIFT,
+               AV_BUF, 0, 0, 0, 0));
+    for (i = 0; i < 900; i++) {
+        a[0xa000 + i] = (uint8_t)(i ^ 0xa5);
+    }
+    memset(b + 0xb000, 0xee, 2048);
+    CHECK_EQ(post_recv(SB, ud_id, 0xb000, 40 + 1024), 0);
+    ring_rq(SB, ud_id);
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND_WITH_IMM, .imm = 0x01020304, .ah = ah_id,
+                         .dest_qpn = qpn_b, .qkey = QKEY, .nsge = 1,
+                         .sge = { { 0xa000, 900, 0 } } };
+
+        CHECK_EQ(post_send(SA, ud_id, &w), 0);
+        ring_sq(SA, ud_id);
+    }
+    CHECK(wait_cqe(SB, 2, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.qp, ud_id);
+    CHECK_EQ(e.byte_len, 40 + 900);
+    CHECK(e.flags & QRDMA_CQE_FLAG_GRH);
+    CHECK(e.flags & QRDMA_CQE_FLAG_WITH_IMM);
+    CHECK_EQ(e.imm, 0x01020304);
+    CHECK_EQ(e.src_qp, qpn_a);
+    CHECK_EQ(b[0xb000 + 20], 0x45);
+    CHECK(!memcmp(b + 0xb000 + 40, a + 0xa000, 900));
+    CHECK_EQ(b[0xb000 + 40 + 900], 0xee);
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_SEND);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_rc_over_host_nic),
+        UNIT_TEST(test_ud_over_host_nic),
     };
     int ret;
 
@@ -262,7 +322,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: no GID %d on port 1\n", ibdev, gid_index);
         return 1;
     }
-    ret = unit_run("verbs-rxe", tests, 1);
+    ret = unit_run("verbs-rxe", tests, sizeof(tests) / sizeof(tests[0]));
     /* The cores first (their backends release the host objects), then the memfd RAM. */
     for (int i = 0; i < 2; i++) {
         qrdma_core_fini(&sides[i].core);
