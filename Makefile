@@ -43,6 +43,18 @@ SW_TESTS   := $(sort $(basename $(notdir $(wildcard tests/unit/test_sw_*.c))))
 CFLAGS_SW  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 	       -Iinclude -Ihost-backend/include -Ihost-backend/sw -Itests/unit
 
+# The host-verbs backend (host-backend/verbs/) is tested against a mock host
+# device (tests/unit/verbs_mock.c): suites tests/unit/test_verbs_*.c. They
+# need libibverbs' headers and library, and are skipped without them.
+HAVE_VERBS := $(shell pkg-config --exists libibverbs 2>/dev/null && echo 1)
+VERBS_SRCS := $(wildcard host-backend/verbs/*.c)
+VERBS_TEST_SRCS := tests/unit/verbs_mock.c
+VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/unit.h)
+VERBS_TESTS := $(if $(HAVE_VERBS),$(sort $(basename $(notdir $(wildcard tests/unit/test_verbs_*.c)))))
+VERBS_LIBS := $(if $(HAVE_VERBS),$(shell pkg-config --libs libibverbs))
+CFLAGS_VERBS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
+	       -Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/verbs -Itests/unit
+
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -79,10 +91,31 @@ $(BUILD)/unit-sw-asan/%: tests/unit/%.c $(SW_SRCS) $(SW_TEST_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_SW) $(SAN_FLAGS) -o $@ $< $(SW_TEST_SRCS) $(SW_SRCS) -lm
 
-unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS))
+# The verbs suites link the device core and the core-dp bed too (test_verbs_core runs both).
+VERBS_LINK := $(VERBS_TEST_SRCS) $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
+
+$(BUILD)/unit-verbs/%: tests/unit/%.c $(VERBS_SRCS) $(VERBS_TEST_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_LINK)
+
+$(BUILD)/unit-verbs-asan/%: tests/unit/%.c $(VERBS_SRCS) $(VERBS_TEST_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_VERBS) $(SAN_FLAGS) -o $@ $< $(VERBS_LINK)
+
+# qrdma-verbs-rxe: the device core and the verbs backend on a real host
+# RDMA device, as a process; tests/vm/test-verbs-rxe.sh runs it in a guest
+# with rdma_rxe. Built here, on the host (the guest's libibverbs is newer).
+$(BUILD)/verbs-rxe/qrdma-verbs-rxe: tests/unit/verbs_rxe.c $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
+
+unit-plain: $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS)) \
+	    $(addprefix $(BUILD)/unit-verbs/,$(VERBS_TESTS))
+	@$(if $(HAVE_VERBS),,echo "== test_verbs_*: skipped, no libibverbs (pkg-config)";)
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
 
-unit-asan: $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw-asan/,$(SW_TESTS))
+unit-asan: $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw-asan/,$(SW_TESTS)) \
+	   $(addprefix $(BUILD)/unit-verbs-asan/,$(VERBS_TESTS))
 	@set -e; for t in $^; do echo "== $$t (ASan+UBSan)"; $$t; done
 
 unit: unit-plain unit-asan

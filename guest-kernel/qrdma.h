@@ -230,6 +230,12 @@ struct qrdma_dev {
 	u32 mr_max, ah_max;		/* highest usable index */
 	u32 ah_atomic_ids;		/* AH IDs 0..n-1: HMC backed from probe to remove */
 	u8 *mr_keys;			/* last key byte used per MR index */
+	/*
+	 * WIRE_IDS: fast-register MRs (struct qrdma_mr) whose rkey is not
+	 * their STag, by rkey[31:8], so a LOCAL_INV naming the rkey reaches
+	 * the STag.
+	 */
+	struct xarray wire_mrs;
 	atomic_t num_mrs, num_ahs;
 	struct workqueue_struct *wq;	/* deferred AH destroys */
 	spinlock_t zombie_lock;
@@ -357,6 +363,16 @@ struct qrdma_db_mmap_entry {
 	struct qrdma_dev *dev;
 	u32 db_page;
 };
+
+/*
+ * The number peers use for a QP or an MR: the command's return value when
+ * the device hands out wire identifiers (CAP_FEATURES.WIRE_IDS, hw-spec
+ * sections 17.1 and 18.1), else the driver's own ID or STag.
+ */
+static inline u32 qrdma_wire_id(const struct qrdma_dev *dev, u64 retval, u32 own)
+{
+	return (dev->caps.features & QRDMA_FEATURE_WIRE_IDS) ? (u32)retval : own;
+}
 
 static inline struct qrdma_dev *to_qdev(struct ib_device *ibdev)
 {

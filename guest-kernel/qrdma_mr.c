@@ -109,7 +109,8 @@ static int qrdma_mr_dealloc_stag(struct qrdma_dev *dev, struct qrdma_mr *mr)
 static int qrdma_mr_reg_cmd(struct qrdma_dev *dev, struct qrdma_mr *mr, u64 iova, u64 length,
 			    u64 fbo, bool rereg)
 {
-	u64 args[6] = {};
+	u64 args[6] = {}, retval = 0;
+	int ret;
 
 	args[0] = mr->stag;
 	args[1] = mr->pdn | (u64)(mr->access & QRDMA_ACCESS_VALID_MASK) <<
@@ -120,7 +121,13 @@ static int qrdma_mr_reg_cmd(struct qrdma_dev *dev, struct qrdma_mr *mr, u64 iova
 	args[3] = length;
 	args[4] = qrdma_pble_first(&mr->pbles);
 	args[5] = fbo;
-	return qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, NULL);
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, &retval);
+	if (ret)
+		return ret;
+	/* Local work names the MR by its STag (lkey); peers by the wire rkey. */
+	mr->ibmr.lkey = mr->stag;
+	mr->ibmr.rkey = qrdma_wire_id(dev, retval, mr->stag);
+	return 0;
 }
 
 /* A first registration, under a new key byte. */
@@ -249,9 +256,7 @@ static int qrdma_rereg_swap(struct qrdma_dev *dev, struct qrdma_mr *mr, bool rep
 		dev->mr_keys[next.index]++;
 	if (repinned)
 		qrdma_mr_unpin(dev, mr);
-	*mr = next;
-	mr->ibmr.lkey = mr->stag;
-	mr->ibmr.rkey = mr->stag;
+	*mr = next;		/* the keys REG_MR set in next.ibmr come along */
 	return 0;
 }
 
@@ -335,7 +340,7 @@ struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct qrdma_dev *dev = to_qdev(ibpd->device);
 	struct qrdma_mr *mr;
-	u64 args[6] = {};
+	u64 args[6] = {}, retval = 0;
 	int ret;
 
 	/* The device's DMA MR is for local access only. */
@@ -354,9 +359,10 @@ struct ib_mr *qrdma_get_dma_mr(struct ib_pd *ibpd, int access)
 	/* No LEVELS, PAGE_SIZE_LOG2, IOVA or LENGTH: all of RAM at its address. */
 	args[1] = mr->pdn | (u64)(access & IB_ACCESS_LOCAL_WRITE) << QRDMA_MR_ARG1_ACCESS_SHIFT |
 		  QRDMA_MR_ARG1_DMA;
-	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, NULL);
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_REG_MR, args, &retval);
 	if (ret)
 		goto err_index;
+	mr->ibmr.rkey = qrdma_wire_id(dev, retval, mr->stag);
 	mr->registered = true;
 	return &mr->ibmr;
 
@@ -371,7 +377,7 @@ struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_n
 {
 	struct qrdma_dev *dev = to_qdev(ibpd->device);
 	struct qrdma_mr *mr;
-	u64 args[6] = {};
+	u64 args[6] = {}, retval = 0;
 	int ret;
 
 	if (type != IB_MR_TYPE_MEM_REG)
@@ -403,12 +409,27 @@ struct ib_mr *qrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type, u32 max_n
 	args[1] = mr->pdn;
 	args[2] = max_num_sg;
 	args[4] = qrdma_pble_first(&mr->pbles);
-	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_ALLOC_STAG, args, NULL);
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_ALLOC_STAG, args, &retval);
 	if (ret)
 		goto err_pbles;
 	mr->registered = true;
+	/*
+	 * The wire rkey carries the STag's key byte (hw-spec 18.1), so
+	 * ib_update_fast_reg_key keeps both in step. A ULP invalidates by
+	 * the rkey: remember which index it names when it is not the STag.
+	 */
+	mr->ibmr.rkey = qrdma_wire_id(dev, retval, mr->stag);
+	if (mr->ibmr.rkey >> QRDMA_STAG_INDEX_SHIFT != mr->index) {
+		ret = xa_err(xa_store(&dev->wire_mrs, mr->ibmr.rkey >> QRDMA_STAG_INDEX_SHIFT,
+				      mr, GFP_KERNEL));
+		if (ret)
+			goto err_dealloc;
+	}
 	return &mr->ibmr;
 
+err_dealloc:
+	if (qrdma_mr_dealloc_stag(dev, mr))
+		return ERR_PTR(ret);	/* the device may still use the pages: leak them */
 err_pbles:
 	qrdma_pble_free(dev, &mr->pbles);
 err_index:
@@ -465,6 +486,9 @@ int qrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	/* IBTA 10.6.7: an MR with bound windows stays; the MR is still whole. */
 	if (ret == -EBUSY)
 		return ret;
+	/* Gone or not, its wire rkey no longer names it. */
+	if (mr->pages && ibmr->rkey >> QRDMA_STAG_INDEX_SHIFT != mr->index)
+		xa_erase(&dev->wire_mrs, ibmr->rkey >> QRDMA_STAG_INDEX_SHIFT);
 	if (ret) {
 		/*
 		 * The device may still translate through the PBLEs and pages:

@@ -179,6 +179,24 @@ static int qrdma_sq_opcode(const struct qrdma_dev *dev, const struct qrdma_qp *q
  * Fast register: copy the page list map_mr_sg built into the MR's
  * reserved PBLEs (one level), then describe the new translation.
  */
+/*
+ * LOCAL_INV names the MR by its STag (hw-spec 19.2); a ULP gives the lkey
+ * (the STag) or the rkey, which with WIRE_IDS may be another number: then
+ * the STag of the fast-register MR whose current rkey it is. A key equal
+ * to both one MR's STag and another's rkey is taken as the rkey.
+ */
+static u32 qrdma_local_inv_stag(struct qrdma_dev *dev, u32 key)
+{
+	struct qrdma_mr *mr;
+
+	if (xa_empty(&dev->wire_mrs))
+		return key;
+	mr = xa_load(&dev->wire_mrs, key >> QRDMA_STAG_INDEX_SHIFT);
+	if (!mr || mr->ibmr.rkey != key)
+		return key;
+	return mr->index << QRDMA_STAG_INDEX_SHIFT | (key & QRDMA_STAG_KEY_MASK);
+}
+
 static int qrdma_fill_fast_reg(struct qrdma_dev *dev, const struct ib_reg_wr *reg,
 			       struct qrdma_sq_wqe_hdr *h)
 {
@@ -190,8 +208,13 @@ static int qrdma_fill_fast_reg(struct qrdma_dev *dev, const struct ib_reg_wr *re
 	    !is_power_of_2(mr->ibmr.page_size) ||
 	    (reg->access & ~IB_ACCESS_OPTIONAL & ~QRDMA_ACCESS_VALID_MASK))
 		return -EINVAL;
-	/* The key names this MR's index; only its key byte may change. */
-	if (reg->key >> QRDMA_STAG_INDEX_SHIFT != mr->index)
+	/*
+	 * The key is the MR's lkey or rkey (ib_update_fast_reg_key changed
+	 * both key bytes); only its key byte may change, and the WQE names
+	 * the STag whichever the ULP gave.
+	 */
+	if (reg->key >> QRDMA_STAG_INDEX_SHIFT != mr->index &&
+	    reg->key >> QRDMA_STAG_INDEX_SHIFT != mr->ibmr.rkey >> QRDMA_STAG_INDEX_SHIFT)
 		return -EINVAL;
 	for (i = 0; i < mr->npages; i++)
 		qrdma_pble_set(dev, &mr->pbles, i, mr->pages[i]);
@@ -238,8 +261,12 @@ static int qrdma_write_send_wqe(struct qrdma_dev *dev, struct qrdma_qp *qp,
 		h.rkey_imm = cpu_to_le64((u64)(__force u32)wr->ex.imm_data << QRDMA_SQ_IMM_SHIFT);
 		break;
 	case IB_WR_SEND_WITH_INV:
-	case IB_WR_LOCAL_INV:
+		/* The peer's rkey, as the peer's device handed it out. */
 		h.rkey_imm = cpu_to_le64((u64)wr->ex.invalidate_rkey << QRDMA_SQ_IMM_SHIFT);
+		break;
+	case IB_WR_LOCAL_INV:
+		h.rkey_imm = cpu_to_le64((u64)qrdma_local_inv_stag(dev, wr->ex.invalidate_rkey)
+					 << QRDMA_SQ_IMM_SHIFT);
 		break;
 	default:
 		break;

@@ -241,6 +241,7 @@ int qrdma_res_init(struct qrdma_dev *dev)
 	atomic64_set(&dev->hw_errors, 0);
 	ida_init(&dev->mr_ida);
 	ida_init(&dev->ah_ida);
+	xa_init(&dev->wire_mrs);
 
 	/* A table whose max is below its min is empty. */
 	n = qrdma_limit(c->max_qp, hmc->count[QRDMA_HMC_QP]);
@@ -309,6 +310,7 @@ void qrdma_res_fini(struct qrdma_dev *dev)
 	xa_destroy(&dev->srqs.xa);
 	ida_destroy(&dev->mr_ida);
 	ida_destroy(&dev->ah_ida);
+	xa_destroy(&dev->wire_mrs);
 	qrdma_pble_fini(dev);
 	dma_pool_destroy(dev->ctl_pool);
 	dev->ctl_pool = NULL;

@@ -156,7 +156,7 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 	struct qrdma_qp_create_info *info;
 	struct qrdma_create_qp_req req;
 	dma_addr_t info_dma;
-	u64 args[6] = {};
+	u64 args[6] = {}, retval = 0;
 	u8 hw_type;
 	int ret;
 
@@ -265,12 +265,17 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 	info->qp_ctx = cpu_to_le64(qp->id);
 	args[0] = qp->id;
 	args[1] = info_dma;
-	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_CREATE_QP, args, NULL);
+	ret = qrdma_cqp_exec(dev, QRDMA_CQP_OP_CREATE_QP, args, &retval);
 	dma_pool_free(dev->ctl_pool, info, info_dma);
 	if (ret)
 		goto err_rq;
 
-	ibqp->qp_num = qp->id;
+	/*
+	 * Peers address the QP by its wire QPN; the device and this driver
+	 * keep naming it by qp->id (doorbells, commands, CQEs). ib_core
+	 * requires the GSI QP to be QP 1 whatever the device says.
+	 */
+	ibqp->qp_num = qp->gsi ? QRDMA_QP_GSI : qrdma_wire_id(dev, retval, qp->id);
 	init->cap = qp->cap;
 	if (udata) {
 		resp.qp_id = qp->id;

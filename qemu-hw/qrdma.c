@@ -37,6 +37,15 @@
 #include "core/qrdma_core.h"
 #include "trace.h"
 
+#ifdef QRDMA_HAVE_VERBS
+#include "exec/memory.h"
+#include "exec/ramblock.h"
+#include "migration/blocker.h"
+#include "qemu/main-loop.h"
+#include "qemu/rcu.h"
+#include "qrdma_backend_verbs.h"
+#endif
+
 #define TYPE_QRDMA "qrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
 
@@ -54,6 +63,16 @@ struct QrdmaState {
     bool gone;                  /* unrealized; the core may still be on its way out */
     char *board_id;
     char *backend;              /* backend=: sw (default) or verbs */
+    /* backend=verbs: the host device, its port, the host GID index guest GIDs map to */
+    char *ibdev;
+    uint8_t ibport;
+    uint8_t ibgid_index;
+#ifdef QRDMA_HAVE_VERBS
+    struct qrdma_be_verbs_config vcfg;
+    Error *migration_blocker;
+    bool discard_disabled;
+    int wait_fd;                /* the backend's fd on the main loop, or -1 */
+#endif
 
     struct qrdma_core_config cfg;
     struct qrdma_core core;
@@ -385,6 +404,148 @@ static void qrdma_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val, int
     pcie_cap_flr_write_config(pdev, addr, val, len);
 }
 
+/* ---- backend=verbs --------------------------------------------------------- */
+
+#ifdef QRDMA_HAVE_VERBS
+struct qrdma_ram_walk {
+    struct qrdma_be_verbs_config *cfg;
+    char why[256];
+};
+
+/*
+ * One range of the system memory map: guest RAM becomes a range of the
+ * backend's config (guest-physical address, host address, fd and file
+ * offset). RAM the host cannot map again from an fd, shared, cannot be
+ * registered with the NIC page by page: refused with what to use instead.
+ */
+static bool qrdma_ram_range(Int128 start, Int128 len, const MemoryRegion *cmr,
+                            hwaddr offset_in_region, void *opaque)
+{
+    struct qrdma_ram_walk *w = opaque;
+    MemoryRegion *mr = (MemoryRegion *)cmr;
+    struct qrdma_be_verbs_ram *r;
+    RAMBlock *rb = mr->ram_block;
+    uint8_t *hva;
+
+    if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+        memory_region_is_rom(mr) || mr->readonly || !rb) {
+        return false;
+    }
+    if (!qemu_ram_is_shared(rb) || memory_region_get_fd(mr) < 0) {
+        snprintf(w->why, sizeof(w->why),
+                 "guest RAM '%s' is not shared memory the host can register; use "
+                 "-object memory-backend-memfd,id=m,size=...,share=on -machine "
+                 "memory-backend=m (or a hugetlbfs memory-backend-file with share=on)",
+                 memory_region_name(mr));
+        return true;
+    }
+    if (w->cfg->nram == QRDMA_BE_VERBS_MAX_RAM) {
+        snprintf(w->why, sizeof(w->why), "guest RAM is in more than %d ranges",
+                 QRDMA_BE_VERBS_MAX_RAM);
+        return true;
+    }
+    hva = (uint8_t *)memory_region_get_ram_ptr(mr) + offset_in_region;
+    r = &w->cfg->ram[w->cfg->nram++];
+    r->gpa = int128_get64(start);
+    r->size = int128_get64(len);
+    r->hva = hva;
+    r->fd = memory_region_get_fd(mr);
+    r->fd_offset = rb->fd_offset + (hva - rb->host);
+    return false;
+}
+
+static void qrdma_verbs_fd_ready(void *opaque)
+{
+    qrdma_env_kick(opaque, QRDMA_WORK_DP);
+}
+
+/* Undo qrdma_verbs_prepare (and the fd handler), in reverse. */
+static void qrdma_verbs_release(QrdmaState *s)
+{
+    if (s->wait_fd >= 0) {
+        qemu_set_fd_handler(s->wait_fd, NULL, NULL, NULL);
+        s->wait_fd = -1;
+    }
+    migrate_del_blocker(&s->migration_blocker);
+    if (s->discard_disabled) {
+        ram_block_discard_disable(false);
+        s->discard_disabled = false;
+    }
+}
+#endif
+
+/*
+ * backend=verbs before the core is made: the host device's name, guest
+ * RAM as the backend will register it (shared memory only), RAM discard
+ * off while the NIC may hold guest pages (as vfio does), and migration
+ * blocked. Nothing to do for sw. In a build without libibverbs the core
+ * refuses verbs itself and says why.
+ */
+static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
+{
+#ifdef QRDMA_HAVE_VERBS
+    struct qrdma_ram_walk w = { .cfg = &s->vcfg };
+
+    s->wait_fd = -1;
+    if (s->cfg.backend != QRDMA_BACKEND_VERBS) {
+        return true;
+    }
+    if (!s->ibdev || !s->ibdev[0]) {
+        error_setg(errp, "qrdma: backend=verbs needs ibdev=<host RDMA device> (e.g. rxe0)");
+        return false;
+    }
+    memset(&s->vcfg, 0, sizeof(s->vcfg));
+    s->vcfg.ibdev = s->ibdev;
+    s->vcfg.ibport = s->ibport;
+    s->vcfg.gid_index = s->ibgid_index;
+    WITH_RCU_READ_LOCK_GUARD() {
+        flatview_for_each_range(address_space_to_flatview(&address_space_memory),
+                                qrdma_ram_range, &w);
+    }
+    if (w.why[0]) {
+        error_setg(errp, "qrdma: backend=verbs: %s", w.why);
+        return false;
+    }
+    if (!s->vcfg.nram) {
+        error_setg(errp, "qrdma: backend=verbs: no guest RAM in the memory map");
+        return false;
+    }
+    if (ram_block_discard_disable(true)) {
+        error_setg(errp, "qrdma: backend=verbs pins guest RAM for the host NIC, which RAM "
+                   "discard in use (virtio-balloon, virtio-mem) does not allow");
+        return false;
+    }
+    s->discard_disabled = true;
+    error_setg(&s->migration_blocker,
+               "qrdma: backend=verbs: the host NIC's QP numbers and memory keys cannot "
+               "move to another host");
+    if (migrate_add_blocker(&s->migration_blocker, errp) < 0) {
+        qrdma_verbs_release(s);
+        return false;
+    }
+    s->cfg.backend_config = &s->vcfg;
+#endif
+    return true;
+}
+
+/* After the core is made: its backend's fd on the main loop (verbs). */
+static void qrdma_verbs_start(QrdmaState *s)
+{
+#ifdef QRDMA_HAVE_VERBS
+    s->wait_fd = qrdma_core_backend_wait_fd(&s->core);
+    if (s->wait_fd >= 0) {
+        qemu_set_fd_handler(s->wait_fd, qrdma_verbs_fd_ready, NULL, s);
+    }
+#endif
+}
+
+static void qrdma_verbs_stop(QrdmaState *s)
+{
+#ifdef QRDMA_HAVE_VERBS
+    qrdma_verbs_release(s);
+#endif
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static void qrdma_realize(PCIDevice *pdev, Error **errp)
@@ -426,9 +587,13 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     s->cfg.backend = ret;
+    if (!qrdma_verbs_prepare(s, errp)) {
+        return;
+    }
     ret = qrdma_core_init(&s->core, &s->cfg, &env, err, sizeof(err));
     if (ret) {
         error_setg(errp, "qrdma: %s", err);
+        qrdma_verbs_stop(s);
         return;
     }
 
@@ -436,6 +601,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     if (pcie_endpoint_cap_init(pdev, 0x80) < 0) {
         error_setg(errp, "qrdma: cannot add the PCIe capability");
         qrdma_core_fini(&s->core);
+        qrdma_verbs_stop(s);
         return;
     }
     pcie_cap_flr_init(pdev);
@@ -453,6 +619,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     ret = msix_init_exclusive_bar(pdev, s->cfg.msix_vectors, QRDMA_BAR_MSIX, errp);
     if (ret) {
         qrdma_core_fini(&s->core);
+        qrdma_verbs_stop(s);
         return;
     }
     for (unsigned v = 0; v < s->cfg.msix_vectors; v++) {
@@ -465,6 +632,7 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     s->nic = qemu_new_nic(&qrdma_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           dev->id, &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    qrdma_verbs_start(s);
 }
 
 static void qrdma_exit(PCIDevice *pdev)
@@ -484,7 +652,15 @@ static void qrdma_exit(PCIDevice *pdev)
     timer_free(s->pe_ready_timer);
     timer_free(s->dp_timer);
     msix_uninit_exclusive_bar(pdev);
+    /* The fd handler goes before the backend that owns the fd. */
+#ifdef QRDMA_HAVE_VERBS
+    if (s->wait_fd >= 0) {
+        qemu_set_fd_handler(s->wait_fd, NULL, NULL, NULL);
+        s->wait_fd = -1;
+    }
+#endif
     qrdma_core_fini(&s->core);
+    qrdma_verbs_stop(s);
 }
 
 static void qrdma_reset_hold(Object *obj, ResetType type)
@@ -514,9 +690,14 @@ static const Property qrdma_properties[] = {
     /*
      * What carries the RDMA traffic (docs/backends.md): sw, the software
      * RoCEv2 transport on the netdev (default); verbs, a host RDMA NIC
-     * (not built yet: realize fails and says so).
+     * (in a QEMU built with libibverbs; guest RAM must be shared memory;
+     * migration is blocked; untested on a real device yet).
      */
     DEFINE_PROP_STRING("backend", QrdmaState, backend),
+    /* backend=verbs: host device, port, and the host GID index guest GIDs map to. */
+    DEFINE_PROP_STRING("ibdev", QrdmaState, ibdev),
+    DEFINE_PROP_UINT8("ibport", QrdmaState, ibport, 1),
+    DEFINE_PROP_UINT8("ibgid-index", QrdmaState, ibgid_index, 0),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),

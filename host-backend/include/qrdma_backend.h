@@ -12,11 +12,17 @@
  * qrdma_be_callbacks. Plain C: no QEMU types, no qsw, no libibverbs.
  *
  * Identifiers: the core names QPs, CQs and SRQs by their HMC index (the
- * guest's QP ID, CQ ID, SRQ ID) and memory by STag (MR_INDEX[31:8] |
- * KEY[7:0], docs/hw-spec.md section 18; an lkey or rkey is an STag in
- * that role). Wire identifiers, the QPN and the rkey a peer uses, are the
- * backend's: it returns them at QP creation and MR registration (the sw
- * backend returns the core's own; a host NIC its own).
+ * guest's QP ID, CQ ID, SRQ ID) and the guest's memory by STag
+ * (MR_INDEX[31:8] | KEY[7:0], docs/hw-spec.md section 18). Wire
+ * identifiers, the QPN and the rkey a peer uses, are the backend's: it
+ * returns them at QP creation and MR registration (the sw backend returns
+ * the core's own; a host NIC its own), and the device hands them to the
+ * guest (CAP_FEATURES.WIRE_IDS, hw-spec section 18.4). So in a WR an SGE
+ * lkey, a LOCAL_INV's and a FAST_REG's key are STags; an RDMA or atomic
+ * rkey, a SEND_WITH_INV's key, a UD remote_qpn and dest_qp_num are the
+ * peer's wire numbers, passed through. Callbacks name the QP by QP ID and
+ * memory by STag: a backend whose wire numbers differ translates its own
+ * back before it calls them.
  *
  * Threading (docs/backends.md, "Threading"): the core calls every op from
  * its one context (the BQL in QEMU), inside one of its entry points, one
@@ -306,8 +312,8 @@ struct qrdma_be_wc {
     uint32_t opcode;            /* enum qrdma_be_wc_opcode */
     uint32_t byte_len;          /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
     uint32_t imm_data;          /* WITH_IMM */
-    uint32_t invalidated_stag;  /* WITH_INV */
-    uint32_t src_qp;            /* UD receive: the sender's QPN */
+    uint32_t invalidated_stag;  /* WITH_INV: the wire rkey the peer sent (the guest's ib_mr.rkey) */
+    uint32_t src_qp;            /* UD receive: the sender's wire QPN */
     uint32_t wc_flags;          /* QRDMA_BE_WC_GRH, _WITH_IMM, _WITH_INV, _SOLICITED */
     uint32_t vendor_err;        /* backend detail, 0 normally */
 };
@@ -326,6 +332,12 @@ struct qrdma_be_params {
      * without progress (0: the retries alone, IBTA's rule).
      */
     uint64_t stall_floor_ns;
+    /*
+     * What only one backend understands (verbs: struct
+     * qrdma_be_verbs_config, qrdma_backend_verbs.h); NULL for sw. Valid
+     * during create; the backend copies what it keeps.
+     */
+    const void *backend_config;
     /* Test hook: damage to the frames the backend sends (all zero: none). */
     struct qrdma_be_fault {
         uint32_t loss_ppm, dup_ppm, reorder_ppm, corrupt_ppm;
@@ -499,7 +511,8 @@ struct qrdma_be_ops {
 
     /*
      * A QP in RESET. 0 with *qp and *qpn (the QPN peers address it by on
-     * the wire), or negative (-ENOMEM, -EINVAL).
+     * the wire, below 2^24; CREATE_QP returns it to the guest), or
+     * negative (-ENOMEM, -EINVAL).
      */
     int (*qp_create)(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
                      struct qrdma_be_qp **qp, uint32_t *qpn);
@@ -520,7 +533,9 @@ struct qrdma_be_ops {
      * Queue one send WR (the backend copies what it keeps, inline data
      * included). 0; -ENOSPC when the backend's send queue is full (it
      * calls sq_space when a slot frees); another negative value refuses
-     * the WR (the core completes it in error). On a QP in ERR a WR is
+     * the WR (the core completes it in error: LOC_PROT_ERR for -EACCES, a
+     * local key the backend cannot resolve; LOC_QP_OP_ERR for the rest,
+     * and the QP goes to ERR). On a QP in ERR a WR is
      * accepted and completes with WR_FLUSH_ERR.
      */
     int (*post_send)(struct qrdma_be *be, struct qrdma_be_qp *qp,
@@ -528,7 +543,9 @@ struct qrdma_be_ops {
     /*
      * Optional: the guest rang the RQ doorbell of this QP (not in ERR):
      * new receive WQEs may be posted. A backend that posts receives ahead
-     * to a host QP takes them here with get_recv until -ENOENT. NULL (sw):
+     * to a host QP takes them here with get_recv until -ENOENT, and
+     * completes every one it took (WR_FLUSH_ERR once in ERR): the core
+     * flushes the QP's remaining RQ WQEs only after those. NULL (sw):
      * receive WQEs are pulled with get_recv when a message needs one.
      */
     void (*recv_doorbell)(struct qrdma_be *be, struct qrdma_be_qp *qp);
@@ -539,7 +556,11 @@ struct qrdma_be_ops {
      * DEALLOC_STAG (mr_deregister). A backend that registers guest memory
      * with a host NIC mirrors MRs here (mr_gpa_walk gives the pages). 0
      * with the rkey peers will use, or negative: the command fails and
-     * the core forgets the MR. A REG_MR.REREG (interface 0.6) comes to
+     * the core forgets the MR (-ENOMEM: out of host resources). The rkey
+     * is what the command returns to the guest (WIRE_IDS); mr_alloc_stag's
+     * must carry the STag's key byte in bits 7:0, as a FAST_REG changes
+     * that byte alone (the core refuses one without it). A REG_MR.REREG
+     * (interface 0.6) comes to
      * mr_register again for an index the backend already holds: it
      * replaces that registration in one step (ibv_rereg_mr, say), or fails
      * and keeps it, and so does the core. NULL (sw): memory goes through
@@ -558,6 +579,16 @@ struct qrdma_be_ops {
      */
     void (*set_mac)(struct qrdma_be *be, const uint8_t mac[6]);
     void (*rx_frame)(struct qrdma_be *be, const void *frame, size_t len);
+
+    /*
+     * Optional: a file descriptor the embedding watches in its event
+     * loop; when it is readable the core's data path runs (and so poll).
+     * A backend whose work arrives from outside the core's calls (a host
+     * NIC's completions and async events) returns it; -1 or NULL: none,
+     * poll's deadline is enough (sw). The fd stays the same from create
+     * to destroy, across reset.
+     */
+    int (*wait_fd)(struct qrdma_be *be);
 
     /*
      * Do pending work (timers, ACKs, responses, queued completions),

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		8
+#define QRDMA_IF_VERSION_MINOR		9
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -136,6 +136,13 @@
 #define QRDMA_FEATURE_ATOMIC		0x00000010u
 #define QRDMA_FEATURE_MW		0x00000020u
 #define QRDMA_FEATURE_FAST_REG		0x00000040u
+/*
+ * Interface 0.9: CREATE_QP returns the QP's wire QPN, REG_MR and
+ * ALLOC_STAG the MR's wire rkey, as the command's return value; the
+ * driver reports those (ib_qp.qp_num, ib_mr.rkey). With the sw backend
+ * they equal the QP ID and the STag.
+ */
+#define QRDMA_FEATURE_WIRE_IDS		0x00000080u
 #define QRDMA_FEATURE_STATS		0x00000100u	/* port counters, block 0x5000 (0.7) */
 
 #define QRDMA_PAGE_SIZE_4K		(1u << 12)

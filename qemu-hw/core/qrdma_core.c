@@ -9,6 +9,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
+#ifdef QRDMA_HAVE_VERBS
+#include "qrdma_backend_verbs.h"
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -190,9 +193,13 @@ static const struct {
     const char *missing;
 } backends[QRDMA_BACKEND_COUNT] = {
     [QRDMA_BACKEND_SW] = { "sw", &qrdma_be_sw_ops, NULL },
+#ifdef QRDMA_HAVE_VERBS
+    [QRDMA_BACKEND_VERBS] = { "verbs", &qrdma_be_verbs_ops, NULL },
+#else
     [QRDMA_BACKEND_VERBS] = { "verbs", NULL,
-                              "the host-verbs backend is not built yet (issue 12); use "
-                              "backend=sw" },
+                              "the host-verbs backend is not built into this program (it "
+                              "needs libibverbs at build time); use backend=sw" },
+#endif
 };
 
 int qrdma_core_backend_from_name(const char *name)
@@ -357,7 +364,8 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
                                          QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
-                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS;
+                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_WIRE_IDS |
+                                         QRDMA_FEATURE_STATS;
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

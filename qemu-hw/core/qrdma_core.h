@@ -116,7 +116,7 @@ enum qrdma_core_work {
 /* The backends a device can use (its backend= property, docs/backends.md). */
 enum qrdma_core_backend {
     QRDMA_BACKEND_SW = 0,       /* the software RoCEv2 transport on the device's own wire */
-    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs: not built yet */
+    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs (built with QRDMA_HAVE_VERBS) */
 };
 
 /* Device properties, fixed for the device's life. */
@@ -179,6 +179,12 @@ struct qrdma_core_config {
      */
     uint32_t backend;
     const struct qrdma_be_ops *backend_ops;
+    /*
+     * What only the chosen backend understands, handed to its create
+     * (qrdma_be_params.backend_config): verbs takes struct
+     * qrdma_be_verbs_config. NULL for sw.
+     */
+    const void *backend_config;
 };
 
 #define QRDMA_PE_READY_NEVER UINT32_MAX
@@ -502,6 +508,13 @@ struct qrdma_core {
 
 /* Defaults for every limit; the QEMU properties start from these. */
 void qrdma_core_config_defaults(struct qrdma_core_config *cfg);
+
+/*
+ * The fd the embedding watches for the backend (readable: run the data
+ * path, QRDMA_WORK_DP), or -1 when the backend has none (sw: its timer is
+ * enough). The same fd from init to fini.
+ */
+int qrdma_core_backend_wait_fd(struct qrdma_core *core);
 
 /* The enum qrdma_core_backend a backend= value names, or -1. */
 int qrdma_core_backend_from_name(const char *name);

@@ -632,6 +632,9 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     }
     qp->rq_head++;
     core->dp.rq_wqes++;
+    if (core->dp.ops->recv_doorbell && dp_qp(core, id)) {
+        dp_qp(core, id)->rq_held++;
+    }
     return 0;
 }
 
@@ -710,6 +713,10 @@ static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
         e.flags |= QRDMA_CQE_FLAG_SOLICITED;
     }
     cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
+    if (recv && !(wc->wr_id & DP_WRID_SRQ) && dp_qp(core, id) && dp_qp(core, id)->rq_held &&
+        !--dp_qp(core, id)->rq_held && dp_qp(core, id)->rq_flush) {
+        dp_kick_qp(core, id);   /* the last one the backend held: flush the rest now */
+    }
     if (wc->status != QRDMA_BE_WC_SUCCESS) {
         qp_follow_state(core, id);
         /*
@@ -1178,7 +1185,9 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         dq->sq_fetched++;
         if (ret) {
-            bad_wqe(core, id, true, index, QRDMA_BE_WC_LOC_QP_OP_ERR,
+            /* -EACCES: a key the backend cannot resolve, as the MR checks would report it. */
+            bad_wqe(core, id, true, index,
+                    ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR : QRDMA_BE_WC_LOC_QP_OP_ERR,
                     "the transport refused the work request");
             return;
         }
@@ -1234,7 +1243,7 @@ static void dp_qp_forget(struct qrdma_dp_qp *dq)
     dq->wire_qpn = wire_qpn;
 }
 
-int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_qpn)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
     struct qrdma_dp *dp = &core->dp;
@@ -1288,17 +1297,19 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id)
         dq->be_qp = NULL;
         return ret;
     }
-    if (qpn != qp_id) {
+    if (qpn > QRDMA_OBJ_ID_MASK) {
         /*
-         * The guest addresses its QP by the QP ID; a backend whose QPNs
-         * are its own (a host NIC's) needs the interface to hand them to
-         * the driver first (CREATE_QP's return value, docs/backends.md).
+         * Peers address the QP by this number in a 24-bit BTH field, and
+         * the guest learns it from CREATE_QP's return value (WIRE_IDS,
+         * docs/hw-spec.md section 17.1): one that does not fit is the
+         * backend's bug, and the command fails rather than hand it out.
          */
         dp->ops->qp_destroy(dp->be, dq->be_qp);
         dq->be_qp = NULL;
         return -ENOTSUP;
     }
     dq->wire_qpn = qpn;
+    *wire_qpn = qpn;
     return 0;
 }
 
@@ -1383,22 +1394,23 @@ void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
 
 /*
  * An MR REG_MR or ALLOC_STAG has just recorded: the backend's hook, for a
- * backend that mirrors MRs (one with none, sw, has nothing to do). The
- * STag is what peers use as the rkey; a backend whose rkeys are its own
- * (a host NIC's) needs the interface to hand them to the driver first
- * (the command's return value, docs/backends.md), so until then it is
- * refused.
+ * backend that mirrors MRs (one with none, sw, has nothing to do, and the
+ * rkey is the STag). *rkey gets the rkey peers will use, which the command
+ * returns to the driver (WIRE_IDS, docs/hw-spec.md section 18.1). A
+ * fast-register MR's rkey must carry the STag's key byte: a FAST_REG WQE
+ * changes that byte alone (ib_update_fast_reg_key in the guest), so the
+ * guest's rkey and the backend's stay in step only if they start equal.
  */
-int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 {
     struct qrdma_dp *dp = &core->dp;
     const struct qrdma_mr *mr = &core->obj.mr[stag >> QRDMA_STAG_INDEX_SHIFT];
     int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m, uint32_t *rkey) =
         mr->type == QRDMA_MR_TYPE_FAST_REG ? dp->ops->mr_alloc_stag : dp->ops->mr_register;
     struct qrdma_be_mr m;
-    uint32_t rkey = stag;
     int ret;
 
+    *rkey = stag;
     if (!dp->be || !hook) {
         return 0;
     }
@@ -1414,12 +1426,15 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag)
     m.iova = mr->iova;
     m.length = mr->length;
     m.max_pages = mr->max_pages;
-    ret = hook(dp->be, &m, &rkey);
+    ret = hook(dp->be, &m, rkey);
     if (ret) {
+        *rkey = stag;
         return ret;
     }
-    if (rkey != stag) {
+    if (mr->type == QRDMA_MR_TYPE_FAST_REG &&
+        (*rkey & QRDMA_STAG_KEY_MASK) != (stag & QRDMA_STAG_KEY_MASK)) {
         qrdma_dp_mr_deregister(core, stag);
+        *rkey = stag;
         return -ENOTSUP;
     }
     return 0;
@@ -1552,7 +1567,8 @@ void qrdma_dp_process(struct qrdma_core *core)
             qp->state == QRDMA_QPS_SQE || qp->state == QRDMA_QPS_ERR) {
             sq_fetch(core, id, qp, dq);
         }
-        if (dq->rq_flush && qp->state == QRDMA_QPS_ERR) {
+        /* After the backend's own flushes of the WQEs it holds (cb_complete kicks). */
+        if (dq->rq_flush && qp->state == QRDMA_QPS_ERR && !dq->rq_held) {
             rq_flush(core, id, qp, dq);
         }
     }
@@ -1576,6 +1592,7 @@ static void be_params(const struct qrdma_core *core, struct qrdma_be_params *p)
     memset(p, 0, sizeof(*p));
     memcpy(p->mac, core->cfg.mac, 6);
     p->stall_floor_ns = (uint64_t)core->cfg.stall_floor_ms * 1000000;
+    p->backend_config = core->cfg.backend_config;
     /* All zero (the default) leaves fault injection off. */
     p->fault.loss_ppm = f->loss_ppm;
     p->fault.dup_ppm = f->dup_ppm;
@@ -1583,6 +1600,13 @@ static void be_params(const struct qrdma_core *core, struct qrdma_be_params *p)
     p->fault.corrupt_ppm = f->corrupt_ppm;
     p->fault.delay_ns = (uint64_t)f->delay_us * 1000;
     p->fault.seed = f->seed;
+}
+
+int qrdma_core_backend_wait_fd(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    return dp->be && dp->ops->wait_fd ? dp->ops->wait_fd(dp->be) : -1;
 }
 
 int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char *err,

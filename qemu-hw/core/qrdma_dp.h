@@ -29,6 +29,12 @@ struct qrdma_dp_qp {
     bool cq_lost, fatal_raised;
     /* SQ WQEs fetched (free running); the next one is at sq_fetched mod size. */
     uint32_t sq_fetched;
+    /*
+     * RQ WQEs a push backend (recv_doorbell) took with get_recv and has not
+     * completed yet: the flush of the rest waits for them, so the QP's
+     * receive CQEs stay in ring order.
+     */
+    uint32_t rq_held;
 };
 
 /* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*, bits 16 and 17). */
@@ -80,19 +86,22 @@ void qrdma_dp_fini(struct qrdma_core *core);
 
 /*
  * Object hooks, called by the CQP commands after they succeeded.
- * qrdma_dp_qp_create: 0; -ENOMEM; -ENOTSUP when the backend's QPN would
- * not be the QP ID (the command then forgets the QP).
+ * qrdma_dp_qp_create: 0 with *wire_qpn (the backend's QPN, CREATE_QP's
+ * return value); -ENOMEM; -ENOTSUP when the backend's QPN does not fit
+ * 24 bits (the command then forgets the QP).
  */
-int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id);
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_qpn);
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask);
 void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
 /*
- * MR hooks (qrdma_mr.c): REG_MR or ALLOC_STAG recorded MR stag (0, or
- * negative: the command must forget it: -ENOTSUP when the backend's rkey
- * is not the STag); DEALLOC_STAG is about to forget it.
+ * MR hooks (qrdma_mr.c): REG_MR or ALLOC_STAG recorded MR stag (0 with
+ * *rkey, the rkey peers use and the command's return value; or negative:
+ * the command must forget it: -ENOMEM when the backend is out of host
+ * resources, -ENOTSUP when a fast-register MR's rkey lacks the STag's key
+ * byte); DEALLOC_STAG is about to forget it.
  */
-int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag);
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey);
 void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 
 /* Doorbells (page, offset inside the page, value). */

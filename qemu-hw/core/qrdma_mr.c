@@ -296,33 +296,43 @@ static struct cqp_result mr_mirror_forget(struct qrdma_core *core, uint32_t stag
     qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero, sizeof(zero), cmd);
     return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
                           "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
-                          ret == -ENOTSUP ? "its rkey would not be the STag"
+                          ret == -ENOTSUP ? "its rkey lacks the STag's key byte"
                                           : "out of host resources");
 }
 
+/* Success: the return value is the rkey peers use (WIRE_IDS, hw-spec 18.1). */
 static struct cqp_result mr_mirror(struct qrdma_core *core, uint32_t stag, const char *cmd)
 {
-    int ret = qrdma_dp_mr_register(core, stag);
+    struct cqp_result res = cqp_ok;
+    uint32_t rkey;
+    int ret = qrdma_dp_mr_register(core, stag, &rkey);
 
-    return ret ? mr_mirror_forget(core, stag, cmd, ret) : cqp_ok;
+    if (ret) {
+        return mr_mirror_forget(core, stag, cmd, ret);
+    }
+    res.retval = rkey;
+    return res;
 }
 
 /*
  * A REG_MR.REREG the core has applied, mirrored like a new one: a backend
- * that holds the index replaces its registration in one step. One it
- * refuses leaves the old registration in place, here and in the context.
- * One it made with an rkey other than the STag is gone from the backend
- * again (qrdma_dp_mr_register), so the MR is gone here too, as after a
- * refused REG_MR.
+ * that holds the index replaces its registration in one step, and the
+ * command returns the rkey of the new one. One it refuses leaves the old
+ * registration in place, here and in the context. One it made with an
+ * unusable rkey is gone from the backend again (qrdma_dp_mr_register), so
+ * the MR is gone here too, as after a refused REG_MR.
  */
 static struct cqp_result mr_mirror_rereg(struct qrdma_core *core, uint32_t stag,
                                          const struct qrdma_mr *old, const char *cmd)
 {
+    struct cqp_result res = cqp_ok;
     uint8_t ctx[MR_CTX_SIZE];
-    int ret = qrdma_dp_mr_register(core, stag);
+    uint32_t rkey;
+    int ret = qrdma_dp_mr_register(core, stag, &rkey);
 
     if (!ret) {
-        return cqp_ok;
+        res.retval = rkey;
+        return res;
     }
     if (ret == -ENOTSUP) {
         return mr_mirror_forget(core, stag, cmd, ret);

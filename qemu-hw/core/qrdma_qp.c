@@ -452,6 +452,7 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
     uint32_t id = arg[0] & QRDMA_OBJ_ID_MASK;
     struct cqp_result res;
     struct qrdma_qp qp;
+    uint32_t wire_qpn;
     int ret;
 
     res = qp_id_check(core, arg[0], cmd);
@@ -490,7 +491,7 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
         core->obj.srq[qp.srq].refs++;
     }
     qrdma_obj_count_inc(core, QRDMA_HMC_QP);
-    ret = qrdma_dp_qp_create(core, id);
+    ret = qrdma_dp_qp_create(core, id, &wire_qpn);
     if (ret) {
         /* The backend could not make its QP: undo, as if never created. */
         core->obj.cq[qp.send_cq].refs--;
@@ -503,10 +504,13 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
         memset(ctx, 0, sizeof(ctx));
         qrdma_obj_ctx_write(core, QRDMA_HMC_QP, id, ctx, sizeof(ctx), cmd);
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0, "%s: QP %u: %s", cmd, id,
-                              ret == -ENOTSUP ? "the backend's QPN would not be the QP ID"
+                              ret == -ENOTSUP ? "the backend's QPN does not fit 24 bits"
                                               : "the device is out of host memory");
     }
-    return cqp_ok;
+    /* The QPN peers address the QP by (WIRE_IDS, docs/hw-spec.md section 17.1). */
+    res = cqp_ok;
+    res.retval = wire_qpn;
+    return res;
 }
 
 /* ---- MODIFY_QP ------------------------------------------------------------------- */

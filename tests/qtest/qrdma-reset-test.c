@@ -237,8 +237,9 @@ static void test_unplug_with_qps(void)
 }
 
 /*
- * backend=: device_add with backend=verbs (not built) or a name that is no
- * backend fails with a message that says why; backend=sw works.
+ * backend=: device_add with backend=verbs (here without the RAM it needs)
+ * or a name that is no backend fails with a message that says why;
+ * backend=sw works.
  */
 static void test_backend_property(void)
 {
@@ -263,6 +264,67 @@ static void test_backend_property(void)
     qtest_quit(qts);
 }
 
+/* The error description of a command that must fail. */
+static char *error_of(QDict *resp)
+{
+    char *desc;
+
+    g_assert(qdict_haskey(resp, "error"));
+    desc = g_strdup(qdict_get_str(qdict_get_qdict(resp, "error"), "desc"));
+    qobject_unref(resp);
+    return desc;
+}
+
+/*
+ * backend=verbs refusals at realize, each with a message that says what
+ * to do: no ibdev=; guest RAM that is not shared memory (the default
+ * RAM); a host device that is not there (this machine has no RDMA
+ * device). A device refused after it blocked migration leaves no
+ * blocker behind: a migration then starts (it would fail naming the
+ * host NIC's QP numbers otherwise); and a sw device after it works. In a
+ * QEMU built without libibverbs the refusal says that instead.
+ */
+static void test_verbs_refusals(void)
+{
+    QTestState *qts = qtest_init("-machine pc -nodefaults -m 256M");
+    char *desc;
+
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v0', 'backend': 'verbs' } }"));
+    if (strstr(desc, "not built into this program")) {
+        g_test_message("no libibverbs in this build: %s", desc);
+        g_free(desc);
+        qtest_quit(qts);
+        return;
+    }
+    g_assert(strstr(desc, "needs ibdev="));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v1', 'backend': 'verbs', "
+                              "'ibdev': 'rxe0' } }"));
+    g_assert(strstr(desc, "is not shared memory the host can register"));
+    g_assert(strstr(desc, "memory-backend-memfd"));
+    g_free(desc);
+    qtest_quit(qts);
+
+    qts = qtest_init("-machine pc,memory-backend=m -nodefaults "
+                     "-object memory-backend-memfd,id=m,size=256M,share=on");
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v2', 'backend': 'verbs', "
+                              "'ibdev': 'qrdma-no-such-dev0' } }"));
+    g_assert(strstr(desc, "host RDMA device 'qrdma-no-such-dev0' not found"));
+    g_free(desc);
+    qtest_qmp_assert_success(qts, "{ 'execute': 'migrate', 'arguments': "
+                             "{ 'uri': 'exec:cat > /dev/null' } }");
+    qtest_quit(qts);
+
+    qts = qtest_init("-machine pc,memory-backend=m -nodefaults "
+                     "-object memory-backend-memfd,id=m,size=256M,share=on");
+    qtest_qmp_assert_success(qts, "{ 'execute': 'device_add', 'arguments': "
+                             "{ 'driver': 'qrdma', 'id': 's', 'backend': 'sw' } }");
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -271,5 +333,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qrdma/irq/slot-power-off", test_irq_slot_power_off);
     qtest_add_func("/qrdma/unplug/with-qps", test_unplug_with_qps);
     qtest_add_func("/qrdma/backend-property", test_backend_property);
+    qtest_add_func("/qrdma/verbs-refusals", test_verbs_refusals);
     return g_test_run();
 }

@@ -20,6 +20,7 @@ uint64_t now_ns = 1000000000ull;
 struct qrdma_core_fault_cfg dev_fault;
 uint32_t dev_stall_floor_ms;
 const struct qrdma_be_ops *dev_backend_ops;
+const void *dev_backend_config;
 unsigned rc_retry_cnt = 3;
 void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 uint64_t (*dp_tb_clock)(void);
@@ -375,6 +376,7 @@ void pump_ms(unsigned ms)
 /* ---- the driver's CQP ---------------------------------------------------------------- */
 
 uint64_t last_status;
+uint64_t last_retval;
 
 unsigned major_of(uint64_t st)
 {
@@ -408,6 +410,7 @@ uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2,
         return ~0ull;
     }
     last_status = r64(s, c + 16);
+    last_retval = r64(s, c + 8);
     CHECK_EQ((last_status & QRDMA_CCQ_CQE_OPCODE_MASK) >> QRDMA_CCQ_CQE_OPCODE_SHIFT, op);
     s->ccq_head = (s->ccq_head + 1) & ((1u << CQP_LOG2) - 1);
     if (!s->ccq_head) {
@@ -467,6 +470,7 @@ void side_up(struct side *s, int idx)
     /* IBTA's retry rule alone unless a test asks for the floor. */
     cfg.stall_floor_ms = dev_stall_floor_ms;
     cfg.backend_ops = dev_backend_ops;
+    cfg.backend_config = dev_backend_config;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
     qrdma_core_reset(&s->core);
     side_bringup(s);

@@ -123,6 +123,7 @@ extern struct qrdma_core_fault_cfg dev_fault;  /* cfg.fault of the sides set up 
 extern uint32_t dev_stall_floor_ms;             /* cfg.stall_floor_ms of the sides set up next */
 /* cfg.backend_ops of the sides set up next: NULL, the sw backend; a test's own otherwise. */
 extern const struct qrdma_be_ops *dev_backend_ops;
+extern const void *dev_backend_config;     /* its qrdma_be_params.backend_config */
 extern unsigned rc_retry_cnt;                  /* retry_cnt rc_to_rts sets (default 3) */
 /*
  * Called from a side's env.msix_notify, after counting: a test's way to make
@@ -191,6 +192,7 @@ void pump_ms(unsigned ms);
 /* ---- the driver's CQP ------------------------------------------------------------------ */
 
 extern uint64_t last_status;
+extern uint64_t last_retval;    /* the last CCQ CQE's return value */
 unsigned major_of(uint64_t st);
 /* Run one CQP command on side s; returns its status qword. */
 uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,

@@ -6,8 +6,10 @@
  * WRITE and receives a SEND; the CQEs the core writes come only from what
  * the fake reported, so a core that went around the ops table (to the sw
  * engine, say) fails here. Also: memory through the callbacks, events,
- * a full send queue, frames, the MR hooks, reset and teardown, refused
- * QPNs and rkeys, and backend=verbs refused.
+ * a full send queue, frames, the MR hooks, reset and teardown, wire
+ * QPNs and rkeys of the backend's own (WIRE_IDS: returned by the CQP,
+ * never confused with the guest's IDs and STags), and backend=verbs
+ * refused.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -63,6 +65,7 @@ static struct fake {
     unsigned n_mr, n_alloc, n_dereg;
     uint32_t dereg[FAKE_MAX_MR];
     uint32_t rkey_xor;          /* non-zero: hand out an rkey other than the STag */
+    uint32_t alloc_rkey_xor;    /* ALLOC_STAG only, applied after rkey_xor */
     bool mr_refuse;             /* mr_register answers -ENOMEM */
     uint32_t qpn_xor;           /* non-zero: hand out a QPN other than the QP ID */
     /* what the next poll reports */
@@ -212,8 +215,12 @@ static int fake_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, u
 static int fake_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr,
                               uint32_t *rkey)
 {
+    int ret;
+
     fk.n_alloc++;
-    return fake_mr_hook(mr, rkey);
+    ret = fake_mr_hook(mr, rkey);
+    *rkey ^= fk.alloc_rkey_xor;
+    return ret;
 }
 
 static void fake_mr_deregister(struct qrdma_be *be, uint32_t stag)
@@ -357,6 +364,7 @@ static void test_qp_post_complete(void)
     CHECK_EQ(q->init.max_send_sge, 12);
     CHECK_EQ(q->init.max_recv_sge, 3);
     CHECK_EQ(SA->core.dp.qp[QPN].wire_qpn, QPN);
+    CHECK_EQ(last_retval, QPN);         /* the sw numbering: the QPN is the QP ID */
 
     rc_to_rts(SA, QPN, SB, QPN, 7);
     CHECK_EQ(q->modifies, 3);
@@ -458,6 +466,58 @@ static void test_recv_doorbell_and_complete(void)
         CHECK_EQ(fk.cb.get_recv(fk.opaque, QPN, &wr), -ENOENT);
     }
     no_errors(SA);
+}
+
+/* The fake's host-side flush: every receive it took, in order, with WR_FLUSH_ERR. */
+static void flush_held_receives(void)
+{
+    unsigned i;
+
+    for (i = 0; i < fk.n_recv; i++) {
+        struct qrdma_be_wc wc = { .wr_id = fk.recv[i].wr_id, .opcode = QRDMA_BE_WC_RECV,
+                                  .status = QRDMA_BE_WC_WR_FLUSH_ERR };
+
+        fk.cb.complete(fk.opaque, QPN, &wc);
+    }
+}
+
+/*
+ * A push backend holds receive WQEs it took at the doorbell. When the QP
+ * goes to ERR the core flushes the WQEs it still has only after the
+ * backend's flushes of those it holds, so the receive CQEs stay in ring
+ * order (the driver and provider retire RQ WQEs in order: a CQE for a
+ * later index first would lose the earlier ones).
+ */
+static void test_rq_flush_after_held(void)
+{
+    struct cqe e;
+
+    fake_setup();
+    create_qp(SA, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    CHECK_EQ(post_recv(SA, QPN, 0x4000, 256), 0);
+    CHECK_EQ(post_recv(SA, QPN, 0x4100, 256), 1);
+    ring_rq(SA, QPN);
+    CHECK_EQ(fk.n_recv, 2);
+    CHECK_EQ(post_recv(SA, QPN, 0x4200, 256), 2);       /* not rung: the core still has it */
+    CHECK_EQ(SA->core.dp.qp[QPN].rq_held, 2);
+
+    modify_state(SA, QPN, QRDMA_QPS_ERR);
+    run_dp();
+    CHECK(!poll_cq(SA, 2, &e));         /* nothing yet: WQE 2 waits for 0 and 1 */
+    fk.on_poll = flush_held_receives;
+    run_dp();
+    run_dp();
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 0);
+    CHECK_EQ(e.status, QRDMA_BE_WC_WR_FLUSH_ERR);
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 1);
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.wqe_index, 2);
+    CHECK_EQ(e.status, QRDMA_BE_WC_WR_FLUSH_ERR);
+    CHECK(!poll_cq(SA, 2, &e));
+    CHECK_EQ(SA->core.dp.qp[QPN].rq_held, 0);
 }
 
 /* mr_gpa_walk's fn: the pieces of a range. */
@@ -645,6 +705,7 @@ static void test_mr_hooks(void)
     CQP_OK(cqp(SA, QRDMA_CQP_OP_ALLOC_STAG, fr_stag,
                PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0, 8,
                0));
+    CHECK_EQ(last_retval, fr_stag);     /* the rkey, the STag itself here */
     CHECK_EQ(fk.n_alloc, 1);
     CHECK_EQ(fk.mr[1].stag, fr_stag);
     CHECK_EQ(fk.mr[1].type, QRDMA_BE_MR_FAST_REG);
@@ -655,24 +716,41 @@ static void test_mr_hooks(void)
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 1);
 
     /*
-     * A backend whose rkey is not the STag: the guest could not learn it,
-     * so the command fails and leaves no MR (and no backend MR).
+     * A backend whose rkey is its own (WIRE_IDS): ALLOC_STAG returns it.
+     * Its key byte must be the STag's, as FAST_REG changes that byte
+     * alone: one without is refused and leaves no MR (and no backend MR).
      */
-    fk.rkey_xor = 0x100;
+    fk.rkey_xor = 0x4a0100;
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_ALLOC_STAG, fr_stag,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0, 8,
+               0));
+    CHECK_EQ(last_retval, fr_stag ^ 0x4a0100);
+    CHECK_EQ(SA->core.obj.mr[2].state, QRDMA_MR_STATE_FREE);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, fr_stag, 0, 0, 0, 0, 0));
+    CHECK_EQ(fk.n_dereg, 2);
+    fk.alloc_rkey_xor = 0x01;
     cqp(SA, QRDMA_CQP_OP_ALLOC_STAG, fr_stag,
         PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0, 8, 0);
     CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_INVALID_ARG);
-    CHECK(logged(SA, "its rkey would not be the STag"));
-    CHECK_EQ(fk.n_dereg, 2);
+    CHECK(logged(SA, "its rkey lacks the STag's key byte"));
+    CHECK_EQ(fk.n_dereg, 3);
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 1);
     CHECK_EQ(SA->core.obj.mr[2].state, QRDMA_MR_STATE_NONE);
+    fk.alloc_rkey_xor = 0;
+    /* REG_MR's rkey may be anything the backend likes: the key byte too. */
+    fk.rkey_xor = 0x5a5a5a5a;
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, fr_stag,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT |
+               12ull << QRDMA_MR_ARG1_PAGE_SHIFT, 0x1000, 0x1000, DATA, 0));
+    CHECK_EQ(last_retval, fr_stag ^ 0x5a5a5a5a);
+    fk.rkey_xor = 0;
 }
 
 /*
  * REG_MR.REREG comes to mr_register again for the index; a refusal keeps
  * the old registration in the core (its rights still work, the count
- * stays); an rkey other than the STag leaves no MR at all, as the backend
- * dropped its registration.
+ * stays); an accepted one returns the new registration's rkey, which may
+ * differ from the old (a host NIC's ibv_rereg_mr may change it).
  */
 static void test_mr_rereg_hook(void)
 {
@@ -688,6 +766,7 @@ static void test_mr_rereg_hook(void)
     CHECK_EQ(fk.n_mr, 2);
     CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag, PD | rw | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000,
                DATA, 0));
+    CHECK_EQ(last_retval, stag);
     CHECK_EQ(fk.n_mr, 3);
     CHECK_EQ(fk.mr[2].stag, stag);
     CHECK_EQ(fk.mr[2].access, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE);
@@ -702,25 +781,76 @@ static void test_mr_rereg_hook(void)
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 2);
     fk.mr_refuse = false;
 
-    fk.rkey_xor = 0x100;
-    cqp(SA, QRDMA_CQP_OP_REG_MR, stag, PD | lw | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000, DATA, 0);
-    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_INVALID_ARG);
-    CHECK(logged(SA, "its rkey would not be the STag"));
-    CHECK_EQ(SA->core.obj.mr[3].state, QRDMA_MR_STATE_NONE);
-    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 1);
+    fk.rkey_xor = 0x300100;
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag, PD | lw | QRDMA_MR_ARG1_REREG, 0x1000, 0x1000,
+               DATA, 0));
+    CHECK_EQ(last_retval, stag ^ 0x300100);
+    CHECK_EQ(SA->core.obj.mr[3].state, QRDMA_MR_STATE_VALID);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_MR), 2);
     fk.rkey_xor = 0;
 }
 
-/* A backend whose QPN is not the QP ID: CREATE_QP fails and leaves nothing behind. */
-static void test_qpn_refused(void)
+/*
+ * WIRE_IDS: a backend whose QPNs and rkeys are its own (a host NIC's).
+ * CREATE_QP returns the wire QPN; the guest names its QP by the QP ID
+ * everywhere else (doorbells, CQP, CQEs), the peer by the peer's wire
+ * QPN (MODIFY_QP's dest_qpn, reaching the backend unchanged), its own
+ * memory by STag (SGE lkeys) and the peer's by the peer's rkey (reaching
+ * the backend unchanged). Completions the backend reports by QP ID
+ * become CQEs naming the QP ID; a UD source QPN passes through. A QPN
+ * over 24 bits is refused.
+ */
+static void test_wire_ids(void)
 {
+    const uint32_t peer_qpn = 0x5a5a5, peer_rkey = 0x1234567;
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x2000, .rkey = peer_rkey,
+                     .nsge = 1, .sge = { { 0x100, 300, 0 } } };
+    struct fake_qp *q = &fk.qp[QPN];
+    struct cqe e;
+
     fake_setup();
-    fk.qpn_xor = 0x800;
+    CHECK(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_WIRE_IDS);
+    fk.qpn_xor = 0x3c0000;
+    create_qp(SA, QPN, &rc_spec);
+    CHECK_EQ(last_retval, QPN ^ 0x3c0000);
+    CHECK_EQ(SA->core.dp.qp[QPN].wire_qpn, QPN ^ 0x3c0000);
+    CHECK_EQ(q->init.qp_id, QPN);
+    rc_to_rts(SA, QPN, SB, peer_qpn, 7);
+    CHECK_EQ(q->attr[1].dest_qp_num, peer_qpn);
+
+    CHECK_EQ(post_send(SA, QPN, &w), 0);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(fk.n_wr, 1);
+    CHECK_EQ(fk.wr[0].sg_list[0].lkey, MR_STAG);
+    CHECK_EQ(fk.wr[0].rdma.rkey, peer_rkey);
+    EXPECT_CQE(SA, 1, QPN, 0, QRDMA_BE_WC_RDMA_WRITE, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ,
+               ~0u);
+
+    CHECK_EQ(post_recv(SA, QPN, 0x4000, 2048), 0);
+    ring_rq(SA, QPN);
+    CHECK_EQ(fk.recv[0].sg_list[0].lkey, MR_STAG);
+    fk.recv_wc = (struct qrdma_be_wc){ .status = QRDMA_BE_WC_SUCCESS,
+                                       .opcode = QRDMA_BE_WC_RECV, .byte_len = 8,
+                                       .src_qp = peer_qpn };
+    fk.recv_due = true;
+    run_dp();
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.qp, QPN);
+    CHECK_EQ(e.src_qp, peer_qpn);
+    CHECK(!poll_cq(SA, 2, &e));
+    no_errors(SA);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, QPN, 0, 0, 0, 0, 0));
+    CHECK(!q->live);
+
+    /* A QPN that does not fit the BTH's 24 bits is the backend's bug: refused, nothing left. */
+    fk.qpn_xor = 0x1000000;
     CHECK_EQ(major_of(create_qp_status(SA, QPN, &rc_spec)), QRDMA_CQP_ERR_INVALID_ARG);
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
-    CHECK(logged(SA, "the backend's QPN would not be the QP ID"));
+    CHECK(logged(SA, "the backend's QPN does not fit 24 bits"));
     CHECK(!fk.qp[QPN].live);
     CHECK(qrdma_qp_get(&SA->core, QPN) == NULL);
+    fk.qpn_xor = 0;
 }
 
 /*
@@ -774,7 +904,7 @@ static void test_backend_choice(void)
     env = SA->core.env;
     CHECK_EQ(qrdma_core_init(&core, &cfg, &env, err, sizeof(err)), -ENOTSUP);
     CHECK_STR_CONTAINS(err, "backend=verbs");
-    CHECK_STR_CONTAINS(err, "not built yet");
+    CHECK_STR_CONTAINS(err, "not built into this program");
     cfg.backend = 7;
     CHECK_EQ(qrdma_core_init(&core, &cfg, &env, err, sizeof(err)), -ENOTSUP);
     /* A backend table without the ops the core needs is refused too. */
@@ -793,13 +923,14 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_create_params),
     UNIT_TEST(test_qp_post_complete),
     UNIT_TEST(test_recv_doorbell_and_complete),
+    UNIT_TEST(test_rq_flush_after_held),
     UNIT_TEST(test_memory_callbacks),
     UNIT_TEST(test_events),
     UNIT_TEST(test_send_queue_full),
     UNIT_TEST(test_frames),
     UNIT_TEST(test_mr_hooks),
     UNIT_TEST(test_mr_rereg_hook),
-    UNIT_TEST(test_qpn_refused),
+    UNIT_TEST(test_wire_ids),
     UNIT_TEST(test_reset_and_teardown),
     UNIT_TEST(test_backend_choice),
 };

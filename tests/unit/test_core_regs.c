@@ -72,7 +72,8 @@ static void test_reset_values(void)
     CHECK_EQ(rd(QRDMA_REG_CAP_FEATURES), QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC |
                                          QRDMA_FEATURE_SRQ |
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
-                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS);
+                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_WIRE_IDS |
+                                         QRDMA_FEATURE_STATS);
     CHECK_EQ(rd(QRDMA_REG_PORT_SPEED), 100000);
     CHECK_EQ(fake.guest_errors, 0);
 }

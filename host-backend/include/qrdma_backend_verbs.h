@@ -1,0 +1,70 @@
+/*
+ * The host-verbs backend (host-backend/verbs/): guest QPs and MRs on a
+ * host RDMA device through libibverbs, payload never copied. This header
+ * is what an embedding (the QEMU glue, a test, a harness process) gives
+ * it beyond the contract of qrdma_backend.h: which host device and port,
+ * and where guest RAM is in this process. docs/backends.md, "The verbs
+ * backend", is its prose.
+ *
+ * Plain C: no QEMU types. Including it does not need libibverbs; building
+ * host-backend/verbs/ does.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_BACKEND_VERBS_H
+#define QRDMA_BACKEND_VERBS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "qrdma_backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * One range of guest RAM: guest-physical [gpa, gpa + size) is at host
+ * virtual address hva in this process and, when fd >= 0, at offset
+ * fd_offset of fd (a memfd or hugetlbfs file mapped shared). The fd lets
+ * the backend map an MR's scattered guest pages contiguously (an alias)
+ * for one host registration; without it only MRs whose pages are already
+ * contiguous in hva can be registered.
+ */
+struct qrdma_be_verbs_ram {
+    uint64_t gpa;
+    uint64_t size;
+    void *hva;
+    int fd;
+    uint64_t fd_offset;
+};
+
+#define QRDMA_BE_VERBS_MAX_RAM 16
+
+struct qrdma_vb_verbs;          /* the libibverbs calls used (host-backend/verbs/vb_verbs.h) */
+
+/* qrdma_be_params.backend_config of backend=verbs. */
+struct qrdma_be_verbs_config {
+    const char *ibdev;          /* host device name (ibv_get_device_name), e.g. "rxe0" */
+    uint8_t ibport;             /* host port, 1-based */
+    uint8_t gid_index;          /* the host GID index every guest GID index maps to */
+    unsigned nram;
+    struct qrdma_be_verbs_ram ram[QRDMA_BE_VERBS_MAX_RAM];
+    /* NULL: libibverbs itself (vb_libibverbs.c); tests pass a mock. */
+    const struct qrdma_vb_verbs *verbs;
+};
+
+/*
+ * The fd an embedding watches (readable: call the backend's poll through
+ * the core's data path): the host completion channel and async events.
+ * -1 when the backend has none. Also reachable as qrdma_be_ops.wait_fd.
+ */
+int qrdma_be_verbs_wait_fd(struct qrdma_be *be);
+
+extern const struct qrdma_be_ops qrdma_be_verbs_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QRDMA_BACKEND_VERBS_H */

@@ -1,0 +1,1319 @@
+/*
+ * The host-verbs backend: the contract of qrdma_backend.h over a host RDMA
+ * device through libibverbs (the calls in vb_verbs.h), with no copy of
+ * payload. docs/backends.md, "The verbs backend", is the prose.
+ *
+ * What it owns:
+ * - one host device context, one completion channel, one epoll fd that
+ *   watches the channel and the async-event fd (wait_fd);
+ * - a host PD per guest PD number, made when first needed;
+ * - per guest QP: a host QP and two host CQs of its own (send, receive),
+ *   sized to its queues, so a host CQ never overflows and a destroyed QP
+ *   leaves no completions behind in a CQ another QP uses;
+ * - per guest MR (by STag index): a host MR registered with the guest's
+ *   IOVA on the host-virtual address of its guest pages, or of an alias
+ *   that maps scattered pages contiguously from the RAM's fd; per guest
+ *   PD, host MRs over each RAM range with iova = guest-physical address
+ *   for the guest's DMA MR;
+ * - a small cache of host AHs for UD sends.
+ *
+ * Identifiers: the host QPN and the host rkey are the wire identifiers
+ * (qp_create's *qpn, mr_register's *rkey). Work requests name the guest's
+ * memory by STag, which becomes the host MR's lkey here; addresses stay
+ * the guest's IOVA (the host MR was registered with it).
+ *
+ * Threading: none of its own. Every op runs in the core's context; host
+ * completions and async events are read in poll, without blocking (the
+ * channel and async fds are non-blocking), and the embedding learns that
+ * there is something to read from wait_fd becoming readable. Callbacks
+ * are therefore made only from inside the ops, as the contract wants.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "qrdma_backend_verbs.h"
+#include "vb_verbs.h"
+
+/* The contract numbers things as libibverbs does: checked, so values pass unchanged. */
+#define SAME(a, b) _Static_assert((long)(a) == (long)(b), #a " is not " #b)
+SAME(QRDMA_BE_WC_SUCCESS, IBV_WC_SUCCESS);
+SAME(QRDMA_BE_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
+SAME(QRDMA_BE_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
+SAME(QRDMA_BE_WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
+SAME(QRDMA_BE_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
+SAME(QRDMA_BE_WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
+SAME(QRDMA_BE_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
+SAME(QRDMA_BE_WC_SEND, IBV_WC_SEND);
+SAME(QRDMA_BE_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+SAME(QRDMA_BE_WC_RDMA_READ, IBV_WC_RDMA_READ);
+SAME(QRDMA_BE_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
+SAME(QRDMA_BE_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+SAME(QRDMA_BE_WC_LOCAL_INV, IBV_WC_LOCAL_INV);
+SAME(QRDMA_BE_WC_RECV, IBV_WC_RECV);
+SAME(QRDMA_BE_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+SAME(QRDMA_BE_WC_GRH, IBV_WC_GRH);
+SAME(QRDMA_BE_WC_WITH_IMM, IBV_WC_WITH_IMM);
+SAME(QRDMA_BE_WC_WITH_INV, IBV_WC_WITH_INV);
+SAME(QRDMA_BE_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+SAME(QRDMA_BE_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+SAME(QRDMA_BE_WR_SEND, IBV_WR_SEND);
+SAME(QRDMA_BE_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+SAME(QRDMA_BE_WR_RDMA_READ, IBV_WR_RDMA_READ);
+SAME(QRDMA_BE_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+SAME(QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+SAME(QRDMA_BE_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(QRDMA_BE_SEND_FENCE, IBV_SEND_FENCE);
+SAME(QRDMA_BE_SEND_SIGNALED, IBV_SEND_SIGNALED);
+SAME(QRDMA_BE_SEND_SOLICITED, IBV_SEND_SOLICITED);
+SAME(QRDMA_BE_SEND_INLINE, IBV_SEND_INLINE);
+SAME(QRDMA_BE_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
+SAME(QRDMA_BE_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
+SAME(QRDMA_BE_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
+SAME(QRDMA_BE_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
+SAME(QRDMA_BE_QPT_RC, IBV_QPT_RC);
+SAME(QRDMA_BE_QPT_UC, IBV_QPT_UC);
+SAME(QRDMA_BE_QPT_UD, IBV_QPT_UD);
+SAME(QRDMA_BE_QPS_RESET, IBV_QPS_RESET);
+SAME(QRDMA_BE_QPS_INIT, IBV_QPS_INIT);
+SAME(QRDMA_BE_QPS_RTS, IBV_QPS_RTS);
+SAME(QRDMA_BE_QPS_SQD, IBV_QPS_SQD);
+SAME(QRDMA_BE_QPS_ERR, IBV_QPS_ERR);
+SAME(QRDMA_BE_MTU_256, IBV_MTU_256);
+SAME(QRDMA_BE_MTU_4096, IBV_MTU_4096);
+SAME(QRDMA_BE_QP_ATTR_STATE, IBV_QP_STATE);
+SAME(QRDMA_BE_QP_ATTR_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
+SAME(QRDMA_BE_QP_ATTR_QKEY, IBV_QP_QKEY);
+SAME(QRDMA_BE_QP_ATTR_AV, IBV_QP_AV);
+SAME(QRDMA_BE_QP_ATTR_PATH_MTU, IBV_QP_PATH_MTU);
+SAME(QRDMA_BE_QP_ATTR_TIMEOUT, IBV_QP_TIMEOUT);
+SAME(QRDMA_BE_QP_ATTR_RETRY_CNT, IBV_QP_RETRY_CNT);
+SAME(QRDMA_BE_QP_ATTR_RNR_RETRY, IBV_QP_RNR_RETRY);
+SAME(QRDMA_BE_QP_ATTR_RQ_PSN, IBV_QP_RQ_PSN);
+SAME(QRDMA_BE_QP_ATTR_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
+SAME(QRDMA_BE_QP_ATTR_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
+SAME(QRDMA_BE_QP_ATTR_SQ_PSN, IBV_QP_SQ_PSN);
+SAME(QRDMA_BE_QP_ATTR_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
+SAME(QRDMA_BE_QP_ATTR_DEST_QPN, IBV_QP_DEST_QPN);
+SAME(QRDMA_BE_EV_CQ_ERR, IBV_EVENT_CQ_ERR);
+SAME(QRDMA_BE_EV_QP_FATAL, IBV_EVENT_QP_FATAL);
+SAME(QRDMA_BE_EV_QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+SAME(QRDMA_BE_EV_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+SAME(QRDMA_BE_EV_COMM_EST, IBV_EVENT_COMM_EST);
+SAME(QRDMA_BE_EV_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
+SAME(QRDMA_BE_EV_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+
+#define VB_MAX_PD       (1u << 16)      /* guest PD numbers the backend takes */
+#define VB_MAX_ID       (1u << 24)      /* QP IDs and MR indexes */
+#define VB_POLL_BATCH   16
+#define VB_AH_CACHE     64
+#define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)  /* a DMA-MR SGE may split at a RAM range's end */
+
+struct vb_pd {
+    struct ibv_pd *pd;
+    struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];  /* iova = gpa, made for a DMA MR */
+};
+
+/* One send WR the host holds: what its completion needs. */
+struct vb_sq_entry {
+    uint64_t wr_id;
+    uint32_t wc_opcode;         /* for an error completion, whose opcode verbs leaves undefined */
+};
+
+struct qrdma_be_qp {
+    struct qrdma_be *be;
+    uint32_t qp_id, type, pd;
+    uint32_t send_cq_id, recv_cq_id;
+    uint32_t state;             /* enum qrdma_be_qp_state as the backend knows it */
+    uint32_t qkey;
+    struct ibv_qp *qp;
+    struct ibv_cq *scq, *rcq;
+    /* Send WRs the host holds, oldest first: a ring of max_send_wr. */
+    struct vb_sq_entry *sq;
+    uint32_t sq_size, sq_head, sq_tail;
+    bool sq_refused;            /* post_send said -ENOSPC: sq_space owed */
+    uint32_t rq_size, rq_posted;
+    uint32_t max_send_sge, max_recv_sge;
+    bool due;                   /* a completion event came: poll its CQs */
+};
+
+struct vb_mr {
+    bool live;
+    uint32_t stag, pd, type;
+    struct ibv_mr *mr;          /* NULL for a DMA MR: vb_pd.dma */
+    void *alias;                /* the alias mapping, or NULL */
+    size_t alias_len;
+};
+
+struct vb_ah {
+    bool live;
+    uint32_t pd;
+    struct qrdma_be_av av;
+    struct ibv_ah *ah;
+};
+
+struct qrdma_be {
+    struct qrdma_be_callbacks cbs;
+    void *opaque;
+    const struct qrdma_vb_verbs *v;
+    struct qrdma_be_verbs_config cfg;
+    char ibdev[64];
+    struct ibv_context *ctx;
+    struct ibv_comp_channel *ch;
+    int epfd;
+    long page;
+    struct vb_pd **pds;         /* by guest PD number, VB_MAX_PD */
+    struct qrdma_be_qp **qps;   /* by QP ID */
+    uint32_t nqps;
+    struct vb_mr *mrs;          /* by STag index */
+    uint32_t nmrs;
+    struct vb_ah ahs[VB_AH_CACHE];
+    unsigned ah_next;
+};
+
+/* -errno of a failed host call; the host's ENOMEM stays ENOMEM (the guest's out-of-resources). */
+static int host_err(void)
+{
+    return errno ? -errno : -EIO;
+}
+
+/*
+ * A libibverbs call that returns an errno value (ibv_modify_qp,
+ * ibv_post_send ...; some providers return -1 with errno instead) as a
+ * -errno.
+ */
+static int rc_err(int rc)
+{
+    if (rc > 0) {
+        return -rc;
+    }
+    return rc ? host_err() : 0;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+/* ---- PDs ----------------------------------------------------------------------- */
+
+static struct vb_pd *pd_get(struct qrdma_be *be, uint32_t pd)
+{
+    struct vb_pd *p;
+
+    if (pd >= VB_MAX_PD) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (be->pds[pd]) {
+        return be->pds[pd];
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->pd = be->v->alloc_pd(be->ctx);
+    if (!p->pd) {
+        free(p);
+        return NULL;
+    }
+    be->pds[pd] = p;
+    return p;
+}
+
+/* ---- guest memory ----------------------------------------------------------------- */
+
+static const struct qrdma_be_verbs_ram *ram_of(struct qrdma_be *be, uint64_t gpa, uint64_t len)
+{
+    unsigned i;
+
+    for (i = 0; i < be->cfg.nram; i++) {
+        const struct qrdma_be_verbs_ram *r = &be->cfg.ram[i];
+
+        if (gpa >= r->gpa && gpa - r->gpa < r->size && len <= r->size - (gpa - r->gpa)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static void *hva_of(const struct qrdma_be_verbs_ram *r, uint64_t gpa)
+{
+    return (uint8_t *)r->hva + (gpa - r->gpa);
+}
+
+/* The guest-physical pieces of an MR, in order, adjacent ones merged. */
+struct vb_pieces {
+    uint64_t *gpa, *len;
+    unsigned n, cap;
+};
+
+static int piece_add(void *arg, uint64_t gpa, uint64_t len)
+{
+    struct vb_pieces *p = arg;
+
+    if (p->n && p->gpa[p->n - 1] + p->len[p->n - 1] == gpa) {
+        p->len[p->n - 1] += len;
+        return 0;
+    }
+    if (p->n == p->cap) {
+        unsigned cap = p->cap ? 2 * p->cap : 16;
+        uint64_t *g = realloc(p->gpa, cap * sizeof(*g));
+        uint64_t *l;
+
+        if (!g) {
+            return -ENOMEM;
+        }
+        p->gpa = g;
+        l = realloc(p->len, cap * sizeof(*l));
+        if (!l) {
+            return -ENOMEM;
+        }
+        p->len = l;
+        p->cap = cap;
+    }
+    p->gpa[p->n] = gpa;
+    p->len[p->n] = len;
+    p->n++;
+    return 0;
+}
+
+/*
+ * Where the host NIC can reach an MR's pieces as one virtually contiguous
+ * range: *addr, and *alias and *alias_len when an alias had to be built.
+ * Pieces already contiguous in this process's mapping need nothing; the
+ * others are mapped one after another from the RAM's fd (shared, so the
+ * alias and guest RAM are the same pages), which needs every piece but
+ * the first to start, and every piece but the last to end, on a host
+ * page. -EFAULT: a piece outside guest RAM; -EINVAL: not mappable.
+ */
+static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr, void **alias,
+                    size_t *alias_len)
+{
+    const uint64_t pmask = (uint64_t)be->page - 1;
+    const struct qrdma_be_verbs_ram *r;
+    uint64_t span, off;
+    uint8_t *base;
+    bool contiguous = true;
+    unsigned i;
+
+    *alias = NULL;
+    *alias_len = 0;
+    if (!p->n) {
+        return -EINVAL;
+    }
+    for (i = 0; i < p->n; i++) {
+        r = ram_of(be, p->gpa[i], p->len[i]);
+        if (!r) {
+            return -EFAULT;
+        }
+        if (i && hva_of(ram_of(be, p->gpa[i - 1], p->len[i - 1]), p->gpa[i - 1]) +
+                 p->len[i - 1] != hva_of(r, p->gpa[i])) {
+            contiguous = false;
+        }
+    }
+    r = ram_of(be, p->gpa[0], p->len[0]);
+    if (contiguous) {
+        *addr = hva_of(r, p->gpa[0]);
+        return 0;
+    }
+
+    span = p->gpa[0] & pmask;
+    for (i = 0; i < p->n; i++) {
+        r = ram_of(be, p->gpa[i], p->len[i]);
+        if (r->fd < 0 || (i && (p->gpa[i] & pmask)) ||
+            (i + 1 < p->n && ((p->gpa[i] + p->len[i]) & pmask)) ||
+            ((r->fd_offset + (p->gpa[i] - r->gpa)) & pmask) != (p->gpa[i] & pmask)) {
+            return -EINVAL;
+        }
+        span += p->len[i];
+    }
+    span = (span + pmask) & ~pmask;
+    base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        return -ENOMEM;
+    }
+    off = 0;
+    for (i = 0; i < p->n; i++) {
+        uint64_t first = p->gpa[i] & ~pmask;
+        uint64_t len = ((p->gpa[i] + p->len[i] + pmask) & ~pmask) - first;
+
+        r = ram_of(be, p->gpa[i], p->len[i]);
+        if (mmap(base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, r->fd,
+                 (off_t)(r->fd_offset + (first - r->gpa))) == MAP_FAILED) {
+            munmap(base, span);
+            return -ENOMEM;
+        }
+        off += len;
+    }
+    *alias = base;
+    *alias_len = span;
+    *addr = base + (p->gpa[0] & pmask);
+    return 0;
+}
+
+static void mr_release(struct qrdma_be *be, struct vb_mr *m)
+{
+    if (m->mr) {
+        be->v->dereg_mr(m->mr);
+    }
+    if (m->alias) {
+        munmap(m->alias, m->alias_len);
+    }
+    memset(m, 0, sizeof(*m));
+}
+
+static struct vb_mr *mr_slot(struct qrdma_be *be, uint32_t stag, bool grow)
+{
+    uint32_t index = stag >> 8;
+
+    if (index >= VB_MAX_ID) {
+        return NULL;
+    }
+    if (index >= be->nmrs) {
+        uint32_t n = be->nmrs ? be->nmrs : 64;
+        struct vb_mr *m;
+
+        if (!grow) {
+            return NULL;
+        }
+        while (n <= index) {
+            n *= 2;
+        }
+        m = realloc(be->mrs, n * sizeof(*m));
+        if (!m) {
+            return NULL;
+        }
+        memset(m + be->nmrs, 0, (n - be->nmrs) * sizeof(*m));
+        be->mrs = m;
+        be->nmrs = n;
+    }
+    return &be->mrs[index];
+}
+
+/* The guest's DMA MR: host MRs over every RAM range of the PD, iova = guest-physical. */
+static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
+{
+    unsigned i;
+
+    for (i = 0; i < be->cfg.nram; i++) {
+        const struct qrdma_be_verbs_ram *r = &be->cfg.ram[i];
+
+        if (p->dma[i]) {
+            continue;
+        }
+        p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa, IBV_ACCESS_LOCAL_WRITE);
+        if (!p->dma[i]) {
+            return host_err();
+        }
+    }
+    return 0;
+}
+
+static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
+{
+    struct vb_pieces pieces = { 0 };
+    struct vb_mr *slot = mr_slot(be, mr->stag, true), next;
+    struct vb_pd *p;
+    void *addr;
+    int ret;
+
+    if (!slot) {
+        return -ENOMEM;
+    }
+    p = pd_get(be, mr->pd);
+    if (!p) {
+        return host_err();
+    }
+    memset(&next, 0, sizeof(next));
+    next.live = true;
+    next.stag = mr->stag;
+    next.pd = mr->pd;
+    next.type = mr->type;
+    if (mr->type == QRDMA_BE_MR_DMA) {
+        ret = dma_mrs(be, p);
+        if (ret) {
+            return ret;
+        }
+        *rkey = mr->stag;       /* local only: no peer uses it */
+        goto install;
+    }
+    ret = be->cbs.mr_gpa_walk(be->opaque, mr->pd, mr->stag, mr->iova, mr->length, piece_add,
+                              &pieces);
+    if (!ret) {
+        ret = mr_place(be, &pieces, &addr, &next.alias, &next.alias_len);
+    }
+    free(pieces.gpa);
+    free(pieces.len);
+    if (ret) {
+        return ret == -EACCES || ret == -EFAULT ? -EINVAL : ret;
+    }
+    /* The four rights verbs and the guest share; nothing optional the host may lack. */
+    next.mr = be->v->reg_mr_iova2(p->pd, addr, mr->length, mr->iova,
+                                  mr->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                IBV_ACCESS_REMOTE_READ |
+                                                IBV_ACCESS_REMOTE_ATOMIC));
+    if (!next.mr) {
+        ret = host_err();
+        if (next.alias) {
+            munmap(next.alias, next.alias_len);
+        }
+        return ret;
+    }
+    *rkey = next.mr->rkey;
+install:
+    /* A REREG replaces the old registration only now that the new one exists. */
+    if (slot->live) {
+        mr_release(be, slot);
+    }
+    *slot = next;
+    return 0;
+}
+
+/*
+ * Fast-register MRs need host memory windows bound in SQ order (or a
+ * registration per FAST_REG); neither is built yet, so ALLOC_STAG fails
+ * and the guest driver's alloc_mr with it.
+ */
+static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
+{
+    return -EOPNOTSUPP;
+}
+
+static void vb_mr_deregister(struct qrdma_be *be, uint32_t stag)
+{
+    struct vb_mr *m = mr_slot(be, stag, false);
+
+    if (m && m->live) {
+        mr_release(be, m);
+    }
+}
+
+/*
+ * One guest SGE as host SGEs: the same address (the host MR has the
+ * guest's IOVA) with the host MR's lkey; a DMA MR's SGE is split where a
+ * RAM range ends. -EACCES: no MR of this STag (index and key byte) in the
+ * QP's PD, or a DMA address outside guest RAM; -EINVAL: too many pieces.
+ */
+static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_sge *s,
+                       struct ibv_sge *out, unsigned *n, unsigned max)
+{
+    struct vb_mr *m = mr_slot(be, s->lkey, false);
+    uint64_t addr = s->addr, left = s->length;
+
+    if (!m || !m->live || m->stag != s->lkey || m->pd != pd) {
+        return -EACCES;
+    }
+    if (m->type != QRDMA_BE_MR_DMA) {
+        if (*n >= max) {
+            return -EINVAL;
+        }
+        out[(*n)++] = (struct ibv_sge){ .addr = addr, .length = s->length, .lkey = m->mr->lkey };
+        return 0;
+    }
+    do {
+        const struct qrdma_be_verbs_ram *r = ram_of(be, addr, 1);
+        uint64_t run;
+
+        if (!r) {
+            return -EACCES;
+        }
+        run = r->gpa + r->size - addr;
+        if (run > left) {
+            run = left;
+        }
+        if (*n >= max) {
+            return -EINVAL;
+        }
+        out[(*n)++] = (struct ibv_sge){ .addr = addr, .length = (uint32_t)run,
+                                        .lkey = be->pds[pd]->dma[r - be->cfg.ram]->lkey };
+        addr += run;
+        left -= run;
+    } while (left);
+    return 0;
+}
+
+/* ---- address vectors --------------------------------------------------------------- */
+
+static void av_to_ah_attr(struct qrdma_be *be, const struct qrdma_be_av *av, struct ibv_ah_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->is_global = 1;
+    memcpy(a->grh.dgid.raw, av->dgid, 16);
+    a->grh.flow_label = av->flow_label;
+    /* The guest's GID table in verbs mode is the host's GID; every index names it. */
+    a->grh.sgid_index = be->cfg.gid_index;
+    a->grh.hop_limit = av->hop_limit ? av->hop_limit : 64;
+    a->grh.traffic_class = av->traffic_class;
+    a->port_num = be->cfg.ibport;
+}
+
+static bool av_same(const struct qrdma_be_av *a, const struct qrdma_be_av *b)
+{
+    return !memcmp(a->dgid, b->dgid, 16) && a->flow_label == b->flow_label &&
+           a->hop_limit == b->hop_limit && a->traffic_class == b->traffic_class;
+}
+
+/* A host AH for a UD send, from a small cache (round-robin replacement). */
+static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_av *av)
+{
+    struct ibv_ah_attr attr;
+    struct vb_ah *slot;
+    unsigned i;
+
+    for (i = 0; i < VB_AH_CACHE; i++) {
+        if (be->ahs[i].live && be->ahs[i].pd == pd && av_same(&be->ahs[i].av, av)) {
+            return be->ahs[i].ah;
+        }
+    }
+    av_to_ah_attr(be, av, &attr);
+    slot = &be->ahs[be->ah_next];
+    /*
+     * A replaced AH may still be named by a send the host has not
+     * completed: the UD send WR has taken what it needs at post time on
+     * every provider we know, but keep the cache large enough that this
+     * stays rare.
+     */
+    if (slot->live) {
+        be->v->destroy_ah(slot->ah);
+        slot->live = false;
+    }
+    slot->ah = be->v->create_ah(be->pds[pd]->pd, &attr);
+    if (!slot->ah) {
+        return NULL;
+    }
+    slot->live = true;
+    slot->pd = pd;
+    slot->av = *av;
+    be->ah_next = (be->ah_next + 1) % VB_AH_CACHE;
+    return slot->ah;
+}
+
+/* ---- QPs ----------------------------------------------------------------------------- */
+
+static int qp_table_put(struct qrdma_be *be, uint32_t qp_id, struct qrdma_be_qp *q)
+{
+    if (qp_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    if (qp_id >= be->nqps) {
+        uint32_t n = be->nqps ? be->nqps : 64;
+        struct qrdma_be_qp **t;
+
+        while (n <= qp_id) {
+            n *= 2;
+        }
+        t = realloc(be->qps, n * sizeof(*t));
+        if (!t) {
+            return -ENOMEM;
+        }
+        memset(t + be->nqps, 0, (n - be->nqps) * sizeof(*t));
+        be->qps = t;
+        be->nqps = n;
+    }
+    be->qps[qp_id] = q;
+    return 0;
+}
+
+static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    if (q->qp) {
+        be->v->destroy_qp(q->qp);
+    }
+    if (q->scq) {
+        be->v->destroy_cq(q->scq);
+    }
+    if (q->rcq) {
+        be->v->destroy_cq(q->rcq);
+    }
+    free(q->sq);
+    free(q);
+}
+
+static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
+                        struct qrdma_be_qp **qpp, uint32_t *qpn)
+{
+    struct ibv_qp_init_attr attr;
+    struct qrdma_be_qp *q;
+    struct vb_pd *p;
+    int ret;
+
+    if (init->has_srq) {
+        return -EOPNOTSUPP;     /* SRQs are not built yet (docs/backends.md) */
+    }
+    if (!init->max_send_wr || init->qp_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    p = pd_get(be, init->pd);
+    if (!p) {
+        return host_err();
+    }
+    q = calloc(1, sizeof(*q));
+    if (!q) {
+        return -ENOMEM;
+    }
+    q->be = be;
+    q->qp_id = init->qp_id;
+    q->type = init->type;
+    q->pd = init->pd;
+    q->send_cq_id = init->send_cq;
+    q->recv_cq_id = init->recv_cq;
+    q->state = QRDMA_BE_QPS_RESET;
+    q->sq_size = init->max_send_wr;
+    q->rq_size = init->max_recv_wr;
+    q->max_send_sge = init->max_send_sge;
+    q->max_recv_sge = init->max_recv_sge;
+    q->sq = calloc(q->sq_size, sizeof(*q->sq));
+    if (!q->sq) {
+        ret = -ENOMEM;
+        goto err_free;
+    }
+    q->scq = be->v->create_cq(be->ctx, (int)q->sq_size, q, be->ch, 0);
+    if (!q->scq) {
+        ret = host_err();
+        goto err_free;
+    }
+    q->rcq = be->v->create_cq(be->ctx, (int)(q->rq_size ? q->rq_size : 1), q, be->ch, 0);
+    if (!q->rcq) {
+        ret = host_err();
+        goto err_free;
+    }
+    ret = rc_err(be->v->req_notify_cq(q->scq, 0));
+    if (!ret) {
+        ret = rc_err(be->v->req_notify_cq(q->rcq, 0));
+    }
+    if (ret) {
+        goto err_free;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_context = q;
+    attr.send_cq = q->scq;
+    attr.recv_cq = q->rcq;
+    attr.qp_type = (enum ibv_qp_type)init->type;
+    attr.sq_sig_all = 0;        /* the guest's SIGNALED flag decides, WR by WR */
+    attr.cap.max_send_wr = init->max_send_wr;
+    attr.cap.max_recv_wr = init->max_recv_wr;
+    /* A DMA-MR SGE may become two host SGEs; ask for the room. */
+    attr.cap.max_send_sge = init->max_send_sge ? 2 * init->max_send_sge : 1;
+    attr.cap.max_recv_sge = init->max_recv_sge ? 2 * init->max_recv_sge : 1;
+    if (attr.cap.max_send_sge > VB_MAX_HOST_SGE) {
+        attr.cap.max_send_sge = VB_MAX_HOST_SGE;
+    }
+    if (attr.cap.max_recv_sge > VB_MAX_HOST_SGE) {
+        attr.cap.max_recv_sge = VB_MAX_HOST_SGE;
+    }
+    attr.cap.max_inline_data = init->max_inline;
+    q->qp = be->v->create_qp(p->pd, &attr);
+    if (!q->qp) {
+        ret = host_err();
+        goto err_free;
+    }
+    q->max_send_sge = attr.cap.max_send_sge;
+    q->max_recv_sge = attr.cap.max_recv_sge;
+    if (q->qp->qp_num >= VB_MAX_ID) {
+        ret = -EINVAL;
+        goto err_free;
+    }
+    ret = qp_table_put(be, init->qp_id, q);
+    if (ret) {
+        goto err_free;
+    }
+    *qpp = q;
+    *qpn = q->qp->qp_num;
+    return 0;
+
+err_free:
+    qp_free(be, q);
+    return ret;
+}
+
+/* Throw away what the QP's host CQs hold (a QP to RESET forgets its work). */
+static void qp_drain_cqs(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    struct ibv_wc wc[VB_POLL_BATCH];
+    unsigned rounds = 0;
+
+    /* Bounded: the CQs are sized to the queues. */
+    while (rounds++ < q->sq_size + q->rq_size + 2 &&
+           (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) > 0 ||
+            be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) > 0)) {
+    }
+}
+
+static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
+                        const struct qrdma_be_qp_attr *a, uint32_t mask)
+{
+    struct ibv_qp_attr attr;
+    int hmask = (int)(mask & QRDMA_BE_QP_ATTR_ALL), ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = (enum ibv_qp_state)a->qp_state;
+    attr.path_mtu = (enum ibv_mtu)a->path_mtu;
+    attr.qkey = a->qkey;
+    attr.rq_psn = a->rq_psn;
+    attr.sq_psn = a->sq_psn;
+    attr.dest_qp_num = a->dest_qp_num;
+    attr.qp_access_flags = a->qp_access_flags;
+    attr.max_rd_atomic = a->max_rd_atomic;
+    attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+    attr.min_rnr_timer = a->min_rnr_timer;
+    attr.timeout = a->timeout;
+    attr.retry_cnt = a->retry_cnt;
+    attr.rnr_retry = a->rnr_retry;
+    if (hmask & IBV_QP_AV) {
+        av_to_ah_attr(be, &a->av, &attr.ah_attr);
+    }
+    if (q->type == QRDMA_BE_QPT_UD) {
+        hmask &= ~IBV_QP_PATH_MTU;      /* the core adds it for its own transport; IB has none for UD */
+    }
+    if (q->state == QRDMA_BE_QPS_RESET && a->qp_state == QRDMA_BE_QPS_INIT) {
+        /* The port and P_Key index are the device's, not the guest's to choose. */
+        attr.port_num = be->cfg.ibport;
+        attr.pkey_index = 0;
+        hmask |= IBV_QP_PORT | IBV_QP_PKEY_INDEX;
+    }
+    ret = rc_err(be->v->modify_qp(q->qp, &attr, hmask));
+    if (ret) {
+        return ret;
+    }
+    if (mask & QRDMA_BE_QP_ATTR_QKEY) {
+        q->qkey = a->qkey;
+    }
+    q->state = a->qp_state;
+    if (a->qp_state == QRDMA_BE_QPS_RESET) {
+        qp_drain_cqs(be, q);
+        q->sq_head = q->sq_tail = 0;
+        q->sq_refused = false;
+        q->rq_posted = 0;
+        q->due = false;
+    }
+    return 0;
+}
+
+static enum qrdma_be_qp_state vb_qp_state(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    return (enum qrdma_be_qp_state)q->state;
+}
+
+static void vb_qp_destroy(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    if (q->qp_id < be->nqps && be->qps[q->qp_id] == q) {
+        be->qps[q->qp_id] = NULL;
+    }
+    qp_free(be, q);
+}
+
+/* The host QP to ERR: every WR it holds then completes with WR_FLUSH_ERR. */
+static void qp_error(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+    if (q->state != QRDMA_BE_QPS_ERR) {
+        be->v->modify_qp(q->qp, &attr, IBV_QP_STATE);
+        q->state = QRDMA_BE_QPS_ERR;
+    }
+}
+
+/* ---- posting ---------------------------------------------------------------------------- */
+
+static uint32_t wc_opcode_of(uint32_t wr_opcode)
+{
+    switch (wr_opcode) {
+    case QRDMA_BE_WR_RDMA_WRITE:
+    case QRDMA_BE_WR_RDMA_WRITE_WITH_IMM:
+        return QRDMA_BE_WC_RDMA_WRITE;
+    case QRDMA_BE_WR_RDMA_READ:
+        return QRDMA_BE_WC_RDMA_READ;
+    case QRDMA_BE_WR_ATOMIC_CMP_AND_SWP:
+        return QRDMA_BE_WC_COMP_SWAP;
+    case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
+        return QRDMA_BE_WC_FETCH_ADD;
+    default:
+        return QRDMA_BE_WC_SEND;
+    }
+}
+
+static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
+                        const struct qrdma_be_send_wr *wr)
+{
+    struct ibv_sge sge[VB_MAX_HOST_SGE];
+    struct ibv_send_wr hw, *bad = NULL;
+    unsigned i, n = 0;
+    int ret;
+
+    switch (wr->opcode) {
+    case QRDMA_BE_WR_RDMA_WRITE:
+    case QRDMA_BE_WR_RDMA_WRITE_WITH_IMM:
+    case QRDMA_BE_WR_SEND:
+    case QRDMA_BE_WR_SEND_WITH_IMM:
+    case QRDMA_BE_WR_RDMA_READ:
+    case QRDMA_BE_WR_ATOMIC_CMP_AND_SWP:
+    case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
+    case QRDMA_BE_WR_SEND_WITH_INV:
+        break;
+    default:
+        return -EOPNOTSUPP;     /* FAST_REG, LOCAL_INV: no fast-register MRs yet */
+    }
+    if (q->sq_tail - q->sq_head >= q->sq_size) {
+        q->sq_refused = true;
+        return -ENOSPC;
+    }
+    memset(&hw, 0, sizeof(hw));
+    hw.wr_id = wr->wr_id;
+    hw.opcode = (enum ibv_wr_opcode)wr->opcode;
+    hw.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+                                      IBV_SEND_INLINE);
+    if (wr->send_flags & QRDMA_BE_SEND_INLINE) {
+        /* The host copies inline data at post time; the core's buffer lives that long. */
+        sge[n++] = (struct ibv_sge){ .addr = (uintptr_t)wr->inline_data,
+                                     .length = wr->inline_len };
+    } else {
+        if (wr->num_sge > QRDMA_BE_MAX_SGE) {
+            return -EINVAL;
+        }
+        for (i = 0; i < wr->num_sge; i++) {
+            ret = sge_to_host(be, q->pd, &wr->sg_list[i], sge, &n, q->max_send_sge);
+            if (ret) {
+                return ret;
+            }
+        }
+    }
+    hw.sg_list = n ? sge : NULL;
+    hw.num_sge = (int)n;
+    switch (wr->opcode) {
+    case QRDMA_BE_WR_RDMA_WRITE_WITH_IMM:
+    case QRDMA_BE_WR_SEND_WITH_IMM:
+        hw.imm_data = wr->imm_data;     /* network order both sides */
+        break;
+    case QRDMA_BE_WR_SEND_WITH_INV:
+        hw.invalidate_rkey = wr->invalidate_stag;       /* the peer's wire rkey */
+        break;
+    }
+    switch (wr->opcode) {
+    case QRDMA_BE_WR_RDMA_WRITE:
+    case QRDMA_BE_WR_RDMA_WRITE_WITH_IMM:
+    case QRDMA_BE_WR_RDMA_READ:
+        hw.wr.rdma.remote_addr = wr->rdma.remote_addr;
+        hw.wr.rdma.rkey = wr->rdma.rkey;
+        break;
+    case QRDMA_BE_WR_ATOMIC_CMP_AND_SWP:
+    case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
+        hw.wr.atomic.remote_addr = wr->atomic.remote_addr;
+        hw.wr.atomic.rkey = wr->atomic.rkey;
+        hw.wr.atomic.compare_add = wr->atomic.compare_add;
+        hw.wr.atomic.swap = wr->atomic.swap;
+        break;
+    }
+    if (q->type == QRDMA_BE_QPT_UD) {
+        hw.wr.ud.ah = ah_get(be, q->pd, &wr->ud.av);
+        if (!hw.wr.ud.ah) {
+            return host_err();
+        }
+        hw.wr.ud.remote_qpn = wr->ud.remote_qpn;
+        hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u) ? q->qkey : wr->ud.remote_qkey;
+    }
+    ret = rc_err(be->v->post_send(q->qp, &hw, &bad));
+    if (ret == -ENOMEM && q->sq_tail != q->sq_head) {
+        /* The host's queue is full after all: a completion will free a slot. */
+        q->sq_refused = true;
+        return -ENOSPC;
+    }
+    if (ret) {
+        return ret;
+    }
+    q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){ .wr_id = wr->wr_id,
+                                                           .wc_opcode = wc_opcode_of(wr->opcode) };
+    q->sq_tail++;
+    return 0;
+}
+
+/*
+ * Take the guest's new receive WQEs onto the host RQ, as many as it has
+ * room for. A WQE whose SGE cannot be translated completes in error and
+ * takes the QP to ERR, as a bad receive WQE does in sw mode.
+ */
+static void rq_fill(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    /* IB takes receives from INIT on; a QP in RESET or ERR takes none. */
+    while (q->state != QRDMA_BE_QPS_RESET && q->state != QRDMA_BE_QPS_ERR &&
+           q->rq_posted < q->rq_size) {
+        struct qrdma_be_recv_wr rw;
+        struct ibv_sge sge[VB_MAX_HOST_SGE];
+        struct ibv_recv_wr hw, *bad = NULL;
+        unsigned i, n = 0;
+        int ret = be->cbs.get_recv(be->opaque, q->qp_id, &rw);
+
+        if (ret == -ENOENT) {
+            return;
+        }
+        if (ret) {
+            /* The core completed the unusable WQE; the QP fails. */
+            qp_error(be, q);
+            be->cbs.event(be->opaque, QRDMA_BE_EV_QP_FATAL, q->qp_id);
+            return;
+        }
+        for (i = 0; !ret && i < rw.num_sge && i < QRDMA_BE_MAX_SGE; i++) {
+            ret = sge_to_host(be, q->pd, &rw.sg_list[i], sge, &n, q->max_recv_sge);
+        }
+        memset(&hw, 0, sizeof(hw));
+        hw.wr_id = rw.wr_id;
+        hw.sg_list = n ? sge : NULL;
+        hw.num_sge = (int)n;
+        if (ret || be->v->post_recv(q->qp, &hw, &bad)) {
+            struct qrdma_be_wc wc = {
+                .wr_id = rw.wr_id, .opcode = QRDMA_BE_WC_RECV,
+                .status = ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR : QRDMA_BE_WC_LOC_QP_OP_ERR,
+            };
+
+            qp_error(be, q);
+            be->cbs.complete(be->opaque, q->qp_id, &wc);
+            return;
+        }
+        q->rq_posted++;
+    }
+}
+
+static void vb_recv_doorbell(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    rq_fill(be, q);
+}
+
+/* ---- completions and events ------------------------------------------------------------- */
+
+/* One host completion of QP q, from its send CQ or its receive CQ, to the core. */
+static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struct ibv_wc *hw,
+                         bool recv)
+{
+    struct qrdma_be_wc wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = hw->wr_id;
+    wc.status = hw->status;
+    wc.vendor_err = hw->vendor_err;
+    if (recv) {
+        /* verbs leaves opcode undefined on an error: the receive side says it all. */
+        wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode : QRDMA_BE_WC_RECV;
+        wc.byte_len = hw->byte_len;
+        wc.src_qp = hw->src_qp;
+        wc.wc_flags = hw->wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM | IBV_WC_WITH_INV);
+        /*
+         * ibv_wc does not say whether the message was solicited; say it
+         * was, so an ARM_SOLICITED CQ never misses one (it may wake for
+         * an unsolicited one, which consumers tolerate).
+         */
+        wc.wc_flags |= QRDMA_BE_WC_SOLICITED;
+        if (hw->wc_flags & IBV_WC_WITH_IMM) {
+            wc.imm_data = hw->imm_data;
+        } else if (hw->wc_flags & IBV_WC_WITH_INV) {
+            wc.invalidated_stag = hw->invalidated_rkey;
+        }
+        if (q->rq_posted) {
+            q->rq_posted--;
+        }
+    } else {
+        uint32_t found = 0;
+
+        /* Retire the WR and the unsignaled ones before it (the host reports none of those). */
+        wc.opcode = QRDMA_BE_WC_SEND;
+        while (q->sq_head != q->sq_tail && found++ < q->sq_size) {
+            struct vb_sq_entry *e = &q->sq[q->sq_head % q->sq_size];
+
+            q->sq_head++;
+            if (e->wr_id == hw->wr_id) {
+                wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode : e->wc_opcode;
+                break;
+            }
+        }
+        wc.byte_len = hw->byte_len;
+    }
+    if (hw->status != IBV_WC_SUCCESS) {
+        /* An error completion leaves the host QP in ERR (flushes follow). */
+        q->state = QRDMA_BE_QPS_ERR;
+    }
+    be->cbs.complete(be->opaque, q->qp_id, &wc);
+}
+
+/* Read the channel's events: each marks its QP due and re-arms the CQ before it is drained. */
+static void channel_events(struct qrdma_be *be)
+{
+    struct ibv_cq *cq;
+    void *ctx;
+    unsigned guard = 0;
+
+    while (guard++ < 4096 && !be->v->get_cq_event(be->ch, &cq, &ctx)) {
+        struct qrdma_be_qp *q = ctx;
+
+        be->v->ack_cq_events(cq, 1);
+        be->v->req_notify_cq(cq, 0);
+        q->due = true;
+    }
+}
+
+static void async_events(struct qrdma_be *be)
+{
+    struct ibv_async_event ev;
+    unsigned guard = 0;
+
+    while (guard++ < 1024 && !be->v->get_async_event(be->ctx, &ev)) {
+        struct qrdma_be_qp *q;
+
+        switch (ev.event_type) {
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+            q = ev.element.qp->qp_context;
+            q->state = QRDMA_BE_QPS_ERR;
+            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
+            break;
+        case IBV_EVENT_COMM_EST:
+        case IBV_EVENT_SQ_DRAINED:
+        case IBV_EVENT_QP_LAST_WQE_REACHED:
+            q = ev.element.qp->qp_context;
+            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
+            break;
+        case IBV_EVENT_CQ_ERR:
+            q = ev.element.cq->cq_context;
+            be->cbs.event(be->opaque, QRDMA_BE_EV_CQ_ERR,
+                          ev.element.cq == q->scq ? q->send_cq_id : q->recv_cq_id);
+            break;
+        default:
+            /* Port and device events: the guest's port does not follow the host's yet. */
+            break;
+        }
+        be->v->ack_async_event(&ev);
+    }
+}
+
+static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
+{
+    struct ibv_wc wc[VB_POLL_BATCH];
+    unsigned done = 0;
+    uint32_t i;
+
+    async_events(be);
+    channel_events(be);
+    for (i = 0; i < be->nqps; i++) {
+        struct qrdma_be_qp *q = be->qps[i];
+        int n, k;
+
+        if (!q || !q->due) {
+            continue;
+        }
+        q->due = false;
+        while (done < budget && (n = be->v->poll_cq(q->scq, VB_POLL_BATCH, wc)) > 0) {
+            for (k = 0; k < n; k++) {
+                complete_one(be, q, &wc[k], false);
+            }
+            done += n;
+        }
+        while (done < budget && (n = be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc)) > 0) {
+            for (k = 0; k < n; k++) {
+                complete_one(be, q, &wc[k], true);
+            }
+            done += n;
+        }
+        if (done >= budget) {
+            q->due = true;      /* maybe more: come back */
+            return be->cbs.now_ns(be->opaque);
+        }
+        if (q->sq_refused && q->sq_tail - q->sq_head < q->sq_size) {
+            q->sq_refused = false;
+            be->cbs.sq_space(be->opaque, q->qp_id);
+        }
+        rq_fill(be, q);
+    }
+    return UINT64_MAX;
+}
+
+static int vb_wait_fd(struct qrdma_be *be)
+{
+    return be->epfd;
+}
+
+int qrdma_be_verbs_wait_fd(struct qrdma_be *be)
+{
+    return be ? be->epfd : -1;
+}
+
+/* ---- the backend -------------------------------------------------------------------------- */
+
+/* Every host object but the device, the channel and the fds. */
+static void drop_objects(struct qrdma_be *be)
+{
+    uint32_t i;
+    unsigned k;
+
+    for (i = 0; i < be->nqps; i++) {
+        if (be->qps[i]) {
+            qp_free(be, be->qps[i]);
+            be->qps[i] = NULL;
+        }
+    }
+    for (i = 0; i < be->nmrs; i++) {
+        if (be->mrs[i].live) {
+            mr_release(be, &be->mrs[i]);
+        }
+    }
+    for (k = 0; k < VB_AH_CACHE; k++) {
+        if (be->ahs[k].live) {
+            be->v->destroy_ah(be->ahs[k].ah);
+        }
+    }
+    memset(be->ahs, 0, sizeof(be->ahs));
+    be->ah_next = 0;
+    for (i = 0; i < VB_MAX_PD; i++) {
+        struct vb_pd *p = be->pds[i];
+
+        if (!p) {
+            continue;
+        }
+        for (k = 0; k < QRDMA_BE_VERBS_MAX_RAM; k++) {
+            if (p->dma[k]) {
+                be->v->dereg_mr(p->dma[k]);
+            }
+        }
+        be->v->dealloc_pd(p->pd);
+        free(p);
+        be->pds[i] = NULL;
+    }
+}
+
+static void vb_destroy(struct qrdma_be *be)
+{
+    if (!be) {
+        return;
+    }
+    if (be->pds) {
+        drop_objects(be);
+    }
+    if (be->epfd >= 0) {
+        close(be->epfd);
+    }
+    if (be->ch) {
+        be->v->destroy_comp_channel(be->ch);
+    }
+    if (be->ctx) {
+        be->v->close_device(be->ctx);
+    }
+    free(be->pds);
+    free(be->qps);
+    free(be->mrs);
+    free(be);
+}
+
+static int vb_reset(struct qrdma_be *be)
+{
+    drop_objects(be);
+    return 0;
+}
+
+static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb, void *opaque,
+                                  const struct qrdma_be_params *params, char *err, size_t err_len)
+{
+    const struct qrdma_be_verbs_config *cfg = params->backend_config;
+    const struct qrdma_be_fault *f = &params->fault;
+    struct ibv_port_attr port;
+    struct epoll_event ev = { .events = EPOLLIN };
+    union ibv_gid gid;
+    static const uint8_t zero_gid[16];
+    struct qrdma_be *be;
+
+    if (!cfg || !cfg->ibdev || !cfg->ibdev[0]) {
+        snprintf(err, err_len, "backend=verbs needs a host RDMA device (ibdev=)");
+        return NULL;
+    }
+    if (f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_ns) {
+        snprintf(err, err_len, "backend=verbs: fault injection (x-fault-*) is the sw backend's");
+        return NULL;
+    }
+    if (cfg->nram > QRDMA_BE_VERBS_MAX_RAM) {
+        snprintf(err, err_len, "backend=verbs: guest RAM in more than %d ranges",
+                 QRDMA_BE_VERBS_MAX_RAM);
+        return NULL;
+    }
+    be = calloc(1, sizeof(*be));
+    if (!be) {
+        snprintf(err, err_len, "backend=verbs: out of memory");
+        return NULL;
+    }
+    be->epfd = -1;
+    be->cbs = *cb;
+    be->opaque = opaque;
+    be->cfg = *cfg;
+    snprintf(be->ibdev, sizeof(be->ibdev), "%s", cfg->ibdev);
+    be->cfg.ibdev = be->ibdev;
+    be->cfg.ibport = cfg->ibport ? cfg->ibport : 1;
+    be->v = cfg->verbs ? cfg->verbs : &qrdma_vb_libibverbs;
+    be->page = sysconf(_SC_PAGESIZE);
+    be->pds = calloc(VB_MAX_PD, sizeof(*be->pds));
+    if (!be->pds) {
+        snprintf(err, err_len, "backend=verbs: out of memory");
+        goto fail;
+    }
+    be->ctx = be->v->open_device(be->ibdev);
+    if (!be->ctx) {
+        snprintf(err, err_len, "backend=verbs: host RDMA device '%s' not found", be->ibdev);
+        goto fail;
+    }
+    if (be->v->query_port(be->ctx, be->cfg.ibport, &port)) {
+        snprintf(err, err_len, "backend=verbs: %s has no port %u", be->ibdev, be->cfg.ibport);
+        goto fail;
+    }
+    if (port.state != IBV_PORT_ACTIVE) {
+        snprintf(err, err_len, "backend=verbs: port %u of %s is not active (state %d)",
+                 be->cfg.ibport, be->ibdev, (int)port.state);
+        goto fail;
+    }
+    if (be->v->query_gid(be->ctx, be->cfg.ibport, be->cfg.gid_index, &gid) ||
+        !memcmp(gid.raw, zero_gid, 16)) {
+        snprintf(err, err_len, "backend=verbs: %s port %u has no GID at index %u", be->ibdev,
+                 be->cfg.ibport, be->cfg.gid_index);
+        goto fail;
+    }
+    be->ch = be->v->create_comp_channel(be->ctx);
+    if (!be->ch || set_nonblock(be->ch->fd) || set_nonblock(be->ctx->async_fd)) {
+        snprintf(err, err_len, "backend=verbs: %s: no completion channel (%s)", be->ibdev,
+                 strerror(errno));
+        goto fail;
+    }
+    be->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (be->epfd < 0 || epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ch->fd, &ev) ||
+        epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ctx->async_fd, &ev)) {
+        snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
+        goto fail;
+    }
+    return be;
+
+fail:
+    vb_destroy(be);
+    return NULL;
+}
+
+const struct qrdma_be_ops qrdma_be_verbs_ops = {
+    .name = "verbs",
+    .create = vb_create,
+    .reset = vb_reset,
+    .destroy = vb_destroy,
+    .qp_create = vb_qp_create,
+    .qp_modify = vb_qp_modify,
+    .qp_state = vb_qp_state,
+    .qp_destroy = vb_qp_destroy,
+    .post_send = vb_post_send,
+    .recv_doorbell = vb_recv_doorbell,
+    .mr_register = vb_mr_register,
+    .mr_alloc_stag = vb_mr_alloc_stag,
+    .mr_deregister = vb_mr_deregister,
+    .wait_fd = vb_wait_fd,
+    .poll = vb_poll,
+};

@@ -1,0 +1,1050 @@
+/*
+ * Unit tests of the verbs backend (host-backend/verbs/) against the mock
+ * host device of verbs_mock.h, driven through the backend contract as the
+ * device core drives it, with a stand-in for the core's callbacks. Guest
+ * RAM is a memfd mapped twice, as QEMU's memory-backend-memfd,share=on
+ * would be, in two ranges that are not contiguous in this process.
+ *
+ * What is checked: refusals at create (device, port, GID, faults), the
+ * host's QPNs and rkeys handed out as wire identifiers, QP attributes,
+ * MR placement (direct, or an alias whose bytes are guest RAM's: zero
+ * copy), SGE translation to host lkeys (DMA-MR SGEs split at a RAM
+ * range's end), UD address handles, send-queue space, completion mapping
+ * (WQE index, opcode on errors, byte count, immediate, source QP, flags),
+ * receives pulled at the doorbell, async events, host ENOMEM as -ENOMEM,
+ * and reset and destroy releasing every host object.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "qrdma_backend_verbs.h"
+#include "unit.h"
+#include "verbs_mock.h"
+
+int unit_failures;
+
+/* ---- guest RAM: two ranges of one memfd, far apart in gpa and in hva ------------ */
+
+#define RAM0_GPA    0x100000ull
+#define RAM1_GPA    0x300000ull         /* right after RAM0 in gpa: a DMA SGE may cross */
+#define RAM_SIZE    0x200000ull
+#define PAGE        4096ull
+
+static int ram_fd = -1;
+static uint8_t *ram0, *ram1;
+
+static void ram_setup(void)
+{
+    uint8_t *gap;
+
+    if (ram_fd >= 0) {
+        return;
+    }
+    ram_fd = memfd_create("qrdma-test-ram", MFD_CLOEXEC);
+    CHECK(ram_fd >= 0);
+    CHECK(!ftruncate(ram_fd, 2 * RAM_SIZE));
+    ram0 = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ram_fd, 0);
+    gap = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ram1 = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ram_fd, RAM_SIZE);
+    CHECK(ram0 != MAP_FAILED && ram1 != MAP_FAILED && gap != MAP_FAILED);
+    CHECK(ram0 + RAM_SIZE != ram1);     /* not contiguous in hva, or the alias test proves nothing */
+}
+
+static uint8_t *gpa_hva(uint64_t gpa)
+{
+    return gpa < RAM1_GPA ? ram0 + (gpa - RAM0_GPA) : ram1 + (gpa - RAM1_GPA);
+}
+
+/* ---- the core's side ------------------------------------------------------------------ */
+
+#define PD          3
+#define QP_ID       5
+#define QP_ID2      6
+#define SCQ_ID      1
+#define RCQ_ID      2
+#define STAG        (7u << 8 | 0x42)    /* an MR of PD */
+#define STAG_DMA    (8u << 8 | 0x11)    /* the DMA MR of PD */
+#define IOVA        0x7f0000001000ull
+
+static struct core {
+    /* mr_gpa_walk answers with these pieces for any MR */
+    uint64_t piece_gpa[4], piece_len[4];
+    unsigned npieces;
+    int walk_ret;
+    /* get_recv hands these out, then -ENOENT */
+    struct qrdma_be_recv_wr recv[8];
+    unsigned nrecv, recv_next;
+    int recv_err;
+    /* what the backend reported */
+    struct qrdma_be_wc wc[32];
+    uint32_t wc_qp[32];
+    unsigned nwc;
+    enum qrdma_be_event ev[8];
+    uint32_t ev_id[8];
+    unsigned nev;
+    unsigned sq_space;
+    uint32_t sq_space_qp;
+} core;
+
+static int cb_mr_gpa_walk(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, uint64_t len,
+                          int (*fn)(void *arg, uint64_t gpa, uint64_t len), void *arg)
+{
+    unsigned i;
+    int ret;
+
+    CHECK(opaque == &core);
+    if (core.walk_ret) {
+        return core.walk_ret;
+    }
+    for (i = 0; i < core.npieces; i++) {
+        ret = fn(arg, core.piece_gpa[i], core.piece_len[i]);
+        if (ret) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static int cb_get_recv(void *opaque, uint32_t qp_id, struct qrdma_be_recv_wr *out)
+{
+    if (core.recv_err) {
+        return core.recv_err;
+    }
+    if (core.recv_next == core.nrecv) {
+        return -ENOENT;
+    }
+    *out = core.recv[core.recv_next++];
+    return 0;
+}
+
+static void cb_complete(void *opaque, uint32_t qp_id, const struct qrdma_be_wc *wc)
+{
+    if (core.nwc < 32) {
+        core.wc[core.nwc] = *wc;
+        core.wc_qp[core.nwc] = qp_id;
+    }
+    core.nwc++;
+}
+
+static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
+{
+    if (core.nev < 8) {
+        core.ev[core.nev] = ev;
+        core.ev_id[core.nev] = id;
+    }
+    core.nev++;
+}
+
+static void cb_sq_space(void *opaque, uint32_t qp_id)
+{
+    core.sq_space++;
+    core.sq_space_qp = qp_id;
+}
+
+static uint64_t cb_now_ns(void *opaque)
+{
+    return 12345;
+}
+
+/* The sw-only callbacks: the verbs backend must never call them. */
+static int cb_mr_read(void *o, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                      void *dst, uint32_t len, uint32_t access)
+{
+    CHECK(!"mr_read called");
+    return -EACCES;
+}
+
+static int cb_mr_write(void *o, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                       const void *src, uint32_t len, uint32_t access)
+{
+    CHECK(!"mr_write called");
+    return -EACCES;
+}
+
+static void cb_frame_out(void *o, const void *frame, size_t len)
+{
+    CHECK(!"frame_out called");
+}
+
+static const struct qrdma_be_callbacks cbs = {
+    .mr_read = cb_mr_read,
+    .mr_write = cb_mr_write,
+    .mr_gpa_walk = cb_mr_gpa_walk,
+    .get_recv = cb_get_recv,
+    .complete = cb_complete,
+    .event = cb_event,
+    .sq_space = cb_sq_space,
+    .frame_out = cb_frame_out,
+    .now_ns = cb_now_ns,
+};
+
+static const struct qrdma_be_ops *ops = &qrdma_be_verbs_ops;
+static struct qrdma_be_verbs_config vcfg;
+static struct qrdma_be_params params;
+static char err[200];
+
+static struct qrdma_be *make(void)
+{
+    ram_setup();
+    memset(&vcfg, 0, sizeof(vcfg));
+    vcfg.ibdev = "mock0";
+    vcfg.ibport = 1;
+    vcfg.gid_index = 1;
+    vcfg.nram = 2;
+    vcfg.ram[0] = (struct qrdma_be_verbs_ram){ RAM0_GPA, RAM_SIZE, ram0, ram_fd, 0 };
+    vcfg.ram[1] = (struct qrdma_be_verbs_ram){ RAM1_GPA, RAM_SIZE, ram1, ram_fd, RAM_SIZE };
+    vcfg.verbs = &verbs_mock_table;
+    memset(&params, 0, sizeof(params));
+    params.backend_config = &vcfg;
+    err[0] = 0;
+    return ops->create(&cbs, &core, &params, err, sizeof(err));
+}
+
+static void fresh(void)
+{
+    verbs_mock_reset();
+    memset(&core, 0, sizeof(core));
+}
+
+static const struct qrdma_be_qp_init rc_init = {
+    .qp_id = QP_ID, .type = QRDMA_BE_QPT_RC, .pd = PD, .send_cq = SCQ_ID, .recv_cq = RCQ_ID,
+    .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 3, .max_recv_sge = 2, .max_inline = 64,
+};
+
+static struct qrdma_be_qp *make_qp(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
+                                   uint32_t *qpn)
+{
+    struct qrdma_be_qp *qp = NULL;
+
+    CHECK_EQ(ops->qp_create(be, init, &qp, qpn), 0);
+    return qp;
+}
+
+/* An MR of PD over pieces (gpa, len) pairs; returns its rkey. */
+static uint32_t make_mr(struct qrdma_be *be, uint32_t stag, uint64_t iova, uint64_t len,
+                        uint32_t access)
+{
+    struct qrdma_be_mr mr = { .stag = stag, .pd = PD, .access = access,
+                              .type = QRDMA_BE_MR_MEM, .iova = iova, .length = len };
+    uint32_t rkey = 0;
+
+    CHECK_EQ(ops->mr_register(be, &mr, &rkey), 0);
+    return rkey;
+}
+
+static void one_piece(uint64_t gpa, uint64_t len)
+{
+    core.npieces = 1;
+    core.piece_gpa[0] = gpa;
+    core.piece_len[0] = len;
+}
+
+/* The backend's wait fd is readable: the embedding would run poll now. */
+static bool fd_ready(struct qrdma_be *be)
+{
+    struct epoll_event ev;
+
+    return epoll_wait(ops->wait_fd(be), &ev, 1, 0) == 1;
+}
+
+/* ---- tests --------------------------------------------------------------------------- */
+
+/* A missing device, a port down, a missing GID, fault settings: refused with a reason. */
+static void test_create_refusals(void)
+{
+    struct qrdma_be *be;
+
+    fresh();
+    params.backend_config = NULL;
+    CHECK(ops->create(&cbs, &core, &(struct qrdma_be_params){ 0 }, err, sizeof(err)) == NULL);
+    CHECK_STR_CONTAINS(err, "ibdev=");
+
+    vmock.name = "rxe7";
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "host RDMA device 'mock0' not found");
+    vmock.name = "mock0";
+
+    vmock.port_state = IBV_PORT_DOWN;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "port 1 of mock0 is not active");
+    vmock.port_state = IBV_PORT_ACTIVE;
+
+    vmock.gid_zero = true;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "no GID at index 1");
+    vmock.gid_zero = false;
+
+    ram_setup();
+    vcfg.verbs = &verbs_mock_table;
+    params.backend_config = &vcfg;
+    params.fault.loss_ppm = 10;
+    CHECK(ops->create(&cbs, &core, &params, err, sizeof(err)) == NULL);
+    CHECK_STR_CONTAINS(err, "fault injection");
+
+    /* Every refusal released what it had opened. */
+    CHECK_EQ(vmock.live_ctx, 0);
+    CHECK_EQ(vmock.live_ch, 0);
+
+    be = make();
+    CHECK(be != NULL);
+    CHECK(ops->wait_fd(be) >= 0);
+    CHECK_EQ(qrdma_be_verbs_wait_fd(be), ops->wait_fd(be));
+    CHECK(!fd_ready(be));
+    CHECK(ops->rx_frame == NULL && ops->set_mac == NULL);   /* no frames on the device's wire */
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_ctx, 0);
+    CHECK_EQ(vmock.live_ch, 0);
+}
+
+/*
+ * The QPN handed out is the host's (the wire identifier), not the QP ID;
+ * the host QP gets its own two CQs on the channel, armed, and the
+ * capacities (SGEs doubled for DMA-MR splits, inline, no sq_sig_all).
+ */
+static void test_qp_create_ids(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp, *qp2;
+    struct qrdma_be_qp_init init = rc_init;
+    uint32_t qpn = 0, qpn2 = 0;
+    struct vm_qp *h;
+
+    fresh();
+    be = make();
+    qp = make_qp(be, &rc_init, &qpn);
+    CHECK_EQ(qpn, 0x3a001);
+    CHECK(qpn != QP_ID);
+    h = verbs_mock_qp(qpn);
+    CHECK(h != NULL);
+    if (!h) {
+        ops->destroy(be);
+        return;
+    }
+    CHECK_EQ(h->init.qp_type, IBV_QPT_RC);
+    CHECK_EQ(h->init.sq_sig_all, 0);
+    CHECK_EQ(h->init.cap.max_send_wr, 4);
+    CHECK_EQ(h->init.cap.max_recv_wr, 4);
+    CHECK_EQ(h->init.cap.max_send_sge, 6);
+    CHECK_EQ(h->init.cap.max_recv_sge, 4);
+    CHECK_EQ(h->init.cap.max_inline_data, 64);
+    CHECK(h->init.send_cq != h->init.recv_cq);
+    CHECK(h->init.send_cq->channel == vmock.ch);
+    CHECK(((struct vm_cq *)h->init.send_cq)->armed);
+    CHECK(((struct vm_cq *)h->init.recv_cq)->armed);
+    CHECK_EQ(vmock.live_pd, 1);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_RESET);
+
+    /* A second QP: another host QPN; the same PD. */
+    init.qp_id = QP_ID2;
+    qp2 = make_qp(be, &init, &qpn2);
+    CHECK(qpn2 != qpn && qpn2 != QP_ID2);
+    CHECK_EQ(vmock.live_pd, 1);
+
+    /* Host out of memory: -ENOMEM (the guest's out of resources), nothing left behind. */
+    init.qp_id = 9;
+    vmock.fail_create_qp = ENOMEM;
+    {
+        struct qrdma_be_qp *none = NULL;
+        int cqs = vmock.live_cq;
+
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        CHECK_EQ(vmock.live_cq, cqs);
+        vmock.fail_create_cq = ENOMEM;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        CHECK_EQ(vmock.live_cq, cqs);
+    }
+    /* No SRQs yet: refused, not half-made. */
+    init.has_srq = true;
+    {
+        struct qrdma_be_qp *none = NULL;
+
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EOPNOTSUPP);
+    }
+    ops->qp_destroy(be, qp2);
+    ops->qp_destroy(be, qp);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_pd, 0);
+}
+
+/* Modifies: port and P_Key index added at INIT, the AV on the host GID, UD without PATH_MTU. */
+static void test_qp_modify(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp, *ud;
+    struct qrdma_be_qp_init init = rc_init;
+    struct qrdma_be_qp_attr a;
+    uint32_t qpn, udqpn;
+    struct vm_qp *h;
+    struct ibv_wc wc = { .wr_id = 1, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND };
+
+    fresh();
+    be = make();
+    qp = make_qp(be, &rc_init, &qpn);
+    h = verbs_mock_qp(qpn);
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QRDMA_BE_QPS_INIT;
+    a.qp_access_flags = QRDMA_BE_ACCESS_REMOTE_WRITE;
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_ACCESS_FLAGS), 0);
+    CHECK_EQ(h->mask[0], IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
+    CHECK_EQ(h->attr[0].port_num, 1);
+    CHECK_EQ(h->attr[0].qp_access_flags, IBV_ACCESS_REMOTE_WRITE);
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QRDMA_BE_QPS_RTR;
+    a.path_mtu = QRDMA_BE_MTU_1024;
+    a.dest_qp_num = 0x5a5a5;            /* the peer's wire QPN: unchanged */
+    a.rq_psn = 0x123;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 12;
+    memset(a.av.dgid, 0xab, 16);
+    a.av.sgid_index = 0;                /* the guest's index: the host's configured one is used */
+    a.av.traffic_class = 3;
+    a.av.flow_label = 0x12345;
+    CHECK_EQ(ops->qp_modify(be, qp, &a,
+                            QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_AV |
+                            QRDMA_BE_QP_ATTR_PATH_MTU | QRDMA_BE_QP_ATTR_DEST_QPN |
+                            QRDMA_BE_QP_ATTR_RQ_PSN | QRDMA_BE_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                            QRDMA_BE_QP_ATTR_MIN_RNR_TIMER), 0);
+    CHECK_EQ(h->mask[1], IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                         IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    CHECK_EQ(h->attr[1].dest_qp_num, 0x5a5a5);
+    CHECK_EQ(h->attr[1].path_mtu, IBV_MTU_1024);
+    CHECK_EQ(h->attr[1].rq_psn, 0x123);
+    CHECK_EQ(h->attr[1].ah_attr.is_global, 1);
+    CHECK_EQ(h->attr[1].ah_attr.grh.sgid_index, 1);
+    CHECK_EQ(h->attr[1].ah_attr.grh.hop_limit, 64);
+    CHECK_EQ(h->attr[1].ah_attr.grh.traffic_class, 3);
+    CHECK_EQ(h->attr[1].ah_attr.grh.flow_label, 0x12345);
+    CHECK_EQ(h->attr[1].ah_attr.grh.dgid.raw[7], 0xab);
+    CHECK_EQ(h->attr[1].ah_attr.port_num, 1);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_RTR);
+
+    /* To RESET: the host QP keeps its QPN; what its CQs held is thrown away, not reported. */
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QRDMA_BE_QPS_RESET;
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE), 0);
+    CHECK_EQ(h->qp.state, IBV_QPS_RESET);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 0);
+
+    /* UD: the core's PATH_MTU does not reach the host (IB has none for UD); Q_Key does. */
+    init.qp_id = QP_ID2;
+    init.type = QRDMA_BE_QPT_UD;
+    ud = make_qp(be, &init, &udqpn);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QRDMA_BE_QPS_INIT;
+    a.qkey = 0x11111111;
+    a.path_mtu = QRDMA_BE_MTU_4096;
+    CHECK_EQ(ops->qp_modify(be, ud, &a, QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_QKEY |
+                                         QRDMA_BE_QP_ATTR_PATH_MTU), 0);
+    h = verbs_mock_qp(udqpn);
+    CHECK_EQ(h->mask[0], IBV_QP_STATE | IBV_QP_QKEY | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
+    CHECK_EQ(h->attr[0].qkey, 0x11111111);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_qp, 0);
+}
+
+/*
+ * An MR whose pages are contiguous in this process is registered where
+ * they are, with the guest's IOVA; the rkey handed out is the host's.
+ */
+static void test_mr_direct(void)
+{
+    struct qrdma_be *be;
+    struct vm_mr *m;
+    uint32_t rkey;
+
+    fresh();
+    be = make();
+    one_piece(RAM0_GPA + 0x10100, 0x3000);
+    rkey = make_mr(be, STAG, IOVA + 0x100, 0x3000,
+                   QRDMA_BE_ACCESS_LOCAL_WRITE | QRDMA_BE_ACCESS_REMOTE_READ);
+    m = verbs_mock_last_mr();
+    CHECK(m != NULL);
+    CHECK_EQ(rkey, m->mr.rkey);
+    CHECK(rkey != STAG);
+    CHECK(m->mr.addr == ram0 + 0x10100);
+    CHECK_EQ(m->mr.length, 0x3000);
+    CHECK_EQ(m->iova, IOVA + 0x100);
+    CHECK_EQ(m->access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+
+    /* REREG: a new registration replaces the old in one step. */
+    {
+        int before = vmock.live_mr;
+        uint32_t rkey2 = make_mr(be, STAG, IOVA, 0x1000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+
+        CHECK(rkey2 != rkey);
+        CHECK_EQ(vmock.live_mr, before);
+        /* A failed one keeps the old. */
+        vmock.fail_reg_mr = ENOMEM;
+        {
+            struct qrdma_be_mr mr = { .stag = STAG, .pd = PD, .type = QRDMA_BE_MR_MEM,
+                                      .iova = IOVA, .length = 0x1000 };
+
+            CHECK_EQ(ops->mr_register(be, &mr, &rkey), -ENOMEM);
+        }
+        CHECK_EQ(vmock.live_mr, before);
+    }
+    ops->mr_deregister(be, STAG);
+    CHECK_EQ(vmock.live_mr, 0);
+    ops->destroy(be);
+}
+
+/*
+ * Scattered guest pages: one alias maps them contiguously from the RAM's
+ * fd, and it is guest RAM itself (what the NIC writes through it the
+ * guest sees, and the other way): zero copy.
+ */
+static void test_mr_alias(void)
+{
+    struct qrdma_be *be;
+    struct vm_mr *m;
+    uint8_t *alias;
+    uint32_t rkey;
+
+    fresh();
+    be = make();
+    /* 0x100 into a page of RAM0, to its end; a whole page of RAM1; 0x80 bytes of RAM0 again. */
+    core.npieces = 3;
+    core.piece_gpa[0] = RAM0_GPA + 0x5100;
+    core.piece_len[0] = 0xf00;
+    core.piece_gpa[1] = RAM1_GPA + 0x20000;
+    core.piece_len[1] = 0x1000;
+    core.piece_gpa[2] = RAM0_GPA + 0x9000;
+    core.piece_len[2] = 0x80;
+    memset(gpa_hva(RAM0_GPA + 0x5100), 0x11, 0xf00);
+    memset(gpa_hva(RAM1_GPA + 0x20000), 0x22, 0x1000);
+    memset(gpa_hva(RAM0_GPA + 0x9000), 0x33, 0x80);
+    rkey = make_mr(be, STAG, IOVA + 0x100, 0xf00 + 0x1000 + 0x80,
+                   QRDMA_BE_ACCESS_LOCAL_WRITE | QRDMA_BE_ACCESS_REMOTE_WRITE);
+    m = verbs_mock_last_mr();
+    CHECK(m && rkey == m->mr.rkey);
+    alias = m ? m->mr.addr : NULL;
+    CHECK(alias && alias != gpa_hva(RAM0_GPA + 0x5100));
+    if (alias) {
+        CHECK_EQ(m->mr.length, 0x1f80);
+        CHECK_EQ(m->iova, IOVA + 0x100);
+        CHECK_EQ(alias[0], 0x11);
+        CHECK_EQ(alias[0xeff], 0x11);
+        CHECK_EQ(alias[0xf00], 0x22);
+        CHECK_EQ(alias[0x1eff], 0x22);
+        CHECK_EQ(alias[0x1f00], 0x33);
+        CHECK_EQ(alias[0x1f7f], 0x33);
+        /* A write through the alias (the NIC's RDMA WRITE) lands in guest RAM. */
+        alias[0xf10] = 0x5e;
+        CHECK_EQ(*gpa_hva(RAM1_GPA + 0x20010), 0x5e);
+        *gpa_hva(RAM0_GPA + 0x9040) = 0x77;
+        CHECK_EQ(alias[0x1f40], 0x77);
+    }
+    ops->mr_deregister(be, STAG);
+    CHECK_EQ(vmock.live_mr, 0);
+
+    /* A middle piece that does not start on a page cannot be aliased: refused. */
+    core.piece_gpa[1] = RAM1_GPA + 0x20010;
+    {
+        struct qrdma_be_mr mr = { .stag = STAG, .pd = PD, .type = QRDMA_BE_MR_MEM,
+                                  .iova = IOVA, .length = 0x1f80 };
+
+        CHECK_EQ(ops->mr_register(be, &mr, &rkey), -EINVAL);
+        /* A piece outside guest RAM: refused too. */
+        one_piece(0x40000000, 0x1000);
+        CHECK_EQ(ops->mr_register(be, &mr, &rkey), -EINVAL);
+    }
+    CHECK_EQ(vmock.live_mr, 0);
+    ops->destroy(be);
+}
+
+static struct qrdma_be *rts_qp(struct qrdma_be_qp **qp, uint32_t *qpn,
+                               const struct qrdma_be_qp_init *init)
+{
+    struct qrdma_be *be = make();
+    struct qrdma_be_qp_attr a = { .qp_state = QRDMA_BE_QPS_INIT };
+
+    *qp = make_qp(be, init, qpn);
+    CHECK_EQ(ops->qp_modify(be, *qp, &a, QRDMA_BE_QP_ATTR_STATE), 0);
+    a.qp_state = QRDMA_BE_QPS_RTR;
+    CHECK_EQ(ops->qp_modify(be, *qp, &a, QRDMA_BE_QP_ATTR_STATE), 0);
+    a.qp_state = QRDMA_BE_QPS_RTS;
+    CHECK_EQ(ops->qp_modify(be, *qp, &a, QRDMA_BE_QP_ATTR_STATE), 0);
+    return be;
+}
+
+/*
+ * Send WRs: SGE addresses unchanged (the host MR has the guest's IOVA),
+ * lkeys the host's; the peer's rkey and address, immediate, flags and
+ * wr_id unchanged; a DMA-MR SGE that crosses a RAM range's end is split;
+ * a key the backend does not hold is -EACCES; inline data is the
+ * caller's buffer at post time.
+ */
+static void test_post_send(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp;
+    struct qrdma_be_send_wr wr;
+    struct vm_qp *h;
+    struct vm_mr *m;
+    uint32_t qpn;
+
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    h = verbs_mock_qp(qpn);
+    one_piece(RAM0_GPA, 0x4000);
+    make_mr(be, STAG, IOVA, 0x4000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+    m = verbs_mock_last_mr();
+
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 17;
+    wr.opcode = QRDMA_BE_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = QRDMA_BE_SEND_SIGNALED | QRDMA_BE_SEND_SOLICITED;
+    wr.num_sge = 2;
+    wr.sg_list[0] = (struct qrdma_be_sge){ IOVA + 0x10, 100, STAG };
+    wr.sg_list[1] = (struct qrdma_be_sge){ IOVA + 0x2000, 0x1000, STAG };
+    wr.imm_data = 0x78563412;
+    wr.rdma.remote_addr = 0xabcdef0000ull;
+    wr.rdma.rkey = 0x99887766;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->send[0].wr_id, 17);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_RDMA_WRITE_WITH_IMM);
+    CHECK_EQ(h->send[0].send_flags, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
+    CHECK_EQ(h->send[0].num_sge, 2);
+    CHECK_EQ(h->send_sge[0][0].addr, IOVA + 0x10);
+    CHECK_EQ(h->send_sge[0][0].length, 100);
+    CHECK_EQ(h->send_sge[0][0].lkey, m->mr.lkey);
+    CHECK_EQ(h->send_sge[0][1].addr, IOVA + 0x2000);
+    CHECK_EQ(h->send_sge[0][1].lkey, m->mr.lkey);
+    CHECK_EQ(h->send[0].imm_data, 0x78563412);
+    CHECK_EQ(h->send[0].wr.rdma.remote_addr, 0xabcdef0000ull);
+    CHECK_EQ(h->send[0].wr.rdma.rkey, 0x99887766);
+
+    /* A wrong key byte, an unknown index, another PD's MR: -EACCES, nothing posted. */
+    wr.num_sge = 1;
+    wr.sg_list[0].lkey = STAG ^ 1;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    wr.sg_list[0].lkey = 99u << 8;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    {
+        struct qrdma_be_mr other = { .stag = 9u << 8, .pd = PD + 1,
+                                     .type = QRDMA_BE_MR_MEM, .iova = IOVA, .length = 0x1000 };
+        uint32_t rk;
+
+        CHECK_EQ(ops->mr_register(be, &other, &rk), 0);
+        wr.sg_list[0].lkey = 9u << 8;
+        CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    }
+    CHECK_EQ(h->nsend, 1);
+
+    /* The DMA MR: addresses are guest-physical; an SGE across RAM0's end becomes two. */
+    {
+        struct qrdma_be_mr dma = { .stag = STAG_DMA, .pd = PD, .type = QRDMA_BE_MR_DMA,
+                                   .access = QRDMA_BE_ACCESS_LOCAL_WRITE };
+        uint32_t rk;
+        int mrs = vmock.live_mr;
+
+        CHECK_EQ(ops->mr_register(be, &dma, &rk), 0);
+        CHECK_EQ(vmock.live_mr, mrs + 2);       /* one host MR per RAM range, iova = gpa */
+        CHECK_EQ(vmock.mrs[vmock.nmrs - 2]->iova, RAM0_GPA);
+        CHECK(vmock.mrs[vmock.nmrs - 2]->mr.addr == ram0);
+        CHECK_EQ(vmock.mrs[vmock.nmrs - 1]->iova, RAM1_GPA);
+        CHECK(vmock.mrs[vmock.nmrs - 1]->mr.addr == ram1);
+        wr.opcode = QRDMA_BE_WR_SEND;
+        wr.sg_list[0] = (struct qrdma_be_sge){ RAM1_GPA - 0x100, 0x300, STAG_DMA };
+        CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+        CHECK_EQ(h->send[1].num_sge, 2);
+        CHECK_EQ(h->send_sge[1][0].addr, RAM1_GPA - 0x100);
+        CHECK_EQ(h->send_sge[1][0].length, 0x100);
+        CHECK_EQ(h->send_sge[1][0].lkey, vmock.mrs[vmock.nmrs - 2]->mr.lkey);
+        CHECK_EQ(h->send_sge[1][1].addr, RAM1_GPA);
+        CHECK_EQ(h->send_sge[1][1].length, 0x200);
+        CHECK_EQ(h->send_sge[1][1].lkey, vmock.mrs[vmock.nmrs - 1]->mr.lkey);
+        /* Beyond guest RAM: -EACCES. */
+        wr.sg_list[0] = (struct qrdma_be_sge){ RAM1_GPA + RAM_SIZE - 0x10, 0x20, STAG_DMA };
+        CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    }
+
+    /* Inline: the caller's bytes, copied by the host at post time. */
+    {
+        char data[] = "inline payload";
+
+        memset(&wr, 0, sizeof(wr));
+        wr.wr_id = 3;
+        wr.opcode = QRDMA_BE_WR_SEND;
+        wr.send_flags = QRDMA_BE_SEND_INLINE;
+        wr.inline_data = data;
+        wr.inline_len = sizeof(data);
+        CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+        CHECK_EQ(h->send[2].send_flags, IBV_SEND_INLINE);
+        CHECK_EQ(h->send[2].num_sge, 1);
+        CHECK(!memcmp(h->inline_copy[2], data, sizeof(data)));
+    }
+    /* Fast-register and local invalidate are not built: refused. */
+    wr.opcode = QRDMA_BE_WR_FAST_REG;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    wr.opcode = QRDMA_BE_WR_LOCAL_INV;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    ops->destroy(be);
+}
+
+/* UD sends: a host AH on the host GID, cached; the QP's own Q_Key when the high bit says so. */
+static void test_post_send_ud(void)
+{
+    struct qrdma_be_qp_init init = rc_init;
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp;
+    struct qrdma_be_send_wr wr;
+    struct qrdma_be_qp_attr a = { .qp_state = QRDMA_BE_QPS_INIT, .qkey = 0x1234 };
+    struct vm_qp *h;
+    uint32_t qpn;
+
+    fresh();
+    be = make();
+    init.type = QRDMA_BE_QPT_UD;
+    qp = make_qp(be, &init, &qpn);
+    h = verbs_mock_qp(qpn);
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_QKEY), 0);
+    one_piece(RAM0_GPA, 0x1000);
+    make_mr(be, STAG, IOVA, 0x1000, 0);
+
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = QRDMA_BE_WR_SEND;
+    wr.num_sge = 1;
+    wr.sg_list[0] = (struct qrdma_be_sge){ IOVA, 64, STAG };
+    memset(wr.ud.av.dgid, 0xcd, 16);
+    wr.ud.av.hop_limit = 9;
+    wr.ud.remote_qpn = 0x4321;
+    wr.ud.remote_qkey = 0x80000000u;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    wr.wr_id = 1;
+    wr.ud.remote_qkey = 0x777;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(vmock.create_ah_calls, 1);
+    CHECK_EQ(vmock.ahs[0]->attr.grh.dgid.raw[0], 0xcd);
+    CHECK_EQ(vmock.ahs[0]->attr.grh.hop_limit, 9);
+    CHECK_EQ(vmock.ahs[0]->attr.grh.sgid_index, 1);
+    CHECK(h->send[0].wr.ud.ah == &vmock.ahs[0]->ah);
+    CHECK_EQ(h->send[0].wr.ud.remote_qpn, 0x4321);
+    CHECK_EQ(h->send[0].wr.ud.remote_qkey, 0x1234);
+    CHECK_EQ(h->send[1].wr.ud.remote_qkey, 0x777);
+    /* Another destination: another AH. A host out of AHs: -ENOMEM. */
+    wr.ud.av.dgid[0] = 0xce;
+    vmock.fail_create_ah = ENOMEM;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -ENOMEM);
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(vmock.live_ah, 2);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_ah, 0);
+}
+
+/*
+ * Send completions: nothing is delivered before the channel fires; then
+ * each host completion becomes the core's with its wr_id, opcode and
+ * bytes; a signaled completion retires the unsignaled WRs before it, so a
+ * full send queue gets its sq_space; an error completion carries the
+ * WR's own opcode (verbs leaves it undefined) and leaves the QP in ERR.
+ */
+static void test_send_completions(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp;
+    struct qrdma_be_send_wr wr;
+    struct ibv_wc wc;
+    struct vm_qp *h;
+    uint32_t qpn;
+    unsigned i;
+
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    h = verbs_mock_qp(qpn);
+    one_piece(RAM0_GPA, 0x4000);
+    make_mr(be, STAG, IOVA, 0x4000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = QRDMA_BE_WR_RDMA_WRITE;
+    wr.num_sge = 1;
+    wr.sg_list[0] = (struct qrdma_be_sge){ IOVA, 8, STAG };
+    for (i = 0; i < 4; i++) {
+        wr.wr_id = i;
+        wr.send_flags = i == 1 || i == 3 ? QRDMA_BE_SEND_SIGNALED : 0;
+        wr.opcode = i == 3 ? QRDMA_BE_WR_RDMA_READ : QRDMA_BE_WR_RDMA_WRITE;
+        CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    }
+    wr.wr_id = 4;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -ENOSPC);     /* 4 held: the ring is full */
+
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
+    CHECK_EQ(core.nwc, 0);
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = 1;
+    wc.status = IBV_WC_SUCCESS;
+    wc.opcode = IBV_WC_RDMA_WRITE;
+    wc.byte_len = 8;
+    wc.qp_num = qpn;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    CHECK(fd_ready(be));
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
+    CHECK(!fd_ready(be));
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc_qp[0], QP_ID);
+    CHECK_EQ(core.wc[0].wr_id, 1);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_RDMA_WRITE);
+    CHECK_EQ(core.wc[0].status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(core.wc[0].byte_len, 8);
+    CHECK_EQ(vmock.acked_cq, 1);
+    CHECK(((struct vm_cq *)h->qp.send_cq)->armed);      /* re-armed before the drain */
+    /* WRs 0 and 1 retired: room again, said once. */
+    CHECK_EQ(core.sq_space, 1);
+    CHECK_EQ(core.sq_space_qp, QP_ID);
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+
+    /* An error: the opcode is the WR's (READ), whatever the host left in the field. */
+    wc.wr_id = 3;
+    wc.status = IBV_WC_REM_ACCESS_ERR;
+    wc.opcode = 0x55;
+    wc.vendor_err = 0x81;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 2);
+    CHECK_EQ(core.wc[1].wr_id, 3);
+    CHECK_EQ(core.wc[1].opcode, QRDMA_BE_WC_RDMA_READ);
+    CHECK_EQ(core.wc[1].status, QRDMA_BE_WC_REM_ACCESS_ERR);
+    CHECK_EQ(core.wc[1].vendor_err, 0x81);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+
+    /* The budget bounds one poll; the rest comes at the next, which says so. */
+    for (i = 0; i < 20; i++) {
+        wc.wr_id = 4;
+        wc.status = IBV_WC_WR_FLUSH_ERR;
+        verbs_mock_cq_push(h->qp.send_cq, &wc);
+    }
+    CHECK_EQ(ops->poll(be, 16), 12345);
+    CHECK_EQ(core.nwc, 2 + 16);
+    CHECK_EQ(ops->poll(be, 16), UINT64_MAX);
+    CHECK_EQ(core.nwc, 2 + 20);
+    ops->destroy(be);
+}
+
+/*
+ * Receives: the RQ doorbell pulls the guest's WQEs onto the host RQ (as
+ * many as it holds), SGEs translated; completions carry the WQE index,
+ * bytes, immediate, source QP and flags; each frees a slot that the
+ * next WQE fills. A WQE with a bad key completes in error, QP to ERR.
+ */
+static void test_receives(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp;
+    struct ibv_wc wc;
+    struct vm_qp *h;
+    struct vm_mr *m;
+    uint32_t qpn;
+    unsigned i;
+
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    h = verbs_mock_qp(qpn);
+    one_piece(RAM0_GPA, 0x4000);
+    make_mr(be, STAG, IOVA, 0x4000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+    m = verbs_mock_last_mr();
+    for (i = 0; i < 7; i++) {
+        core.recv[i].wr_id = 10 + i;
+        core.recv[i].num_sge = 1;
+        core.recv[i].sg_list[0] = (struct qrdma_be_sge){ IOVA + i * 0x400, 0x400, STAG };
+    }
+    core.nrecv = 7;
+    ops->recv_doorbell(be, qp);
+    CHECK_EQ(h->nrecv, 4);              /* the host RQ holds 4 */
+    CHECK_EQ(core.recv_next, 4);
+    CHECK_EQ(h->recv[2].wr_id, 12);
+    CHECK_EQ(h->recv_sge[2][0].addr, IOVA + 0x800);
+    CHECK_EQ(h->recv_sge[2][0].length, 0x400);
+    CHECK_EQ(h->recv_sge[2][0].lkey, m->mr.lkey);
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = 10;
+    wc.status = IBV_WC_SUCCESS;
+    wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+    wc.byte_len = 0;
+    wc.imm_data = 0xdeadbeef;
+    wc.wc_flags = IBV_WC_WITH_IMM;
+    wc.src_qp = 0x5a5a5;
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc[0].wr_id, 10);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_RECV_RDMA_WITH_IMM);
+    CHECK_EQ(core.wc[0].imm_data, 0xdeadbeef);
+    CHECK_EQ(core.wc[0].src_qp, 0x5a5a5);
+    CHECK_EQ(core.wc[0].wc_flags, QRDMA_BE_WC_WITH_IMM | QRDMA_BE_WC_SOLICITED);
+    /* The freed slot took the next WQE. */
+    CHECK_EQ(h->nrecv, 5);
+    CHECK_EQ(h->recv[4].wr_id, 14);
+
+    /* UD-style: GRH flag and byte count pass; an invalidated rkey passes as the wire rkey. */
+    wc.wr_id = 11;
+    wc.opcode = IBV_WC_RECV;
+    wc.byte_len = 40 + 64;
+    wc.wc_flags = IBV_WC_GRH | IBV_WC_WITH_INV;
+    wc.invalidated_rkey = 0x80112233;
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.wc[1].byte_len, 104);
+    CHECK_EQ(core.wc[1].wc_flags,
+             QRDMA_BE_WC_GRH | QRDMA_BE_WC_WITH_INV | QRDMA_BE_WC_SOLICITED);
+    CHECK_EQ(core.wc[1].invalidated_stag, 0x80112233);
+    CHECK_EQ(h->nrecv, 6);
+
+    /* A receive error: opcode RECV whatever the host wrote; QP in ERR; no more pulled. */
+    wc.wr_id = 12;
+    wc.status = IBV_WC_LOC_LEN_ERR;
+    wc.opcode = 0;
+    wc.wc_flags = 0;
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.wc[2].opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(core.wc[2].status, QRDMA_BE_WC_LOC_LEN_ERR);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+    CHECK_EQ(h->nrecv, 6);              /* WQE 16 stays in the guest's ring for the core's flush */
+    CHECK_EQ(core.recv_next, 6);
+    ops->destroy(be);
+
+    /* A receive WQE with a key the backend does not hold: LOC_PROT_ERR, QP to ERR. */
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    h = verbs_mock_qp(qpn);
+    core.recv[0].wr_id = 7;
+    core.recv[0].num_sge = 1;
+    core.recv[0].sg_list[0] = (struct qrdma_be_sge){ IOVA, 0x100, STAG };
+    core.nrecv = 1;
+    ops->recv_doorbell(be, qp);
+    CHECK_EQ(h->nrecv, 0);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc[0].wr_id, 7);
+    CHECK_EQ(core.wc[0].status, QRDMA_BE_WC_LOC_PROT_ERR);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+    CHECK_EQ(h->qp.state, IBV_QPS_ERR);
+    ops->destroy(be);
+
+    /* get_recv's -EIO (the core completed a malformed WQE): QP to ERR with QP_FATAL. */
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    core.recv_err = -EIO;
+    ops->recv_doorbell(be, qp);
+    CHECK_EQ(core.nev, 1);
+    CHECK_EQ(core.ev[0], QRDMA_BE_EV_QP_FATAL);
+    CHECK_EQ(core.ev_id[0], QP_ID);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+    ops->destroy(be);
+}
+
+/* Host async events become the core's, by QP ID or CQ ID; port events are not passed on. */
+static void test_async_events(void)
+{
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp;
+    struct vm_qp *h;
+    uint32_t qpn;
+
+    fresh();
+    be = rts_qp(&qp, &qpn, &rc_init);
+    h = verbs_mock_qp(qpn);
+    verbs_mock_async_push(IBV_EVENT_COMM_EST, &h->qp);
+    verbs_mock_async_push(IBV_EVENT_CQ_ERR, h->qp.recv_cq);
+    verbs_mock_async_push(IBV_EVENT_PORT_ERR, NULL);
+    verbs_mock_async_push(IBV_EVENT_QP_FATAL, &h->qp);
+    CHECK(fd_ready(be));
+    ops->poll(be, 64);
+    CHECK(!fd_ready(be));
+    CHECK_EQ(core.nev, 3);
+    CHECK_EQ(core.ev[0], QRDMA_BE_EV_COMM_EST);
+    CHECK_EQ(core.ev_id[0], QP_ID);
+    CHECK_EQ(core.ev[1], QRDMA_BE_EV_CQ_ERR);
+    CHECK_EQ(core.ev_id[1], RCQ_ID);
+    CHECK_EQ(core.ev[2], QRDMA_BE_EV_QP_FATAL);
+    CHECK_EQ(core.ev_id[2], QP_ID);
+    CHECK_EQ(vmock.acked_async, 4);
+    CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+    ops->destroy(be);
+}
+
+/* Reset releases every host object (QPs, CQs, MRs and aliases, AHs, PDs); the backend goes on. */
+static void test_reset_releases(void)
+{
+    struct qrdma_be_qp_init ud = rc_init;
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp, *uqp;
+    struct qrdma_be_send_wr wr;
+    struct qrdma_be_mr dma = { .stag = STAG_DMA, .pd = PD, .type = QRDMA_BE_MR_DMA };
+    uint32_t qpn, rk;
+
+    fresh();
+    be = make();
+    qp = make_qp(be, &rc_init, &qpn);
+    ud.qp_id = QP_ID2;
+    ud.type = QRDMA_BE_QPT_UD;
+    uqp = make_qp(be, &ud, &qpn);
+    core.npieces = 2;
+    core.piece_gpa[0] = RAM0_GPA;
+    core.piece_len[0] = 0x1000;
+    core.piece_gpa[1] = RAM1_GPA + 0x4000;
+    core.piece_len[1] = 0x1000;
+    make_mr(be, STAG, IOVA, 0x2000, QRDMA_BE_ACCESS_LOCAL_WRITE);     /* an alias */
+    CHECK_EQ(ops->mr_register(be, &dma, &rk), 0);
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = QRDMA_BE_WR_SEND;
+    CHECK_EQ(ops->post_send(be, uqp, &wr), 0);
+    CHECK_EQ(vmock.live_qp, 2);
+    CHECK_EQ(vmock.live_cq, 4);
+    CHECK_EQ(vmock.live_mr, 3);
+    CHECK_EQ(vmock.live_ah, 1);
+    CHECK_EQ(vmock.live_pd, 1);
+    (void)qp;
+
+    CHECK_EQ(ops->reset(be), 0);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    CHECK_EQ(vmock.live_mr, 0);
+    CHECK_EQ(vmock.live_ah, 0);
+    CHECK_EQ(vmock.live_pd, 0);
+    CHECK_EQ(vmock.live_ctx, 1);
+    /* It works on after the reset. */
+    qp = make_qp(be, &rc_init, &qpn);
+    CHECK(qp != NULL);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    CHECK_EQ(vmock.live_pd, 0);
+    CHECK_EQ(vmock.live_ctx, 0);
+    CHECK_EQ(vmock.live_ch, 0);
+}
+
+static const struct unit_test tests[] = {
+    UNIT_TEST(test_create_refusals),
+    UNIT_TEST(test_qp_create_ids),
+    UNIT_TEST(test_qp_modify),
+    UNIT_TEST(test_mr_direct),
+    UNIT_TEST(test_mr_alias),
+    UNIT_TEST(test_post_send),
+    UNIT_TEST(test_post_send_ud),
+    UNIT_TEST(test_send_completions),
+    UNIT_TEST(test_receives),
+    UNIT_TEST(test_async_events),
+    UNIT_TEST(test_reset_releases),
+};
+
+int main(void)
+{
+    int ret = unit_run("verbs-backend", tests, sizeof(tests) / sizeof(tests[0]));
+
+    verbs_mock_reset();
+    return ret;
+}

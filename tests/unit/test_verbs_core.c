@@ -1,0 +1,217 @@
+/*
+ * The device core and the verbs backend together, over the mock host
+ * device (verbs_mock.h): one core on the core-dp suite's bed
+ * (dp_testbed.h) driven as the guest driver drives it, its backend the
+ * real host-backend/verbs/ on the mock. What the guest sees is checked
+ * end to end: CREATE_QP and REG_MR return the host's QPN and rkey
+ * (WIRE_IDS), a WRITE WQE becomes a host WR with the host lkey and the
+ * guest's IOVA, a receive WQE is posted on the host at the RQ doorbell,
+ * and host completions become the guest's CQEs once the backend's wait
+ * fd has fired and the data path ran. A device reset leaves no host
+ * object behind.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "core/qrdma_core_int.h"
+#include "dp_testbed.h"
+#include "qrdma_backend_verbs.h"
+#include "unit.h"
+#include "verbs_mock.h"
+
+int unit_failures;
+
+static struct qrdma_be_verbs_config vcfg;
+
+/* SA on the verbs backend over the mock, its guest RAM the bed's; SB (a peer's identity only) on sw. */
+static void verbs_setup(void)
+{
+    fq_clear();
+    drop_frames = 0;
+    verbs_mock_reset();
+    dev_backend_ops = NULL;
+    dev_backend_config = NULL;
+    side_up(SA, 0);                     /* the first time: SA's RAM exists from here on */
+    memset(&vcfg, 0, sizeof(vcfg));
+    vcfg.ibdev = "mock0";
+    vcfg.ibport = 1;
+    vcfg.nram = 1;
+    vcfg.ram[0] = (struct qrdma_be_verbs_ram){ RAM_BASE, RAM_SIZE, SA->ram, -1, 0 };
+    vcfg.verbs = &verbs_mock_table;
+    dev_backend_ops = &qrdma_be_verbs_ops;
+    dev_backend_config = &vcfg;
+    side_up(SA, 0);
+    dev_backend_ops = NULL;
+    dev_backend_config = NULL;
+    side_up(SB, 1);
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    no_errors(SA);
+}
+
+static bool wait_fd_ready(void)
+{
+    struct epoll_event ev;
+    int fd = qrdma_core_backend_wait_fd(&SA->core);
+
+    return fd >= 0 && epoll_wait(fd, &ev, 1, 0) == 1;
+}
+
+static void run_dp(void)
+{
+    qrdma_core_run(&SA->core, QRDMA_WORK_DP);
+    pump();
+}
+
+/*
+ * The identifiers the guest is handed are the host's; the guest keeps
+ * naming its objects by QP ID and STag; work and completions cross over.
+ */
+static void test_end_to_end(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x2000, .rkey = 0x80aabbcc,
+                     .nsge = 1, .sge = { { 0x100, 300, 0 } } };
+    const uint32_t stag2 = 3u << QRDMA_STAG_INDEX_SHIFT | 0x33;
+    struct vm_mr *data_mr;
+    struct vm_qp *h;
+    struct ibv_wc wc;
+    struct cqe e;
+    uint32_t qpn;
+
+    verbs_setup();
+    CHECK(qrdma_core_backend_wait_fd(&SA->core) >= 0);
+    CHECK_EQ(qrdma_core_backend_wait_fd(&SB->core), -1);    /* sw: its timer is enough */
+    /* The bed's bring-up registered the data MR with the host, at its guest IOVA, directly. */
+    CHECK_EQ(vmock.nmrs, 1);
+    data_mr = vmock.mrs[0];
+    CHECK(data_mr->mr.addr == SA->ram + (DATA - RAM_BASE));
+    CHECK_EQ(data_mr->iova, IOVA);
+    CHECK_EQ(data_mr->mr.length, DATA_LEN);
+    /* Another REG_MR returns the host's rkey. */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag2,
+               PD | (uint64_t)(QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE)
+                    << QRDMA_MR_ARG1_ACCESS_SHIFT | 12ull << QRDMA_MR_ARG1_PAGE_SHIFT,
+               0x1000, 0x1000, DATA, 0));
+    CHECK_EQ(last_retval, verbs_mock_last_mr()->mr.rkey);
+    CHECK(last_retval != stag2);
+
+    create_qp(SA, QPN, &rc_spec);
+    qpn = (uint32_t)last_retval;
+    CHECK_EQ(qpn, 0x3a001);             /* the mock's, not QP ID 2 */
+    CHECK_EQ(SA->core.dp.qp[QPN].wire_qpn, qpn);
+    h = verbs_mock_qp(qpn);
+    CHECK(h != NULL);
+    if (!h) {
+        return;
+    }
+    rc_to_rts(SA, QPN, SB, 0x5a5a5, 7);
+    CHECK_EQ(h->qp.state, IBV_QPS_RTS);
+    CHECK_EQ(h->attr[1].dest_qp_num, 0x5a5a5);
+    CHECK(!memcmp(h->attr[1].ah_attr.grh.dgid.raw, SB->gid, 16));
+
+    /* A WRITE: the host WR has the guest's address, the host lkey, the peer's rkey. */
+    CHECK_EQ(post_send(SA, QPN, &w), 0);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->send[0].wr_id, 0);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_RDMA_WRITE);
+    CHECK_EQ(h->send[0].send_flags, IBV_SEND_SIGNALED);
+    CHECK_EQ(h->send_sge[0][0].addr, IOVA + 0x100);
+    CHECK_EQ(h->send_sge[0][0].length, 300);
+    CHECK_EQ(h->send_sge[0][0].lkey, data_mr->mr.lkey);
+    CHECK_EQ(h->send[0].wr.rdma.rkey, 0x80aabbcc);
+    CHECK_EQ(h->send[0].wr.rdma.remote_addr, IOVA + 0x2000);
+    CHECK(!poll_cq(SA, 1, &e));
+
+    /* A receive: posted on the host at the doorbell. */
+    CHECK_EQ(post_recv(SA, QPN, 0x4000, 2048), 0);
+    ring_rq(SA, QPN);
+    CHECK_EQ(h->nrecv, 1);
+    CHECK_EQ(h->recv_sge[0][0].addr, IOVA + 0x4000);
+    CHECK_EQ(h->recv_sge[0][0].lkey, data_mr->mr.lkey);
+
+    /* The host completes both; the fd fires; the data path turns them into CQEs. */
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = 0;
+    wc.status = IBV_WC_SUCCESS;
+    wc.opcode = IBV_WC_RDMA_WRITE;
+    wc.qp_num = qpn;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    wc.opcode = IBV_WC_RECV;
+    wc.byte_len = 77;
+    wc.src_qp = 0x5a5a5;
+    wc.wc_flags = IBV_WC_WITH_IMM;
+    wc.imm_data = 0x01020304;
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    CHECK(wait_fd_ready());
+    run_dp();
+    CHECK(!wait_fd_ready());
+    EXPECT_CQE(SA, 1, QPN, 0, QRDMA_BE_WC_RDMA_WRITE, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ,
+               ~0u);
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.qp, QPN);
+    CHECK_EQ(e.wqe_index, 0);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(e.byte_len, 77);
+    CHECK_EQ(e.src_qp, 0x5a5a5);
+    CHECK_EQ(e.imm, 0x01020304);
+    CHECK_EQ(e.flags, QRDMA_CQE_FLAG_WITH_IMM | QRDMA_CQE_FLAG_SOLICITED);
+    no_errors(SA);
+
+    /* A bad lkey: the WQE completes LOC_PROT_ERR, as the MR checks would say in sw mode. */
+    w.sge[0].lkey = MR_STAG ^ 0x01;
+    CHECK_EQ(post_send(SA, QPN, &w), 1);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK(poll_cq(SA, 1, &e));
+    CHECK_EQ(e.wqe_index, 1);
+    CHECK_EQ(e.status, QRDMA_BE_WC_LOC_PROT_ERR);
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->qp.state, IBV_QPS_ERR);     /* the core took the QP to ERR, the host's too */
+
+    /* Device reset: every host object goes; the device stays. */
+    reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    CHECK_EQ(vmock.live_mr, 0);
+    CHECK_EQ(vmock.live_pd, 0);
+    CHECK_EQ(vmock.live_ctx, 1);
+    qrdma_core_fini(&SA->core);
+    CHECK_EQ(vmock.live_ctx, 0);
+    CHECK_EQ(vmock.live_ch, 0);
+}
+
+/* Host ENOMEM at CREATE_QP: the command fails and the QP does not exist. */
+static void test_host_enomem(void)
+{
+    verbs_setup();
+    vmock.fail_create_qp = ENOMEM;
+    CHECK_EQ(major_of(create_qp_status(SA, QPN, &rc_spec)), QRDMA_CQP_ERR_INVALID_ARG);
+    CHECK(logged(SA, "out of host memory"));
+    CHECK(qrdma_qp_get(&SA->core, QPN) == NULL);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    /* And then it works. */
+    create_qp(SA, QPN, &rc_spec);
+    CHECK_EQ(vmock.live_qp, 1);
+    qrdma_core_fini(&SA->core);
+}
+
+static const struct unit_test tests[] = {
+    UNIT_TEST(test_end_to_end),
+    UNIT_TEST(test_host_enomem),
+};
+
+int main(void)
+{
+    int ret = unit_run("verbs-core", tests, sizeof(tests) / sizeof(tests[0]));
+
+    teardown();
+    verbs_mock_reset();
+    return ret;
+}

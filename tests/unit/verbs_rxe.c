@@ -1,0 +1,335 @@
+/*
+ * qrdma-verbs-rxe: the device core and the verbs backend on a real host
+ * RDMA device, as an ordinary process (no QEMU): two device cores on the
+ * core-dp suite's bed (dp_testbed.h), driven as the guest driver drives
+ * them, each with the verbs backend on the same host device (rdma_rxe in
+ * a guest: tests/vm/test-verbs-rxe.sh), their "guest RAM" a memfd each.
+ * An RC QP of one talks to an RC QP of the other through the host NIC,
+ * addressed by the QPNs and rkeys the cores returned from CREATE_QP and
+ * REG_MR. Checked byte for byte in the other side's guest RAM: a WRITE,
+ * a READ, a SEND with immediate (and its receive CQE), a FETCH_ADD and a
+ * CMP_SWP, and a WRITE with a bad rkey completing in error; then UD: a
+ * SEND with immediate through a host AH, GRH and source QPN checked.
+ *
+ * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "core/qrdma_core_int.h"
+#include "dp_testbed.h"
+#include "qrdma_backend_verbs.h"
+#include "unit.h"
+
+int unit_failures;
+
+static const char *ibdev;
+static int gid_index;
+static struct qrdma_be_verbs_config vcfg[2];
+static uint8_t host_gid[16];
+
+/* The host GID the cores' address vectors name (both sides are on this device). */
+static int read_host_gid(void)
+{
+    struct ibv_device **list = ibv_get_device_list(NULL);
+    struct ibv_context *ctx = NULL;
+    union ibv_gid gid;
+    int i, ret = -1;
+
+    for (i = 0; list && list[i]; i++) {
+        if (!strcmp(ibv_get_device_name(list[i]), ibdev)) {
+            ctx = ibv_open_device(list[i]);
+        }
+    }
+    if (ctx && !ibv_query_gid(ctx, 1, gid_index, &gid)) {
+        memcpy(host_gid, gid.raw, 16);
+        ret = 0;
+    }
+    if (ctx) {
+        ibv_close_device(ctx);
+    }
+    if (list) {
+        ibv_free_device_list(list);
+    }
+    return ret;
+}
+
+/* Guest RAM of a side as a memfd, mapped shared: what memory-backend-memfd,share=on gives QEMU. */
+static void memfd_ram(struct side *s, struct qrdma_be_verbs_config *c)
+{
+    int fd = memfd_create("qrdma-guest-ram", MFD_CLOEXEC);
+
+    CHECK(fd >= 0 && !ftruncate(fd, RAM_SIZE));
+    s->ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(s->ram != MAP_FAILED);
+    memset(c, 0, sizeof(*c));
+    c->ibdev = ibdev;
+    c->ibport = 1;
+    c->gid_index = (uint8_t)gid_index;
+    c->nram = 1;
+    c->ram[0] = (struct qrdma_be_verbs_ram){ RAM_BASE, RAM_SIZE, s->ram, fd, 0 };
+}
+
+static void side_up_verbs(struct side *s, int idx)
+{
+    dev_backend_ops = &qrdma_be_verbs_ops;
+    dev_backend_config = &vcfg[idx];
+    side_up(s, idx);
+    dev_backend_ops = NULL;
+    dev_backend_config = NULL;
+    memcpy(s->gid, host_gid, 16);
+    create_cq(s, 1);
+    create_cq(s, 2);
+}
+
+/* Run both sides' data paths, waking on their backends' fds, until a CQE is on s's CQ cq. */
+static bool wait_cqe(struct side *s, uint32_t cq, struct cqe *e)
+{
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct pollfd p[2] = {
+            { .fd = qrdma_core_backend_wait_fd(&SA->core), .events = POLLIN },
+            { .fd = qrdma_core_backend_wait_fd(&SB->core), .events = POLLIN },
+        };
+
+        qrdma_core_run(&SA->core, QRDMA_WORK_DP);
+        qrdma_core_run(&SB->core, QRDMA_WORK_DP);
+        if (poll_cq(s, cq, e)) {
+            return true;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) {
+            fprintf(stderr, "  no CQE on side %d CQ %u in 20 s\n", s->idx, cq);
+            return false;
+        }
+        poll(p, 2, 100);
+    }
+}
+
+static void test_rc_over_host_nic(void)
+{
+    const uint32_t stag_b = 3u << QRDMA_STAG_INDEX_SHIFT | 0x33;
+    uint32_t qpn_a, qpn_b, rkey_b;
+    struct cqe e;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint64_t v;
+    unsigned i;
+
+    memfd_ram(SA, &vcfg[0]);
+    memfd_ram(SB, &vcfg[1]);
+    side_up_verbs(SA, 0);
+    side_up_verbs(SB, 1);
+    a = dbuf(SA, 0);
+    b = dbuf(SB, 0);
+    /* B's data MR again under another STag: REG_MR returns the host rkey A will use. */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_REG_MR, stag_b,
+               PD | (uint64_t)MR_ACCESS << QRDMA_MR_ARG1_ACCESS_SHIFT |
+               12ull << QRDMA_MR_ARG1_PAGE_SHIFT, IOVA, DATA_LEN, DATA, 0));
+    rkey_b = (uint32_t)last_retval;
+    printf("B's MR: STag 0x%08x, host rkey 0x%08x\n", stag_b, rkey_b);
+
+    create_qp(SA, QPN, &rc_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, QPN, &rc_spec);
+    qpn_b = (uint32_t)last_retval;
+    printf("QP ID %u: host QPN 0x%x on A, 0x%x on B\n", QPN, qpn_a, qpn_b);
+    CHECK(qpn_a != qpn_b);
+    rc_to_rts(SA, QPN, SB, qpn_b, 7);
+    rc_to_rts(SB, QPN, SA, qpn_a, 7);
+    no_errors(SA);
+    no_errors(SB);
+
+    /* WRITE 64 KB from A's RAM into B's, through the host NIC. */
+    for (i = 0; i < 0x10000; i++) {
+        a[0x1000 + i] = (uint8_t)(i * 7 + 3);
+    }
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000, .rkey = rkey_b,
+                         .nsge = 1, .sge = { { 0x1000, 0x10000, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 0);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RDMA_WRITE);
+    CHECK(!memcmp(b + 0x40000, a + 0x1000, 0x10000));
+
+    /* READ it back into another place of A's RAM. */
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = 0x40000, .rkey = rkey_b,
+                         .nsge = 1, .sge = { { 0x60000, 0x10000, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 1);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RDMA_READ);
+    CHECK(!memcmp(a + 0x60000, a + 0x1000, 0x10000));
+
+    /* SEND with immediate into a receive B posted. */
+    CHECK_EQ(post_recv(SB, QPN, 0x80000, 4096), 0);
+    ring_rq(SB, QPN);
+    memset(a + 0x2000, 0x5a, 1000);
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND_WITH_IMM, .imm = 0x11223344, .nsge = 1,
+                         .sge = { { 0x2000, 1000, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 2);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SB, 2, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.qp, QPN);
+    CHECK_EQ(e.byte_len, 1000);
+    CHECK_EQ(e.imm, 0x11223344);
+    CHECK(e.flags & QRDMA_CQE_FLAG_WITH_IMM);
+    CHECK(!memcmp(b + 0x80000, a + 0x2000, 1000));
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_SEND);
+
+    /* FETCH_ADD and CMP_SWP on B's memory; the old values land in A's. */
+    v = 1000;
+    memcpy(b + 0x90000, &v, 8);
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD, .remote_off = 0x90000,
+                         .rkey = rkey_b, .compare_add = 24, .nsge = 1,
+                         .sge = { { 0x3000, 8, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 3);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    memcpy(&v, a + 0x3000, 8);
+    CHECK_EQ(v, 1000);
+    memcpy(&v, b + 0x90000, 8);
+    CHECK_EQ(v, 1024);
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP, .remote_off = 0x90000,
+                         .rkey = rkey_b, .compare_add = 1024, .swap = 0xabcdef, .nsge = 1,
+                         .sge = { { 0x3008, 8, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 4);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    memcpy(&v, a + 0x3008, 8);
+    CHECK_EQ(v, 1024);
+    memcpy(&v, b + 0x90000, 8);
+    CHECK_EQ(v, 0xabcdef);
+
+    /* A wrong rkey: the host NIC refuses the WRITE; the guest sees an error CQE. */
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000,
+                         .rkey = rkey_b ^ 0x100, .nsge = 1, .sge = { { 0x1000, 64, 0 } } };
+
+        CHECK_EQ(post_send(SA, QPN, &w), 5);
+        ring_sq(SA, QPN);
+    }
+    CHECK(wait_cqe(SA, 1, &e));
+    printf("WRITE with a bad rkey: CQE status %u\n", e.status);
+    CHECK(e.status != QRDMA_BE_WC_SUCCESS);
+}
+
+/*
+ * UD on the same two cores (left up by the RC test): a SEND with
+ * immediate through a host AH made from the guest's AH, to the peer's
+ * host QPN; the receive has the GRH room filled (IPv4: the header in its
+ * last 20 bytes), the payload after it, and the sender's host QPN.
+ */
+static void test_ud_over_host_nic(void)
+{
+    static const struct qp_spec ud_spec = {
+        .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
+        .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
+    };
+    const uint32_t ud_id = 3, ah_id = 1;
+    uint32_t qpn_a, qpn_b;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    struct cqe e;
+    unsigned i;
+
+    create_qp(SA, ud_id, &ud_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, ud_id, &ud_spec);
+    qpn_b = (uint32_t)last_retval;
+    printf("UD QP ID %u: host QPN 0x%x on A, 0x%x on B\n", ud_id, qpn_a, qpn_b);
+    ud_to_rts(SA, ud_id);
+    ud_to_rts(SB, ud_id);
+    write_av(SA, AV_BUF, SB);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH, ah_id | (uint64_t)PD << QRDMA_AH_ARG0_PD_SHIFT,
+               AV_BUF, 0, 0, 0, 0));
+    for (i = 0; i < 900; i++) {
+        a[0xa000 + i] = (uint8_t)(i ^ 0xa5);
+    }
+    memset(b + 0xb000, 0xee, 2048);
+    CHECK_EQ(post_recv(SB, ud_id, 0xb000, 40 + 1024), 0);
+    ring_rq(SB, ud_id);
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND_WITH_IMM, .imm = 0x01020304, .ah = ah_id,
+                         .dest_qpn = qpn_b, .qkey = QKEY, .nsge = 1,
+                         .sge = { { 0xa000, 900, 0 } } };
+
+        CHECK_EQ(post_send(SA, ud_id, &w), 0);
+        ring_sq(SA, ud_id);
+    }
+    CHECK(wait_cqe(SB, 2, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.qp, ud_id);
+    CHECK_EQ(e.byte_len, 40 + 900);
+    CHECK(e.flags & QRDMA_CQE_FLAG_GRH);
+    CHECK(e.flags & QRDMA_CQE_FLAG_WITH_IMM);
+    CHECK_EQ(e.imm, 0x01020304);
+    CHECK_EQ(e.src_qp, qpn_a);
+    CHECK_EQ(b[0xb000 + 20], 0x45);
+    CHECK(!memcmp(b + 0xb000 + 40, a + 0xa000, 900));
+    CHECK_EQ(b[0xb000 + 40 + 900], 0xee);
+    CHECK(wait_cqe(SA, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_SEND);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_rc_over_host_nic),
+        UNIT_TEST(test_ud_over_host_nic),
+    };
+    int ret;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s IBDEV GID_INDEX\n", argv[0]);
+        return 2;
+    }
+    ibdev = argv[1];
+    gid_index = atoi(argv[2]);
+    if (read_host_gid()) {
+        fprintf(stderr, "%s: no GID %d on port 1\n", ibdev, gid_index);
+        return 1;
+    }
+    ret = unit_run("verbs-rxe", tests, sizeof(tests) / sizeof(tests[0]));
+    /* The cores first (their backends release the host objects), then the memfd RAM. */
+    for (int i = 0; i < 2; i++) {
+        qrdma_core_fini(&sides[i].core);
+        if (sides[i].ram) {
+            munmap(sides[i].ram, RAM_SIZE);
+            sides[i].ram = NULL;
+        }
+    }
+    return ret;
+}

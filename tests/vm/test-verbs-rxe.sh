@@ -1,0 +1,17 @@
+#!/bin/bash
+# VM test: the device core and the verbs backend on a real RDMA device.
+# One guest with a virtio-net NIC and soft-RoCE (rxe0) as its "host NIC"
+# runs qrdma-verbs-rxe (tests/unit/verbs_rxe.c, built here on the host):
+# two device cores, each with backend=verbs on rxe0 and a memfd as guest
+# RAM, an RC QP of one talking to one of the other through rxe by the
+# QPNs and rkeys their CQP commands returned; WRITE, READ, SEND with
+# immediate, FETCH_ADD and CMP_SWP checked byte for byte in guest RAM,
+# a bad rkey completing in error; then no QP left on rxe0.
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe || exit 1
+share=$(mktemp -d)
+trap 'rm -rf "$share"' EXIT
+cp "$top/build/verbs-rxe/qrdma-verbs-rxe" "$here/guest-verbs-rxe.sh" "$here/guest-lib.sh" "$share/"
+"$top/scripts/vm-run" --guests 1 --timeout 600 --share "$share" --nic virtio-rxe \
+    --run 'bash guest-verbs-rxe.sh'
