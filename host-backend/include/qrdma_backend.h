@@ -489,8 +489,20 @@ struct qrdma_be_callbacks {
  * Optional ops may be NULL; the core then does without (see each). Every
  * QP handle is valid from qp_create until qp_destroy, reset or destroy.
  */
+/*
+ * The optional features a backend carries (qrdma_be_ops.carries): the
+ * core advertises only these in CAP_FEATURES, so the driver never offers
+ * the guest what the backend would refuse (docs/hw-spec.md section 4.4).
+ * RC, UD, UC, atomics and wire identifiers every backend carries.
+ */
+#define QRDMA_BE_CARRIES_SRQ        0x01u   /* shared receive queues */
+#define QRDMA_BE_CARRIES_FAST_REG   0x02u   /* FAST_REG, LOCAL_INV, SEND_WITH_INV */
+#define QRDMA_BE_CARRIES_MW         0x04u   /* memory windows (bind_mw, window rkeys) */
+#define QRDMA_BE_CARRIES_STATS      0x08u   /* the transport's port counters (stats) */
+
 struct qrdma_be_ops {
     const char *name;           /* the device's backend= value */
+    uint32_t carries;           /* QRDMA_BE_CARRIES_* */
 
     /*
      * A backend for one device. NULL with a reason in err (at most

@@ -1302,6 +1302,8 @@ fail:
 
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
+    /* No SRQs, fast-register MRs or windows yet, no transport counters (docs/backends.md). */
+    .carries = 0,
     .create = vb_create,
     .reset = vb_reset,
     .destroy = vb_destroy,

@@ -313,6 +313,31 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     return 0;
 }
 
+/*
+ * CAP_FEATURES: what the data path carries end to end, qrdma_dp.c over
+ * this device's backend; the optional features only if the backend has them.
+ */
+static uint32_t core_features(const struct qrdma_core *core)
+{
+    uint32_t carries = core->dp.ops ? core->dp.ops->carries : 0;
+    uint32_t f = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC |
+                 QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_WIRE_IDS;
+
+    if (carries & QRDMA_BE_CARRIES_SRQ) {
+        f |= QRDMA_FEATURE_SRQ;
+    }
+    if (carries & QRDMA_BE_CARRIES_FAST_REG) {
+        f |= QRDMA_FEATURE_FAST_REG;
+    }
+    if (carries & QRDMA_BE_CARRIES_MW) {
+        f |= QRDMA_FEATURE_MW;
+    }
+    if (carries & QRDMA_BE_CARRIES_STATS) {
+        f |= QRDMA_FEATURE_STATS;
+    }
+    return f;
+}
+
 static void core_reset_now(struct qrdma_core *core)
 {
     const struct qrdma_core_config *cfg = &core->cfg;
@@ -360,12 +385,7 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_DB_PAGES) = cfg->db_pages;
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
-    /* What the data path carries end to end (qrdma_dp.c over the sw backend). */
-    *reg(core, QRDMA_REG_CAP_FEATURES) = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD |
-                                         QRDMA_FEATURE_UC | QRDMA_FEATURE_SRQ |
-                                         QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
-                                         QRDMA_FEATURE_MW | QRDMA_FEATURE_WIRE_IDS |
-                                         QRDMA_FEATURE_STATS;
+    *reg(core, QRDMA_REG_CAP_FEATURES) = core_features(core);
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

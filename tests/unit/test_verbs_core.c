@@ -202,9 +202,30 @@ static void test_host_enomem(void)
     qrdma_core_fini(&SA->core);
 }
 
+/*
+ * CAP_FEATURES over the verbs backend: what it carries, not the sw
+ * backend's list, so the driver never offers SRQs, fast-register MRs,
+ * windows or the transport's counters that the backend would refuse.
+ */
+static void test_features(void)
+{
+    uint32_t f;
+
+    verbs_setup();
+    f = reg_r(SA, QRDMA_REG_CAP_FEATURES);
+    CHECK_EQ(f & (QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC | QRDMA_FEATURE_ATOMIC |
+                  QRDMA_FEATURE_WIRE_IDS),
+             QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC | QRDMA_FEATURE_ATOMIC |
+             QRDMA_FEATURE_WIRE_IDS);
+    CHECK_EQ(f & (QRDMA_FEATURE_SRQ | QRDMA_FEATURE_FAST_REG | QRDMA_FEATURE_MW |
+                  QRDMA_FEATURE_STATS), 0);
+    qrdma_core_fini(&SA->core);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_end_to_end),
     UNIT_TEST(test_host_enomem),
+    UNIT_TEST(test_features),
 };
 
 int main(void)
