@@ -185,12 +185,14 @@ fuzz-cov:
 
 # The seed generator is the same harness built without libFuzzer; this
 # rewrites tests/fuzz/seeds-sw/ (after a change to the harness's set-up).
+# The numbered seeds are its own; finding-* are inputs the fuzzer found
+# (each also a unit test), kept as they are.
 $(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c tests/fuzz/fuzz_frame.h $(SW_SRCS) $(SW_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_SW) -DFUZZ_SW_SEEDGEN -o $@ $< $(SW_SRCS)
 
 fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
-	rm -rf tests/fuzz/seeds-sw && $< tests/fuzz/seeds-sw
+	rm -f tests/fuzz/seeds-sw/[0-9]* && $< tests/fuzz/seeds-sw
 
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx $(BUILD)/fuzz/fuzz_core_dp \
 		$(BUILD)/fuzz/fuzz_core_rx

@@ -176,7 +176,15 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 #define QSW_ACK_EVERY   16      /* responder ACKs unprompted after this many packets */
 #define QSW_QP_QUANTUM  16      /* frames a QP sends before the next QP's turn */
 
-enum wqe_state { WQE_PENDING, WQE_INFLIGHT, WQE_SENT, WQE_DONE };
+/*
+ * PENDING: not started, PSNs and MTU assigned when it starts. INFLIGHT: its
+ * packets are being sent (req.psn lies in its PSN range). SENT: all sent,
+ * waiting for the ACK or responses. RESEND: started before a go-back that
+ * rewound to an earlier WQE; it is sent again from its first PSN with the
+ * PSNs and MTU it started with, behind the same gates as a new WQE
+ * (fence, max_rd_atomic, the window). DONE: completes in order.
+ */
+enum wqe_state { WQE_PENDING, WQE_INFLIGHT, WQE_SENT, WQE_RESEND, WQE_DONE };
 
 struct qsw_wqe {
     struct qsw_send_wr wr;

@@ -7,9 +7,9 @@
  * after a rewind). PSNs: req.psn is the next PSN to send, comp.psn the
  * oldest not yet acknowledged. Reliability (IBTA vol. 1, 9.7) is
  * go-back-N: a NAK sequence error, a timeout, a missing read response or
- * the end of an RNR wait rewinds req.psn to comp.psn and sends again; the
- * PSNs of a WQE depend only on where it starts, so resent packets carry
- * the same PSNs as the first time.
+ * the end of an RNR wait rewinds req.psn to comp.psn and sends again; a
+ * WQE keeps the PSN range and MTU it started with, so resent packets carry
+ * the same PSNs and bytes as the first time, whatever a modify changed.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -129,16 +129,25 @@ static void req_fail(struct qsw_qp *qp, uint32_t status)
     }
 }
 
-/* Go back to psn: everything from the WQE holding it is sent again. */
+/*
+ * Go back to psn: everything from the WQE holding it is sent again. Every
+ * WQE started keeps the PSN range and MTU it started with (RESEND, not
+ * PENDING): started again, a WQE after the one holding psn would take the
+ * path MTU of now, so after a modify of PATH_MTU its new range would no
+ * longer end where the next WQE's begins, and the requester would reach
+ * that one at a PSN outside its range. The WQE at sq_cur counts too: it
+ * may be half sent (the window or the poll budget stopped it).
+ */
 static void rewind_to(struct qsw_qp *qp, uint32_t psn)
 {
+    struct qsw_wqe *c;
     uint32_t i;
 
     qp->req.rd_atomic = 0;
-    for (i = qp->sq_head; i != qp->sq_cur; i++) {
+    for (i = qp->sq_head; i != qp->sq_tail; i++) {
         struct qsw_wqe *w = wqe_at(qp, i);
 
-        if (w->state == WQE_DONE) {
+        if (w->state == WQE_DONE || w->state == WQE_PENDING) {
             continue;
         }
         if (psn_cmp(w->first_psn, psn) <= 0 && psn_cmp(psn, w->last_psn) <= 0) {
@@ -147,14 +156,20 @@ static void rewind_to(struct qsw_qp *qp, uint32_t psn)
                 qp->req.rd_atomic++;
             }
         } else {
-            w->state = WQE_PENDING;
+            w->state = WQE_RESEND;
         }
     }
     /* the new cursor: the first WQE that is not done */
     for (i = qp->sq_head; i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE; i++) {
     }
     qp->sq_cur = i;
-    qp->req.psn = psn;
+    /*
+     * psn is comp.psn, which lies in the first WQE not done; should it not
+     * (no WQE holds it), the resend starts where that WQE starts, never
+     * at a PSN outside it.
+     */
+    c = i != qp->sq_tail ? wqe_at(qp, i) : NULL;
+    qp->req.psn = c && c->state == WQE_RESEND ? c->first_psn : psn;
     qp->req.noack = 0;
     qp->comp.rnr_deadline = 0;
     qp->comp.rewound = true;
@@ -228,7 +243,8 @@ static bool ack_before(struct qsw_qp *qp, uint32_t limit)
         if (w->state == WQE_DONE) {
             continue;
         }
-        if (psn_cmp(w->last_psn, limit) >= 0 || w->state == WQE_PENDING) {
+        if (psn_cmp(w->last_psn, limit) >= 0 || w->state == WQE_PENDING ||
+            w->state == WQE_RESEND) {
             break;
         }
         if (w->mask & (M_READ | M_ATOMIC)) {
@@ -318,6 +334,15 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
     uint8_t opcode;
     bool ackreq, se = false, last = true;
 
+    /*
+     * req.psn lies in the WQE's range by construction (PSN ranges are fixed
+     * when a WQE starts and follow one another); should a sequence of
+     * modifies and frames ever break that, the WQE fails rather than send
+     * from an offset outside its message.
+     */
+    if (idx >= w->npkts) {
+        return -QSW_WC_LOC_QP_OP_ERR;
+    }
     if (w->mask == M_READ) {
         opcode = OP_READ_REQ;
         st64(h, w->wr.rdma.remote_addr + off);
@@ -455,8 +480,11 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
             qp->sq_cur++;
             continue;
         }
-        if (w->state == WQE_PENDING) {
-            if (qp->state == QSW_QPS_SQD) {
+        if (w->state == WQE_PENDING || w->state == WQE_RESEND) {
+            bool resend = w->state == WQE_RESEND;
+            uint32_t mtu = resend ? w->mtu : qp->mtu;
+
+            if (qp->state == QSW_QPS_SQD && !resend) {
                 break;                      /* SQD: finish what started, start nothing */
             }
             if (!w->mask) {
@@ -480,7 +508,7 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                  * not those of every READ queued behind it.
                  */
                 if ((w->mask & M_READ) && qp->comp.psn != qp->req.psn &&
-                    psn_sub(qp->req.psn, qp->comp.psn) + (w->len + qp->mtu - 1) / qp->mtu >
+                    psn_sub(qp->req.psn, qp->comp.psn) + (w->len + mtu - 1) / mtu >
                         qp->req.cwnd) {
                     break;
                 }
@@ -491,10 +519,12 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                 comp_run(qp);
                 break;
             }
-            w->first_psn = qp->req.psn;
-            w->mtu = qp->mtu;
-            w->npkts = npkts_of(qp, w);
-            w->last_psn = psn_add(w->first_psn, w->npkts - 1);
+            if (!resend) {
+                w->first_psn = qp->req.psn;
+                w->mtu = qp->mtu;
+                w->npkts = npkts_of(qp, w);
+                w->last_psn = psn_add(w->first_psn, w->npkts - 1);
+            }
             w->state = WQE_INFLIGHT;
             if (w->mask & (M_READ | M_ATOMIC)) {
                 qp->req.rd_atomic++;

@@ -491,19 +491,19 @@ static int dummy_sge_w(void *o, struct qsw_qp *qp, const struct qsw_sge *sge, un
     abort();
 }
 
-static int dummy_rkey_read(void *o, uint32_t pd, uint32_t rkey, uint64_t va, void *dst,
-                           uint32_t len)
+static int dummy_rkey_read(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                           void *dst, uint32_t len)
 {
     abort();
 }
 
-static int dummy_rkey_write(void *o, uint32_t pd, uint32_t rkey, uint64_t va, const void *src,
-                            uint32_t len)
+static int dummy_rkey_write(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
+                            const void *src, uint32_t len)
 {
     abort();
 }
 
-static int dummy_rkey_atomic(void *o, uint32_t pd, uint32_t rkey, uint64_t va,
+static int dummy_rkey_atomic(void *o, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
                              enum qsw_atomic_op op, uint64_t ca, uint64_t sw, uint64_t *orig)
 {
     abort();

@@ -526,6 +526,10 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
         return QSW_WC_FETCH_ADD;
     case QSW_WR_LOCAL_INV:
         return QSW_WC_LOCAL_INV;
+    case QSW_WR_BIND_MW:
+        return QSW_WC_BIND_MW;
+    case QSW_WR_REG_MR:
+        return QSW_WC_REG_MR;
     default:
         return QSW_WC_SEND;
     }

@@ -267,12 +267,63 @@ static void test_sq_drained_after_go_back(void)
     tb_free(p.tb);
 }
 
+/*
+ * The path MTU changed while messages are unacknowledged, then a go-back:
+ * the rewind set every WQE after the one holding comp.psn back to "not
+ * started", so the requester started them again at the new MTU with new
+ * PSN ranges (a 700-byte SEND took one PSN instead of three). The WQE at
+ * the send cursor, half sent when the MTU changed, is not reset by the
+ * rewind and kept its first PSN; the requester reached it two PSNs early
+ * and computed its packet index from a PSN before its first: an offset of
+ * 2^32 - 512 into its SGE list (fuzz_sw_rx, "gather of 256 bytes at
+ * offset 4294967040").
+ */
+static void test_mtu_change_go_back_keeps_psns(void)
+{
+    struct pair p;
+    struct qsw_send_wr wr;
+    static const uint32_t len[3] = { 300, 700, 3000 };
+    uint64_t off = 0;
+    const struct qsw_wc *wc;
+
+    pair_setup(&p, QSW_MTU_256, 16);
+    tb_fill(p.na, 0, 4000, 21);
+    for (unsigned i = 0; i < 3; i++) {
+        tb_post_recv(p.b, 1 + i, tb_va(65536 + off), len[i], p.kb);
+        wr = tb_wr(1 + i, QSW_WR_SEND, QSW_SEND_SIGNALED);
+        tb_wr_sge(&wr, tb_va(off), len[i], p.ka);
+        CHECK_EQ(qsw_post_send(p.a, &wr), 0);
+        off += len[i];
+    }
+    p.tb->drop_all = true;
+    /* PSNs 100-101 (300 bytes), 102-104 (700), then 105-106 of the 3000-byte SEND: all lost */
+    qsw_engine_poll(p.na->eng, 7);
+    set_mtu(p.a, QSW_MTU_1024);
+    p.tb->drop_all = false;
+    p.tb->now += 1000000000ull;             /* the retransmit timer: back to PSN 100 */
+    CHECK(tb_run_wcs(p.tb, 0, 3, DAY_NS));
+    CHECK(tb_run_wcs(p.tb, 1, 3, DAY_NS));
+    off = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        wc = tb_find_wc(p.na, 1 + i, false);
+        CHECK(wc && wc->status == QSW_WC_SUCCESS);
+        wc = tb_find_wc(p.nb, 1 + i, true);
+        CHECK(wc && wc->status == QSW_WC_SUCCESS && wc->byte_len == len[i]);
+        off += len[i];
+    }
+    CHECK(memcmp(p.nb->mem + 65536, p.na->mem, off) == 0);
+    CHECK_EQ(qsw_qp_state(p.a), QSW_QPS_RTS);
+    CHECK_EQ(qsw_qp_state(p.b), QSW_QPS_RTS);
+    tb_free(p.tb);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_mtu_change_resend_inline),
     UNIT_TEST(test_mtu_change_resend_sge),
     UNIT_TEST(test_mtu_change_read_responses),
     UNIT_TEST(test_sq_psn_after_go_back),
     UNIT_TEST(test_sq_drained_after_go_back),
+    UNIT_TEST(test_mtu_change_go_back_keeps_psns),
 };
 
 int main(void)
