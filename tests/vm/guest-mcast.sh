@@ -30,7 +30,8 @@ case $me in
     check "ENOMEM at the group limit" grep -q "the next refused with ENOMEM" /tmp/mc-recv.log
     vm_signal verbs-done
 
-    timeout 90 mckey -m 239.1.1.1 -b "$QRDMA_IP" -C 10 > /tmp/mckey-r.log 2>&1 &
+    # Line-buffered: the sender waits for the receiver's "receiving" line.
+    timeout 90 stdbuf -oL mckey -m 239.1.1.1 -b "$QRDMA_IP" -C 10 > /tmp/mckey-r.log 2>&1 &
     pid=$!
     wait_for 60 grep -q "receiving data transfers" /tmp/mckey-r.log && vm_signal mckey-ready
     wait "$pid"
