@@ -46,6 +46,8 @@ struct qrdma_caps {
 	u32 msix_vectors;
 	u32 max_ceq;
 	u32 features;
+	u32 max_mcast_grp;		/* 0 without QRDMA_FEATURE_MCAST */
+	u32 max_mcast_qp_attach;
 };
 
 /*

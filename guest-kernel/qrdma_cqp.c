@@ -32,6 +32,10 @@ static const char *qrdma_cqp_op_name(u8 opcode)
 		return "ADD_GID";
 	case QRDMA_CQP_OP_DEL_GID:
 		return "DEL_GID";
+	case QRDMA_CQP_OP_MCAST_ATTACH:
+		return "MCAST_ATTACH";
+	case QRDMA_CQP_OP_MCAST_DETACH:
+		return "MCAST_DETACH";
 	case QRDMA_CQP_OP_CREATE_QP:
 		return "CREATE_QP";
 	case QRDMA_CQP_OP_MODIFY_QP:
@@ -97,6 +101,8 @@ static int qrdma_cqp_errno(u32 major, u32 minor)
 		return -EINVAL;
 	case QRDMA_CQP_ERR_CCQ_FULL:
 		return -EBUSY;
+	case QRDMA_CQP_ERR_NO_RESOURCE:	/* a device limit: multicast groups or attachments */
+		return -ENOMEM;
 	case QRDMA_CQP_ERR_STATE:
 		switch (minor) {
 		case QRDMA_STATE_ERR_EXISTS:

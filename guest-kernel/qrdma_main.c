@@ -95,6 +95,11 @@ static void qrdma_read_caps(struct qrdma_dev *dev)
 	c->msix_vectors = qrdma_rd32(dev, QRDMA_REG_CAP_MSIX_VECTORS);
 	c->max_ceq = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_CEQ);
 	c->features = qrdma_rd32(dev, QRDMA_REG_CAP_FEATURES);
+	/* The multicast limits exist since interface 0.10, with their feature bit. */
+	if (c->features & QRDMA_FEATURE_MCAST) {
+		c->max_mcast_grp = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MCAST_GRP);
+		c->max_mcast_qp_attach = qrdma_rd32(dev, QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH);
+	}
 }
 
 /* Capabilities the driver relies on; a device outside them is refused. */

@@ -88,6 +88,11 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 		attr->device_cap_flags |= IB_DEVICE_MEM_WINDOW | IB_DEVICE_MEM_WINDOW_TYPE_2B;
 		attr->max_mw = attr->max_mr;
 	}
+	if (c->features & QRDMA_FEATURE_MCAST) {
+		attr->max_mcast_grp = c->max_mcast_grp;
+		attr->max_mcast_qp_attach = c->max_mcast_qp_attach;
+		attr->max_total_mcast_qp_attach = c->max_mcast_grp * c->max_mcast_qp_attach;
+	}
 	return 0;
 }
 
@@ -199,6 +204,36 @@ static int qrdma_del_gid(const struct ib_gid_attr *attr, void **context)
 
 	return qrdma_cqp_exec(to_qdev(attr->device), QRDMA_CQP_OP_DEL_GID, args, NULL);
 }
+
+/*
+ * UD multicast (hw-spec 16.1): the device's group table is also its
+ * receive filter for RoCEv2 multicast, so attaching is all the device
+ * needs. On RoCE the LID means nothing; the RDMA core has checked that
+ * the QP is UD and the GID multicast. A full table is -ENOMEM.
+ */
+static int qrdma_mcast_cmd(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+{
+	u64 args[6] = { to_qqp(ibqp)->id };
+
+	args[1] = get_unaligned_le64(&gid->raw[0]);
+	args[2] = get_unaligned_le64(&gid->raw[8]);
+	return qrdma_cqp_exec(to_qdev(ibqp->device), opcode, args, NULL);
+}
+
+static int qrdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qrdma_mcast_cmd(ibqp, gid, QRDMA_CQP_OP_MCAST_ATTACH);
+}
+
+static int qrdma_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qrdma_mcast_cmd(ibqp, gid, QRDMA_CQP_OP_MCAST_DETACH);
+}
+
+static const struct ib_device_ops qrdma_mcast_ops = {
+	.attach_mcast = qrdma_attach_mcast,
+	.detach_mcast = qrdma_detach_mcast,
+};
 
 static int qrdma_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
 {
@@ -532,6 +567,9 @@ int qrdma_register_ibdev(struct qrdma_dev *dev)
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	snprintf(ibdev->node_desc, sizeof(ibdev->node_desc), "qrdma %s", dev->board_id);
 	ib_set_device_ops(ibdev, &qrdma_dev_ops);
+	/* The verbs exist only when the device has multicast (uverbs hides them otherwise). */
+	if (dev->caps.features & QRDMA_FEATURE_MCAST)
+		ib_set_device_ops(ibdev, &qrdma_mcast_ops);
 	qrdma_stats_init(dev);
 
 	ret = ib_register_device(ibdev, "qrdma%d", &dev->pdev->dev);

@@ -104,6 +104,7 @@ static void qrdma_free_context(struct ibv_context *ibctx)
 static const struct verbs_context_ops qrdma_context_ops = {
 	.alloc_mw = qrdma_alloc_mw,
 	.alloc_pd = qrdma_alloc_pd,
+	.attach_mcast = qrdma_attach_mcast,
 	.bind_mw = qrdma_bind_mw,
 	.create_ah = qrdma_create_ah,
 	.create_cq = qrdma_create_cq,
@@ -118,6 +119,7 @@ static const struct verbs_context_ops qrdma_context_ops = {
 	.destroy_cq = qrdma_destroy_cq,
 	.destroy_qp = qrdma_destroy_qp,
 	.destroy_srq = qrdma_destroy_srq,
+	.detach_mcast = qrdma_detach_mcast,
 	.free_context = qrdma_free_context,
 	.modify_qp = qrdma_modify_qp,
 	.modify_srq = qrdma_modify_srq,

@@ -308,6 +308,8 @@ int qrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int qrdma_destroy_srq(struct ibv_srq *ibsrq);
 struct ibv_ah *qrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int qrdma_destroy_ah(struct ibv_ah *ibah);
+int qrdma_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int qrdma_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 struct ibv_mr *qrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 			    int access);
 struct ibv_mr *qrdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,

@@ -759,6 +759,25 @@ int qrdma_destroy_ah(struct ibv_ah *ibah)
 	return 0;
 }
 
+/* ---- UD multicast ----------------------------------------------------------- */
+
+/*
+ * The kernel issues MCAST_ATTACH / MCAST_DETACH through the control QP
+ * (hw-spec 16.1) and checks the QP type and the GID; the data path needs
+ * nothing more: the device copies a group's datagrams into each attached
+ * QP's receive queue. Errors come back as errno values (ENOMEM when the
+ * device's group limits are reached), as libibverbs expects of this verb.
+ */
+int qrdma_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return ibv_cmd_attach_mcast(qp, gid, lid);
+}
+
+int qrdma_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return ibv_cmd_detach_mcast(qp, gid, lid);
+}
+
 /* ---- MRs ------------------------------------------------------------------ */
 
 struct ibv_mr *qrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,

@@ -720,6 +720,10 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT32("msix-vectors", QrdmaState, cfg.msix_vectors,
                        QRDMA_DEFAULT_MSIX_VECTORS),
     DEFINE_PROP_UINT32("max-ceq", QrdmaState, cfg.max_ceq, QRDMA_DEFAULT_MAX_CEQ),
+    DEFINE_PROP_UINT32("max-mcast-grp", QrdmaState, cfg.max_mcast_grp,
+                       QRDMA_DEFAULT_MAX_MCAST_GRP),
+    DEFINE_PROP_UINT32("max-mcast-qp-attach", QrdmaState, cfg.max_mcast_qp_attach,
+                       QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH),
     DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
                        QRDMA_DEFAULT_LINK_SPEED_MBPS),
     /* Test hook: 4294967295 keeps the engine from ever reporting ready. */

@@ -56,6 +56,7 @@ extern "C" {
 
 #define QRDMA_BE_MAX_SGE        16      /* SGEs per send or receive work request */
 #define QRDMA_BE_MAX_INLINE     4096    /* inline bytes per send work request */
+#define QRDMA_BE_MCAST_MAX_QPS  64      /* QPs rx_mcast names for one frame */
 
 /* Completion status: the values of enum ibv_wc_status. */
 enum qrdma_be_wc_status {
@@ -610,6 +611,17 @@ struct qrdma_be_ops {
      * and frames.
      */
     uint64_t (*poll)(struct qrdma_be *be, unsigned budget);
+
+    /*
+     * Optional: one received frame (no FCS, valid during the call) for a
+     * multicast group the QPs qps[0..n) are attached to, n at most
+     * QRDMA_BE_MCAST_MAX_QPS (docs/hw-spec.md section 16.1). It must be
+     * a UD SEND to QPN 0xffffff; each of those QPs that can receive and
+     * whose Q_Key matches takes a copy, with a receive WQE of its own.
+     * NULL: the device offers no multicast (CAP_FEATURES.MCAST clear).
+     */
+    void (*rx_mcast)(struct qrdma_be *be, const void *frame, size_t len,
+                     struct qrdma_be_qp *const *qps, unsigned n);
 
     /* Optional: the counters (NULL: the device reports the transport's as 0). */
     void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);

@@ -421,6 +421,8 @@ struct qsw_stats {
     uint64_t drop_qkey;         /* UD: Q_Key mismatch */
     uint64_t drop_no_recv;      /* UD: no receive WR */
     uint64_t drop_uc;           /* UC: packet of a message broken by a PSN gap */
+    uint64_t drop_mcast;        /* multicast: not a UD SEND to QPN 0xffffff */
+    uint64_t rx_mcast_copies;   /* multicast: copies handed to attached QPs (Q_Key still checked) */
     /* fault injection */
     uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted;
 };
@@ -471,6 +473,14 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr);
 
 /* Hand one received Ethernet frame (without FCS) to the engine. */
 void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len);
+/*
+ * One received frame for a multicast group, which the UD QPs qps[0..n)
+ * are attached to: a UD SEND to QPN 0xffffff (IBTA 10.5), addressed to a
+ * multicast Ethernet address. Each QP that can receive gets a copy, as
+ * a unicast datagram (Q_Key check, a receive WR of its own).
+ */
+void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
+                  struct qsw_qp *const *qps, unsigned n);
 
 /*
  * Do pending work: expired timers, ACKs, read responses, request packets,

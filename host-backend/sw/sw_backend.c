@@ -616,6 +616,20 @@ static void sw_rx_frame(struct qrdma_be *be, const void *frame, size_t len)
     qsw_rx_frame(sw_of(be)->eng, frame, len);
 }
 
+static void sw_rx_mcast(struct qrdma_be *be, const void *frame, size_t len,
+                        struct qrdma_be_qp *const *qps, unsigned n)
+{
+    struct qsw_qp *tp[QRDMA_BE_MCAST_MAX_QPS];
+    unsigned i, ntp = 0;
+
+    for (i = 0; i < n && i < QRDMA_BE_MCAST_MAX_QPS; i++) {
+        if (qps[i] && qp_of(qps[i])->tp) {
+            tp[ntp++] = qp_of(qps[i])->tp;
+        }
+    }
+    qsw_rx_mcast(sw_of(be)->eng, frame, len, tp, ntp);
+}
+
 static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
 {
     return qsw_engine_poll(sw_of(be)->eng, budget);
@@ -677,6 +691,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .mr_deregister = NULL,
     .set_mac = sw_set_mac,
     .rx_frame = sw_rx_frame,
+    .rx_mcast = sw_rx_mcast,
     .poll = sw_poll,
     .stats = sw_stats,
 };

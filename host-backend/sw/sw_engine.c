@@ -675,6 +675,42 @@ void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len)
     }
 }
 
+/* IBTA 10.5 / A17: a multicast datagram is a UD SEND to the multicast QPN, delivered to each member. */
+#define QPN_MULTICAST 0xffffffu
+
+void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
+                  struct qsw_qp *const *qps, unsigned n)
+{
+    struct qsw_pkt pkt;
+    unsigned i;
+
+    eng->st.rx_frames++;
+    eng->st.rx_bytes += len;
+    if (qsw_parse_mcast(eng, frame, len, &pkt)) {
+        return;
+    }
+    if (pkt.opcode >> 5 != 3 || !(pkt.mask & M_SEND) || pkt.dqpn != QPN_MULTICAST) {
+        eng->st.drop_mcast++;
+        return;
+    }
+    qsw_now(eng);
+    for (i = 0; i < n; i++) {
+        struct qsw_qp *qp = qps[i];
+
+        if (!qp || qp->type != QSW_QPT_UD || qp->state < QSW_QPS_RTR ||
+            qp->state == QSW_QPS_ERR) {
+            eng->st.drop_bad_state++;
+            continue;
+        }
+        if (qp->state == QSW_QPS_RTR && !qp->comm_est) {
+            qp->comm_est = true;
+            qp_event(qp, QSW_EV_COMM_EST);
+        }
+        eng->st.rx_mcast_copies++;
+        qsw_ud_rx(qp, &pkt);
+    }
+}
+
 /* ---- poll -------------------------------------------------------------------------- */
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }

@@ -348,6 +348,11 @@ void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dq
 void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
                    unsigned tp_len);
 int qsw_parse(struct qsw_engine *eng, const uint8_t *frame, size_t len, struct qsw_pkt *pkt);
+/* The same for a frame to a multicast Ethernet address (qsw_rx_mcast). */
+int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *frame, size_t len,
+                    struct qsw_pkt *pkt);
+/* Is gid a multicast GID (::ffff:224.0.0.0/100, ff00::/8)? Then mac gets its Ethernet address. */
+bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
 bool qsw_gid_is_v4(const uint8_t gid[16]);
 uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 

@@ -555,11 +555,40 @@ uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)
 
 static const uint8_t zero_mac[6];
 
+/*
+ * IP's mapping of a group to an Ethernet address: 01:00:5e and the low 23
+ * bits of an IPv4 group (RFC 1112 6.4), 33:33 and the low 32 bits of an
+ * IPv6 one (RFC 2464 7).
+ */
+bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6])
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+    if (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) && (gid[12] & 0xf0) == 0xe0) {
+        mac[0] = 0x01;
+        mac[1] = 0x00;
+        mac[2] = 0x5e;
+        mac[3] = gid[13] & 0x7f;
+        mac[4] = gid[14];
+        mac[5] = gid[15];
+        return true;
+    }
+    if (gid[0] == 0xff) {
+        mac[0] = mac[1] = 0x33;
+        memcpy(mac + 2, gid + 12, 4);
+        return true;
+    }
+    return false;
+}
+
 uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6)
 {
     uint8_t *f = eng->tx;
 
-    memcpy(f, av->dmac, 6);
+    /* A datagram to a group goes to the group's address, whatever the AH's DMAC says. */
+    if (!qsw_mcast_mac(av->dgid, f)) {
+        memcpy(f, av->dmac, 6);
+    }
     memcpy(f + 6, memcmp(av->smac, zero_mac, 6) ? av->smac : eng->mac, 6);
     st16(f + 12, ipv6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4);
     return f + ETH_HLEN + (ipv6 ? IPV6_HLEN : IPV4_HLEN) + UDP_HLEN;
@@ -665,7 +694,22 @@ static void gid_from_v4(uint8_t gid[16], const uint8_t *a)
  * or -1 with the drop counted. Frames may carry Ethernet padding: lengths
  * come from the IP header.
  */
+static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt,
+                 bool mcast);
+
 int qsw_parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt)
+{
+    return parse(eng, f, len, pkt, false);
+}
+
+int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt)
+{
+    return parse(eng, f, len, pkt, true);
+}
+
+/* Unicast frames to our station address; multicast ones to a group address. */
+static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt,
+                 bool mcast)
 {
     struct qsw_stats *st = &eng->st;
     const uint8_t *l3 = f + ETH_HLEN, *udp, *bth;
@@ -674,7 +718,7 @@ int qsw_parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_p
     uint16_t etype;
     uint32_t m, icrc;
 
-    if (len < ETH_HLEN || memcmp(f, eng->mac, 6) != 0) {
+    if (len < ETH_HLEN || (mcast ? !(f[0] & 1) : memcmp(f, eng->mac, 6) != 0)) {
         st->drop_not_roce++;
         return -1;
     }

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		9
+#define QRDMA_IF_VERSION_MINOR		10
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -124,6 +124,9 @@
 #define QRDMA_REG_CAP_MSIX_VECTORS	0x250
 #define QRDMA_REG_CAP_MAX_CEQ		0x254
 #define QRDMA_REG_CAP_FEATURES		0x258	/* QRDMA_FEATURE_* */
+/* Interface 0.10, with QRDMA_FEATURE_MCAST (0 without it). */
+#define QRDMA_REG_CAP_MAX_MCAST_GRP	0x25c	/* multicast groups with a QP attached */
+#define QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH 0x260	/* QPs attached to one group */
 
 /*
  * Features the engine implements. A bit is set only once the device
@@ -144,6 +147,8 @@
  */
 #define QRDMA_FEATURE_WIRE_IDS		0x00000080u
 #define QRDMA_FEATURE_STATS		0x00000100u	/* port counters, block 0x5000 (0.7) */
+/* Interface 0.10: UD multicast, MCAST_ATTACH and MCAST_DETACH (hw-spec 16.1). */
+#define QRDMA_FEATURE_MCAST		0x00000200u
 
 #define QRDMA_PAGE_SIZE_4K		(1u << 12)
 #define QRDMA_PAGE_SIZE_2M		(1u << 21)
@@ -459,6 +464,8 @@ enum qrdma_cqp_opcode {
 	QRDMA_CQP_OP_NOP = 0x24,
 	QRDMA_CQP_OP_ADD_GID = 0x30,
 	QRDMA_CQP_OP_DEL_GID = 0x31,
+	QRDMA_CQP_OP_MCAST_ATTACH = 0x32,	/* interface 0.10 */
+	QRDMA_CQP_OP_MCAST_DETACH = 0x33,
 	QRDMA_CQP_OP_CREATE_SRQ = 0x38,
 	QRDMA_CQP_OP_MODIFY_SRQ = 0x39,
 	QRDMA_CQP_OP_DESTROY_SRQ = 0x3a,
@@ -477,6 +484,13 @@ enum qrdma_cqp_opcode {
 #define QRDMA_GID_TYPE_ROCE_V2_IPV4	1	/* ::ffff:a.b.c.d */
 #define QRDMA_GID_TYPE_ROCE_V2_IPV6	2
 
+/*
+ * MCAST_ATTACH, MCAST_DETACH (interface 0.10): arg0 QP_ID[23:0] of a UD QP;
+ * arg1, arg2 the 16 bytes of the multicast GID as ADD_GID has them: an
+ * IPv4-mapped ::ffff:224.0.0.0/100 or an IPv6 ff00::/8 address.
+ */
+#define QRDMA_CQP_MCAST_QP_ID_MASK	0xffffffULL
+
 /* CQP error codes: MAJOR says what kind, MINOR which argument or check. */
 enum qrdma_cqp_major {
 	QRDMA_CQP_OK = 0,
@@ -489,6 +503,7 @@ enum qrdma_cqp_major {
 	QRDMA_CQP_ERR_STATE = 7,	/* minor: enum qrdma_state_error */
 	QRDMA_CQP_ERR_INFO = 8,		/* a bad field in an info buffer; minor: its byte offset */
 	QRDMA_CQP_ERR_PBLE = 9,		/* minor: enum qrdma_pble_error */
+	QRDMA_CQP_ERR_NO_RESOURCE = 10,	/* a device limit is reached; minor: enum qrdma_resource_error */
 };
 
 /* Minor codes of QRDMA_CQP_ERR_STATE. */
@@ -499,6 +514,12 @@ enum qrdma_state_error {
 	QRDMA_STATE_ERR_TRANSITION = 4,	/* a QP state change the IB state machine forbids */
 	QRDMA_STATE_ERR_ATTR = 5,	/* an attribute missing or not allowed for the transition */
 	QRDMA_STATE_ERR_KEY = 6,	/* STAG key byte does not match the MR's */
+};
+
+/* Minor codes of QRDMA_CQP_ERR_NO_RESOURCE (interface 0.10). */
+enum qrdma_resource_error {
+	QRDMA_RESOURCE_ERR_MCAST_GRP = 1,	/* CAP_MAX_MCAST_GRP groups have QPs */
+	QRDMA_RESOURCE_ERR_MCAST_QP_ATTACH = 2,	/* the group has CAP_MAX_MCAST_QP_ATTACH QPs */
 };
 
 /* Minor codes of QRDMA_CQP_ERR_PBLE. */
@@ -1328,7 +1349,7 @@ _Static_assert(sizeof(struct qrdma_ccq_cqe) == 32, "qrdma_ccq_cqe");
 _Static_assert(QRDMA_MASK32(31, 16) == 0xffff0000u, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(15, 0) == 0x0000ffffu, "QRDMA_MASK32");
 _Static_assert(QRDMA_MASK32(0, 0) == 0x00000001u, "QRDMA_MASK32");
-_Static_assert(QRDMA_REG_CAP_FEATURES < 0x300, "capability block overflow");
+_Static_assert(QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH < 0x300, "capability block overflow");
 _Static_assert(QRDMA_REG_OBJ_COUNT(QRDMA_HMC_AH) == QRDMA_REG_OBJ_COUNT_AH, "OBJ_COUNT(t)");
 _Static_assert(QRDMA_REG_OBJ_COUNT_AH < 0x200, "control block overflow");
 _Static_assert(QRDMA_REG_BOARD_ID + QRDMA_BOARD_ID_LEN <= 0x100, "identity block overflow");

@@ -73,6 +73,8 @@ static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
     RO(QRDMA_REG_CAP_MSIX_VECTORS, "CAP_MSIX_VECTORS"),
     RO(QRDMA_REG_CAP_MAX_CEQ, "CAP_MAX_CEQ"),
     RO(QRDMA_REG_CAP_FEATURES, "CAP_FEATURES"),
+    RO(QRDMA_REG_CAP_MAX_MCAST_GRP, "CAP_MAX_MCAST_GRP"),
+    RO(QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH, "CAP_MAX_MCAST_QP_ATTACH"),
 
     RO_LIVE(QRDMA_REG_PORT_STATUS, "PORT_STATUS", reg_read_port_status),
     RO(QRDMA_REG_PORT_SPEED, "PORT_SPEED"),
@@ -171,6 +173,8 @@ void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
     cfg->db_pages = QRDMA_DEFAULT_DB_PAGES;
     cfg->msix_vectors = QRDMA_DEFAULT_MSIX_VECTORS;
     cfg->max_ceq = QRDMA_DEFAULT_MAX_CEQ;
+    cfg->max_mcast_grp = QRDMA_DEFAULT_MAX_MCAST_GRP;
+    cfg->max_mcast_qp_attach = QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH;
     cfg->link_speed_mbps = QRDMA_DEFAULT_LINK_SPEED_MBPS;
     cfg->pe_ready_delay_us = QRDMA_DEFAULT_PE_READY_DELAY_US;
     cfg->stall_floor_ms = QRDMA_DEFAULT_STALL_FLOOR_MS;
@@ -243,6 +247,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(db_pages, 2, 4096),
         LIMIT(msix_vectors, 1, 64),
         LIMIT(max_ceq, 1, 64),
+        LIMIT(max_mcast_grp, 0, QRDMA_MCAST_GRP_MAX),
+        LIMIT(max_mcast_qp_attach, 1, QRDMA_MCAST_QP_ATTACH_MAX),
         LIMIT(link_speed_mbps, 10, 800000),
         LIMIT(stall_floor_ms, 0, 600000),
         /* Faults: at most half of the frames, so a test still makes progress. */
@@ -386,6 +392,12 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
     *reg(core, QRDMA_REG_CAP_FEATURES) = core_features(core);
+    /* Multicast needs a backend that delivers a group's frames (rx_mcast) and room for a group. */
+    if (core->dp.ops && core->dp.ops->rx_mcast && cfg->max_mcast_grp) {
+        *reg(core, QRDMA_REG_CAP_FEATURES) |= QRDMA_FEATURE_MCAST;
+        *reg(core, QRDMA_REG_CAP_MAX_MCAST_GRP) = cfg->max_mcast_grp;
+        *reg(core, QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH) = cfg->max_mcast_qp_attach;
+    }
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);

@@ -108,6 +108,8 @@ enum qrdma_core_work {
 #define QRDMA_DEFAULT_DB_PAGES          256
 #define QRDMA_DEFAULT_MSIX_VECTORS      9
 #define QRDMA_DEFAULT_MAX_CEQ           8
+#define QRDMA_DEFAULT_MAX_MCAST_GRP     32
+#define QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH 16
 #define QRDMA_DEFAULT_LINK_SPEED_MBPS   100000
 #define QRDMA_DEFAULT_PE_READY_DELAY_US 1000
 #define QRDMA_DEFAULT_STALL_FLOOR_MS    2000
@@ -141,6 +143,8 @@ struct qrdma_core_config {
     uint32_t db_pages;
     uint32_t msix_vectors;
     uint32_t max_ceq;
+    uint32_t max_mcast_grp;         /* 0: no multicast */
+    uint32_t max_mcast_qp_attach;
     uint32_t link_speed_mbps;
     /* Time from reset to PE ready; QRDMA_PE_READY_NEVER keeps it down. */
     uint32_t pe_ready_delay_us;
@@ -206,6 +210,8 @@ struct qrdma_core_stats {
      * run counts (qrdma_cqp_process()).
      */
     uint64_t guest_lookups;
+    /* RoCEv2 frames to a multicast group no QP of this device is attached to: dropped. */
+    uint64_t mcast_rx_dropped;
 };
 
 /*
@@ -280,6 +286,23 @@ struct qrdma_gid_entry {
 };
 
 #define QRDMA_GID_TABLE_MAX 256
+
+/*
+ * UD multicast (qrdma_mcast.c, docs/hw-spec.md section 16.1): the groups
+ * at least one QP is attached to, packed in grp[0..ngrp). The table is
+ * the device's receive filter for RoCEv2 multicast.
+ */
+#define QRDMA_MCAST_GRP_MAX       256
+#define QRDMA_MCAST_QP_ATTACH_MAX QRDMA_BE_MCAST_MAX_QPS
+struct qrdma_mcast_grp {
+    uint8_t gid[16];
+    uint32_t nqp;
+    uint32_t qp_id[QRDMA_MCAST_QP_ATTACH_MAX];
+};
+struct qrdma_mcast {
+    uint32_t ngrp;
+    struct qrdma_mcast_grp grp[QRDMA_MCAST_GRP_MAX];
+};
 
 /* PBLE entries the FPM layout may hold (the other maxima are properties). */
 #define QRDMA_HMC_PBLE_MAX              (1u << 21)
@@ -497,6 +520,7 @@ struct qrdma_core {
     struct qrdma_lan lan;
     struct qrdma_cqp cqp;
     struct qrdma_gid_entry gids[QRDMA_GID_TABLE_MAX];
+    struct qrdma_mcast mcast;
     struct qrdma_eq ceq[QRDMA_MAX_CEQS];
     struct qrdma_eq aeq;
     struct qrdma_intr intr;

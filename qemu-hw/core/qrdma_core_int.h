@@ -137,6 +137,22 @@ struct cqp_result qrdma_cqp_destroy_ceq(struct qrdma_core *core, const uint64_t 
 struct cqp_result qrdma_cqp_create_aeq(struct qrdma_core *core, const uint64_t *arg);
 struct cqp_result qrdma_cqp_destroy_aeq(struct qrdma_core *core, const uint64_t *arg);
 
+/* qrdma_mcast.c: the multicast group table (docs/hw-spec.md section 16.1) */
+void qrdma_mcast_reset(struct qrdma_core *core);
+/* QP qp_id is destroyed: it leaves every group. */
+void qrdma_mcast_qp_gone(struct qrdma_core *core, uint32_t qp_id);
+struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core, const uint64_t *arg);
+/* Is gid a multicast GID? If so, and mac is not NULL, the Ethernet address of its frames. */
+bool qrdma_mcast_gid(const uint8_t gid[16], uint8_t mac[6]);
+/*
+ * A RoCEv2 frame to the multicast Ethernet address dst_mac and the
+ * multicast GID dgid: handed to the transport for the QPs attached to
+ * that group, or dropped and counted when there are none.
+ */
+void qrdma_mcast_rx(struct qrdma_core *core, const uint8_t *frame, size_t len,
+                    const uint8_t dgid[16]);
+
 /* qrdma_lan.c */
 extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);

@@ -197,6 +197,8 @@ static const struct {
     [QRDMA_CQP_OP_NOP] = { "NOP", cqp_nop },
     [QRDMA_CQP_OP_ADD_GID] = { "ADD_GID", cqp_add_gid },
     [QRDMA_CQP_OP_DEL_GID] = { "DEL_GID", cqp_del_gid },
+    [QRDMA_CQP_OP_MCAST_ATTACH] = { "MCAST_ATTACH", qrdma_cqp_mcast_attach },
+    [QRDMA_CQP_OP_MCAST_DETACH] = { "MCAST_DETACH", qrdma_cqp_mcast_detach },
     [QRDMA_CQP_OP_CREATE_SRQ] = { "CREATE_SRQ", qrdma_cqp_create_srq },
     [QRDMA_CQP_OP_MODIFY_SRQ] = { "MODIFY_SRQ", qrdma_cqp_modify_srq },
     [QRDMA_CQP_OP_DESTROY_SRQ] = { "DESTROY_SRQ", qrdma_cqp_destroy_srq },

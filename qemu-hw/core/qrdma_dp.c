@@ -1536,6 +1536,32 @@ void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len
     core->env.kick(core->env.opaque, QRDMA_WORK_DP);
 }
 
+void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame, size_t len,
+                       const uint32_t *qp_id, uint32_t n)
+{
+    struct qrdma_be_qp *qps[QRDMA_BE_MCAST_MAX_QPS];
+    struct qrdma_dp *dp = &core->dp;
+    unsigned i, nqp = 0;
+
+    if (!dp->be || !dp->ops->rx_mcast) {
+        return;                 /* no multicast without it (CAP_FEATURES.MCAST clear) */
+    }
+    /* A QP whose backend side a failed RESET took away receives nothing. */
+    for (i = 0; i < n && nqp < QRDMA_BE_MCAST_MAX_QPS; i++) {
+        struct qrdma_dp_qp *dq = dp_qp(core, qp_id[i]);
+
+        if (dq && dq->be_qp) {
+            qps[nqp++] = dq->be_qp;
+        }
+    }
+    if (!nqp) {
+        core->stats.mcast_rx_dropped++;
+        return;
+    }
+    dp->ops->rx_mcast(dp->be, frame, len, qps, nqp);
+    core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+}
+
 void qrdma_dp_process(struct qrdma_core *core)
 {
     struct qrdma_dp *dp = &core->dp;

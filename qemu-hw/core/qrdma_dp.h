@@ -108,6 +108,9 @@ void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value);
 /* A RoCEv2 frame for one of our GIDs arrived. */
 void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len);
+/* A frame for a multicast group, to the QPs qp_id[0..n) attached to it (n <= QRDMA_BE_MCAST_MAX_QPS). */
+void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame, size_t len,
+                       const uint32_t *qp_id, uint32_t n);
 /* Work kicked by a doorbell or a frame, or the engine's timer. */
 void qrdma_dp_process(struct qrdma_core *core);
 

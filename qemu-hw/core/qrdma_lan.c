@@ -272,41 +272,52 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
 }
 
 /*
- * RoCEv2 frames for this function go to the RDMA engine, not the LAN
- * ring: unicast to our MAC, IPv4 or IPv6 to one of the GIDs the driver
- * programmed through the CQP, UDP destination port 4791. The
- * engine is a counting stub until the data path exists.
+ * RoCEv2 frames (IPv4 first fragment or IPv6, UDP destination port 4791)
+ * go to the RDMA engine, not the LAN ring. Unicast ones when they are to
+ * our MAC and to one of the GIDs the driver programmed through the CQP;
+ * multicast ones to a multicast GID, whichever the group (the group table
+ * decides, qrdma_mcast.c). *dgid gets the destination GID.
  */
-static bool lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len)
+enum lan_roce { LAN_NOT_ROCE, LAN_ROCE_UNICAST, LAN_ROCE_MCAST };
+
+static enum lan_roce lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len,
+                                 uint8_t dst_gid[16])
 {
+    static const uint8_t v4_mapped[16] = { [10] = 0xff, [11] = 0xff };
     uint16_t type = f[12] << 8 | f[13];
-    uint8_t dst_gid[16] = { [10] = 0xff, [11] = 0xff };
+    bool mcast = f[0] & 1;
     size_t l4;
 
-    if (!lan_is_own_mac(core, f)) {
-        return false;
+    if (!mcast && !lan_is_own_mac(core, f)) {
+        return LAN_NOT_ROCE;
     }
+    memcpy(dst_gid, v4_mapped, 16);
     if (type == ETH_P_IPV4 && len >= ETH_HLEN + 20 && (f[ETH_HLEN] >> 4) == 4) {
         l4 = ETH_HLEN + (f[ETH_HLEN] & 0xf) * 4;
         if (f[ETH_HLEN + 9] != IPPROTO_UDP_NUM || (f[ETH_HLEN] & 0xf) < 5) {
-            return false;
+            return LAN_NOT_ROCE;
         }
         /* Only a first fragment carries the UDP header. */
         if (((f[ETH_HLEN + 6] & 0x1f) << 8 | f[ETH_HLEN + 7]) != 0) {
-            return false;
+            return LAN_NOT_ROCE;
         }
         memcpy(dst_gid + 12, f + ETH_HLEN + 16, 4);     /* ::ffff:a.b.c.d */
     } else if (type == ETH_P_IPV6 && len >= ETH_HLEN + 40) {
         if (f[ETH_HLEN + 6] != IPPROTO_UDP_NUM) {
-            return false;
+            return LAN_NOT_ROCE;
         }
         l4 = ETH_HLEN + 40;
         memcpy(dst_gid, f + ETH_HLEN + 24, 16);
     } else {
-        return false;
+        return LAN_NOT_ROCE;
     }
-    return len >= l4 + 8 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_V2_UDP_PORT &&
-           qrdma_core_gid_is_own(core, dst_gid);
+    if (len < l4 + 8 || (f[l4 + 2] << 8 | f[l4 + 3]) != ROCE_V2_UDP_PORT) {
+        return LAN_NOT_ROCE;
+    }
+    if (mcast) {
+        return qrdma_mcast_gid(dst_gid, NULL) ? LAN_ROCE_MCAST : LAN_NOT_ROCE;
+    }
+    return qrdma_core_gid_is_own(core, dst_gid) ? LAN_ROCE_UNICAST : LAN_NOT_ROCE;
 }
 
 static bool lan_rx_on(struct qrdma_core *core)
@@ -404,15 +415,23 @@ bool qrdma_lan_can_receive(struct qrdma_core *core)
 size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
 {
     struct qrdma_lan_backlog *b = &core->lan.backlog;
+    uint8_t dgid[16];
 
     if (len < ETH_HLEN) {
         LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
         return len;
     }
-    if (lan_is_roce(core, frame, len)) {
+    switch (lan_is_roce(core, frame, len, dgid)) {
+    case LAN_ROCE_UNICAST:
         LAN_STAT(core, QRDMA_REG_LAN_STAT_ROCE_FRAMES)++;
         qrdma_dp_rx_frame(core, frame, len);
         return len;
+    case LAN_ROCE_MCAST:
+        LAN_STAT(core, QRDMA_REG_LAN_STAT_ROCE_FRAMES)++;
+        qrdma_mcast_rx(core, frame, len, dgid);
+        return len;
+    case LAN_NOT_ROCE:
+        break;
     }
     if (!lan_rx_on(core)) {
         LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_DROPPED)++;

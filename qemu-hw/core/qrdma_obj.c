@@ -73,6 +73,8 @@ void qrdma_obj_reset(struct qrdma_core *core)
     free(o->cq);
     free(o->qp);
     memset(o, 0, sizeof(*o));
+    /* The QPs attached to groups are gone with the rest. */
+    qrdma_mcast_reset(core);
 }
 
 /* count zeroed entries of size bytes; none for count 0 (no index reaches them). */

@@ -811,6 +811,7 @@ struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *
     }
     qrdma_dp_qp_destroy(core, id);
     qrdma_mw_qp_gone(core, id);
+    qrdma_mcast_qp_gone(core, id);
     memset(qp, 0, sizeof(*qp));
     qrdma_obj_count_dec(core, QRDMA_HMC_QP);
     return cqp_ok;

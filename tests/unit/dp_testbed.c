@@ -19,6 +19,7 @@ uint64_t now_ns = 1000000000ull;
 /* The device's fault-injection hook (cfg.fault) and retry_cnt for the sides set up next. */
 struct qrdma_core_fault_cfg dev_fault;
 uint32_t dev_stall_floor_ms;
+uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
 unsigned rc_retry_cnt = 3;
@@ -469,6 +470,12 @@ void side_up(struct side *s, int idx)
     cfg.fault = dev_fault;
     /* IBTA's retry rule alone unless a test asks for the floor. */
     cfg.stall_floor_ms = dev_stall_floor_ms;
+    if (dev_max_mcast_grp) {
+        cfg.max_mcast_grp = dev_max_mcast_grp;
+    }
+    if (dev_max_mcast_qp_attach) {
+        cfg.max_mcast_qp_attach = dev_max_mcast_qp_attach;
+    }
     cfg.backend_ops = dev_backend_ops;
     cfg.backend_config = dev_backend_config;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
