@@ -29,7 +29,7 @@ SAN_FLAGS  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-f
 
 CORE_SRCS  := $(wildcard qemu-hw/core/*.c) $(wildcard host-backend/sw/*.c)
 TEST_SRCS  := tests/unit/fake_env.c tests/unit/fake_cqp.c
-# The core-dp suite's two-core bed, linked by that suite, core-backend, core-mw, core-mcast and bench/native only.
+# The core-dp suite's two-core bed, linked by that suite, core-backend, core-mw, core-mcast, core-mig and bench/native only.
 DP_TESTBED := tests/unit/dp_testbed.c
 CORE_HDRS  := $(wildcard qemu-hw/core/*.h include/qrdma/*.h host-backend/include/*.h host-backend/sw/*.h tests/unit/*.h) $(TEST_SRCS) $(DP_TESTBED)
 UNIT_TESTS := $(sort $(basename $(notdir $(wildcard tests/unit/test_core_*.c))))
@@ -75,6 +75,7 @@ $(BUILD)/unit/test_core_dp $(BUILD)/unit-asan/test_core_dp: UNIT_EXTRA := $(DP_T
 $(BUILD)/unit/test_core_backend $(BUILD)/unit-asan/test_core_backend: UNIT_EXTRA := $(DP_TESTBED)
 $(BUILD)/unit/test_core_mw $(BUILD)/unit-asan/test_core_mw: UNIT_EXTRA := $(DP_TESTBED)
 $(BUILD)/unit/test_core_mcast $(BUILD)/unit-asan/test_core_mcast: UNIT_EXTRA := $(DP_TESTBED)
+$(BUILD)/unit/test_core_mig $(BUILD)/unit-asan/test_core_mig: UNIT_EXTRA := $(DP_TESTBED)
 
 $(BUILD)/unit/%: tests/unit/%.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)

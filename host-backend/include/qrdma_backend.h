@@ -324,6 +324,7 @@ struct qrdma_be_wc {
 /* Handles: each backend defines its own; the core only passes them back. */
 struct qrdma_be;
 struct qrdma_be_qp;
+struct qrdma_mig;               /* qrdma_mig_stream.h */
 
 /* What the core knows at creation; the frame-carrying parts only matter to a backend that sends frames. */
 struct qrdma_be_params {
@@ -625,6 +626,19 @@ struct qrdma_be_ops {
 
     /* Optional: the counters (NULL: the device reports the transport's as 0). */
     void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);
+
+    /*
+     * Optional: live migration (docs/migration.md; the stream in
+     * qrdma_mig_stream.h). save appends the backend's sections with the
+     * VM stopped and changes nothing; load reads them into a backend just
+     * reset, whose QPs the core has made again with qp_create (same QP
+     * IDs, same init), and restarts its timers from the time left. Both
+     * return 0 or -errno, the reason recorded with qrdma_mig_fail(); the
+     * core resets the device after a failed load. NULL (verbs: its state
+     * is in a host NIC): the device refuses to be migrated.
+     */
+    int (*save)(struct qrdma_be *be, struct qrdma_mig *m);
+    int (*load)(struct qrdma_be *be, struct qrdma_mig *m);
 };
 
 /* The backends built into this program. */

@@ -21,6 +21,8 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_backend_sw.h"
+#include "qrdma_mig_stream.h"
+#include "sw_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -644,6 +646,53 @@ _Static_assert((int)QRDMA_BE_TP_RETRANSMIT == (int)QSW_TRACE_RETRANSMIT &&
                "the contract's transport events are the engine's");
 
 /* The engine's counters under the device's names (docs/hw-spec.md section 20). */
+/* ---- saved state (sw_mig.c, docs/migration.md) ---------------------------------- */
+
+/*
+ * The engine's section, then one section per QP (its core QP ID first).
+ * Loading finds each QP among those the core made again, by that ID, and
+ * wants every one of them in the stream exactly once.
+ */
+static int sw_mig(struct qrdma_be *be, struct qrdma_mig *m)
+{
+    struct sw_be *sw = sw_of(be);
+    struct sw_be_qp *qp;
+    uint32_t n = 0, i;
+
+    for (qp = sw->qps; qp; qp = qp->next) {
+        n++;
+    }
+    qrdma_mig_section(m, QRDMA_MIG_SEC_SW_ENGINE, "sw.engine", QRDMA_MIG_V_SW_ENGINE);
+    qsw_engine_mig(sw->eng, m);
+    qrdma_mig_u32_same(m, "engine.qps", n);
+    qrdma_mig_section_end(m);
+    qp = sw->qps;
+    for (i = 0; i < n && !m->error; i++) {
+        uint32_t qp_id = m->loading ? 0 : qp->qp_id;
+
+        qrdma_mig_section(m, QRDMA_MIG_SEC_SW_QP, "sw.qp", QRDMA_MIG_V_SW_QP);
+        qrdma_mig_u32(m, "qp_id", &qp_id);
+        if (m->error) {
+            break;
+        }
+        if (m->loading) {
+            for (qp = sw->qps; qp && qp->qp_id != qp_id; qp = qp->next) {
+            }
+            if (!qp || !qp->tp) {
+                qrdma_mig_fail(m, -EINVAL, "qp_id", "QP %u does not exist here", qp_id);
+                break;
+            }
+        } else if (!qp->tp) {
+            qrdma_mig_fail(m, -EIO, "qp_id", "QP %u lost its transport at a reset", qp_id);
+            break;
+        }
+        qsw_qp_mig(qp->tp, m);
+        qrdma_mig_section_end(m);
+        qp = qp->next;
+    }
+    return m->error;
+}
+
 static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
 {
     struct qsw_engine *eng = sw_of(be)->eng;
@@ -689,6 +738,8 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .mr_register = NULL,
     .mr_alloc_stag = NULL,
     .mr_deregister = NULL,
+    .save = sw_mig,
+    .load = sw_mig,
     .set_mac = sw_set_mac,
     .rx_frame = sw_rx_frame,
     .rx_mcast = sw_rx_mcast,

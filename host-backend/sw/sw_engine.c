@@ -237,7 +237,7 @@ struct qsw_qp *qsw_qp_lookup(struct qsw_engine *eng, uint32_t qpn)
     return qp;
 }
 
-static int res_alloc(struct qsw_qp *qp, unsigned n)
+int qsw_res_alloc(struct qsw_qp *qp, unsigned n)
 {
     struct qsw_res *r;
 
@@ -277,7 +277,7 @@ struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_t
     }
     qp->sq = calloc(n, sizeof(*qp->sq));
     qp->inl_pool = inl ? malloc((size_t)n * inl) : NULL;
-    if (!qp->sq || (inl && !qp->inl_pool) || res_alloc(qp, 1)) {
+    if (!qp->sq || (inl && !qp->inl_pool) || qsw_res_alloc(qp, 1)) {
         qp_free(qp);
         return NULL;
     }
@@ -455,7 +455,7 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
         return -QSW_EINVAL;
     }
     if (mask & QSW_QP_MAX_DEST_RD_ATOMIC) {
-        ret = res_alloc(qp, a->max_dest_rd_atomic);
+        ret = qsw_res_alloc(qp, a->max_dest_rd_atomic);
         if (ret) {
             return ret;
         }

@@ -356,6 +356,13 @@ bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
 bool qsw_gid_is_v4(const uint8_t gid[16]);
 uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 
+/* sw_mig.c: saved state, both ways (qrdma_mig_stream.h) */
+struct qrdma_mig;
+void qsw_engine_mig(struct qsw_engine *eng, struct qrdma_mig *m);
+void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m);
+/* The responder's resources: n entries (0 counts as 1), kept when already so many. */
+int qsw_res_alloc(struct qsw_qp *qp, unsigned n);
+
 /* sw_fault.c */
 void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len);
 uint64_t qsw_fault_poll(struct qsw_engine *eng, uint64_t now);

@@ -571,6 +571,22 @@ void qrdma_core_fini(struct qrdma_core *core);
 /* Is the core inside one of its entry points (a callback's caller may ask)? */
 bool qrdma_core_busy(const struct qrdma_core *core);
 
+/*
+ * Live migration (qrdma_mig.c, docs/migration.md). qrdma_core_save()
+ * writes the whole device's state to a malloc'd stream (*buf, *len; the
+ * caller frees it) with the VM stopped; the core is left as it was.
+ * qrdma_core_load() resets the core, reads a stream into it and restarts
+ * its work; on failure the core is left reset, never half restored. Both
+ * return 0 or -errno with the reason in err, naming the section and the
+ * field. can_save says whether save would run at all (a backend without
+ * save/load ops, such as verbs, blocks migration).
+ */
+bool qrdma_core_can_save(struct qrdma_core *core, char *err, size_t err_len);
+int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len, char *err,
+                    size_t err_len);
+int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len, char *err,
+                    size_t err_len);
+
 /* The data-path timer (env.timer_mod) fired. */
 void qrdma_core_timer(struct qrdma_core *core);
 

@@ -21,6 +21,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
+#include "qrdma_mig_stream.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1701,4 +1702,98 @@ void qrdma_dp_reset(struct qrdma_core *core)
         dp->deadline = UINT64_MAX;
         memcpy(dp->be_mac, core->cfg.mac, 6);
     }
+}
+
+/* ---- saved state (qrdma_mig.c, docs/migration.md) ------------------------------ */
+
+/*
+ * The data path's part of the stream. Loading runs after the objects: it
+ * makes each QP's backend QP again (qp_create, as CREATE_QP did) so the
+ * backend's own sections find them. The timer deadline is not saved: the
+ * kick after the load asks the backend again.
+ */
+void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
+{
+    struct qrdma_dp *dp = &core->dp;
+    bool sized = dp->qp && dp->nqp == core->hmc.count[QRDMA_HMC_QP] &&
+                 dp->ncq == core->hmc.count[QRDMA_HMC_CQ];
+    uint32_t i, n, fifo_len = dp->fifo_len, loop_len = dp->loop_len;
+    struct qrdma_dp_frame *f = dp->loop_head;
+
+    qrdma_mig_section(m, QRDMA_MIG_SEC_DP, "dp", QRDMA_MIG_V_DP);
+    qrdma_mig_bytes(m, "be_mac", dp->be_mac, 6);
+    qrdma_mig_bool(m, "sized", &sized);
+    if (m->loading && !m->error && sized && !dp_sized(core)) {
+        qrdma_mig_fail(m, -ENOMEM, "sized", "out of memory for the data path's arrays");
+    }
+    for (i = 0; sized && i < dp->nqp && !m->error; i++) {
+        struct qrdma_qp *qp = qrdma_qp_get(core, i);
+        struct qrdma_dp_qp *dq = &dp->qp[i];
+
+        if (!qp) {
+            continue;
+        }
+        if (m->loading) {
+            uint32_t wire_qpn;
+            int ret = qrdma_dp_qp_create(core, i, &wire_qpn);
+
+            if (ret) {
+                qrdma_mig_fail(m, ret, "qp", "QP %u: the backend cannot make it again (%d)",
+                               i, ret);
+                break;
+            }
+        }
+        qrdma_mig_u32_same(m, "qp.wire_qpn", dq->wire_qpn);
+        qrdma_mig_bool(m, "qp.kicked", &dq->kicked);
+        qrdma_mig_bool(m, "qp.rq_flush", &dq->rq_flush);
+        qrdma_mig_bool(m, "qp.cq_lost", &dq->cq_lost);
+        qrdma_mig_bool(m, "qp.fatal_raised", &dq->fatal_raised);
+        qrdma_mig_u32(m, "qp.sq_fetched", &dq->sq_fetched);
+        qrdma_mig_u32(m, "qp.rq_held", &dq->rq_held);
+    }
+    for (i = 0; sized && i < dp->ncq && !m->error; i++) {
+        qrdma_mig_u32(m, "cq.armed", &dp->cq[i].armed);
+    }
+    /* The kick FIFO, oldest first; loaded from slot 0. */
+    qrdma_mig_u32_max(m, "fifo_len", &fifo_len, sized ? dp->nqp : 0);
+    for (i = 0; i < fifo_len && !m->error; i++) {
+        uint32_t *slot = &dp->fifo[m->loading ? i : (dp->fifo_head + i) % dp->nqp];
+
+        qrdma_mig_u32_max(m, "fifo", slot, dp->nqp - 1);
+    }
+    if (m->loading && !m->error) {
+        dp->fifo_head = 0;
+        dp->fifo_len = fifo_len;
+    }
+    /* Frames looping back to our own MAC: on the wire, but kept (it is cheap). */
+    qrdma_mig_u32_max(m, "loop_len", &loop_len, QRDMA_DP_LOOPBACK_MAX);
+    for (n = 0; n < loop_len && !m->error; n++) {
+        uint32_t len = m->loading ? 0 : (uint32_t)f->len;
+
+        qrdma_mig_u32_max(m, "loop.len", &len, 65536);
+        if (m->loading) {
+            if (m->error || !(f = malloc(sizeof(*f) + len))) {
+                qrdma_mig_fail(m, -ENOMEM, "loop.len", "out of memory");
+                break;
+            }
+            f->next = NULL;
+            f->len = len;
+            if (dp->loop_tail) {
+                dp->loop_tail->next = f;
+            } else {
+                dp->loop_head = f;
+            }
+            dp->loop_tail = f;
+            dp->loop_len++;
+        }
+        qrdma_mig_bytes(m, "loop.data", f->data, len);
+        f = f->next;
+    }
+    qrdma_mig_u64(m, "loop_drops", &dp->loop_drops);
+    qrdma_mig_u64(m, "sq_wqes", &dp->sq_wqes);
+    qrdma_mig_u64(m, "rq_wqes", &dp->rq_wqes);
+    qrdma_mig_u64(m, "cqes", &dp->cqes);
+    qrdma_mig_u64(m, "bad_wqes", &dp->bad_wqes);
+    qrdma_mig_u64(m, "cq_overflows", &dp->cq_overflows);
+    qrdma_mig_section_end(m);
 }

@@ -114,4 +114,8 @@ void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame, size_t len
 /* Work kicked by a doorbell or a frame, or the engine's timer. */
 void qrdma_dp_process(struct qrdma_core *core);
 
+/* Saved state (qrdma_mig.c): the data path's section, both ways (struct qrdma_mig). */
+struct qrdma_mig;
+void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m);
+
 #endif /* QRDMA_DP_H */

@@ -436,7 +436,8 @@ void side_ident(struct side *s, int idx)
     s->gid[15] = 1 + idx;
 }
 
-void side_up(struct side *s, int idx)
+/* Make s's core from the current dev_* settings, in reset (no bring-up). */
+void side_core_init(struct side *s)
 {
     struct qrdma_core_config cfg;
     struct qrdma_core_env env = {
@@ -453,16 +454,7 @@ void side_up(struct side *s, int idx)
         .now_ns = env_now_ns,
         .timer_mod = env_timer_mod,
     };
-    uint8_t *ram = s->ram;
     char err[128] = "";
-
-    qrdma_core_fini(&s->core);
-    memset(s, 0, sizeof(*s));
-    s->ram = ram ? ram : malloc(RAM_SIZE);
-    memset(s->ram, 0, RAM_SIZE);
-    side_ident(s, idx);
-    s->timer = UINT64_MAX;
-    s->cqp_valid = s->ccq_valid = true;
 
     qrdma_core_config_defaults(&cfg);
     memcpy(cfg.mac, s->mac, 6);
@@ -480,6 +472,20 @@ void side_up(struct side *s, int idx)
     cfg.backend_config = dev_backend_config;
     CHECK_EQ(qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err)), 0);
     qrdma_core_reset(&s->core);
+}
+
+void side_up(struct side *s, int idx)
+{
+    uint8_t *ram = s->ram;
+
+    qrdma_core_fini(&s->core);
+    memset(s, 0, sizeof(*s));
+    s->ram = ram ? ram : malloc(RAM_SIZE);
+    memset(s->ram, 0, RAM_SIZE);
+    side_ident(s, idx);
+    s->timer = UINT64_MAX;
+    s->cqp_valid = s->ccq_valid = true;
+    side_core_init(s);
     side_bringup(s);
 }
 

@@ -217,6 +217,8 @@ uint64_t cqp(struct side *s, uint8_t op, uint64_t a0, uint64_t a1, uint64_t a2, 
 void side_ident(struct side *s, int idx);
 /* A fresh core for side idx, brought up as the driver does (see the top of this file). */
 void side_up(struct side *s, int idx);
+/* Only the core: made again from the dev_* settings and reset; RAM and the driver's view kept. */
+void side_core_init(struct side *s);
 /*
  * The same bring-up on side s's existing core just after a reset (its
  * identity and RAM kept; the driver's rings zeroed, the data area kept).

@@ -386,12 +386,62 @@ static void test_mcast_delivery(void)
     no_errors(SB);
 }
 
+/*
+ * The groups move with the device (docs/migration.md): B saved with QPs 3
+ * and 4 attached, a fresh core loaded from the stream, and a datagram to
+ * the group reaches both, QP 5 (detached before the save) none; a detach
+ * after the load finds the attachment.
+ */
+static void test_mcast_migrates(void)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    struct cqe e;
+    bool got3 = false, got4 = false;
+    unsigned i;
+
+    mcast_setup();
+    CQP_OK(attach(SB, UDQP, group));
+    CQP_OK(attach(SB, UDQP2, group));
+    CQP_OK(attach(SB, UDQP3, group));
+    CQP_OK(detach(SB, UDQP3, group));
+    CHECK_EQ(qrdma_core_save(&SB->core, &buf, &len, err, sizeof(err)), 0);
+    qrdma_core_fini(&SB->core);
+    memset(&SB->core, 0, sizeof(SB->core));
+    SB->kicks = 0;
+    SB->timer = UINT64_MAX;
+    side_core_init(SB);
+    CHECK_EQ(qrdma_core_load(&SB->core, buf, len, err, sizeof(err)), 0);
+    free(buf);
+    CHECK_EQ(SB->core.mcast.ngrp, 1);
+
+    fill(SA, 0x1000, 500, 9);
+    post_recv(SB, UDQP, 0x6000, 40 + 1024);
+    post_recv(SB, UDQP2, 0x7000, 40 + 1024);
+    post_recv(SB, UDQP3, 0x8000, 40 + 1024);
+    send_to_group(0x1000, 500, QKEY, MC_QPN);
+    for (i = 0; i < 2; i++) {
+        CHECK(poll_cq(SB, 2, &e));
+        CHECK_EQ(e.status, QSW_WC_SUCCESS);
+        CHECK_EQ(e.byte_len, 40 + 500);
+        got3 |= e.qp == UDQP;
+        got4 |= e.qp == UDQP2;
+    }
+    CHECK(got3 && got4);
+    expect_no_cqe(SB, 2);
+    CHECK(!memcmp(dbuf(SB, 0x7000 + 40), dbuf(SA, 0x1000), 500));
+    CQP_OK(detach(SB, UDQP, group));
+    no_errors(SB);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_mcast_caps),
     UNIT_TEST(test_mcast_commands),
     UNIT_TEST(test_mcast_limits),
     UNIT_TEST(test_mcast_frame),
     UNIT_TEST(test_mcast_delivery),
+    UNIT_TEST(test_mcast_migrates),
 };
 
 int main(void)
