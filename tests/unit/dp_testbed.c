@@ -763,12 +763,20 @@ void rc_pair(void)
 /* ---- the provider: WQEs and CQEs ---------------------------------------------------- */
 
 /* Write one SQ WQE (VALID last) and return its index; no doorbell. */
-uint32_t post_send(struct side *s, uint32_t qp, const struct wqe *w)
+uint64_t sq_next_slot(struct side *s, uint32_t qp, uint32_t *index, bool *valid)
 {
     uint32_t n = s->qp[qp].sq_posted++;
-    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
-    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
-    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+
+    *index = n & ((1u << s->qp[qp].sq_log2) - 1);
+    *valid = !((n >> s->qp[qp].sq_log2) & 1);   /* the valid bit flips each ring pass */
+    return SQ_RING(qp) + ((uint64_t)*index << s->qp[qp].sq_stride_log2);
+}
+
+uint32_t post_send(struct side *s, uint32_t qp, const struct wqe *w)
+{
+    uint32_t index;
+    bool valid;
+    uint64_t a = sq_next_slot(s, qp, &index, &valid);
     uint64_t hdr = w->op;
     unsigned i;
 

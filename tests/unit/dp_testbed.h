@@ -311,6 +311,8 @@ struct wqe {
     struct sge sge[QSW_MAX_SGE];
 };
 
+/* Claims `qp`'s next SQ slot: its guest address, its index and the valid bit its WQE needs. */
+uint64_t sq_next_slot(struct side *s, uint32_t qp, uint32_t *index, bool *valid);
 /* Write one SQ WQE (VALID last) and return its index; no doorbell. */
 uint32_t post_send(struct side *s, uint32_t qp, const struct wqe *w);
 void write_rq_wqe(struct side *s, uint64_t a, bool valid, unsigned nsge, const struct sge *sge,

@@ -1707,10 +1707,9 @@ static uint64_t pble_addr(struct side *s, uint32_t i)
 static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32_t access,
                               uint64_t iova, uint64_t len, uint64_t first, uint64_t fbo)
 {
-    uint32_t n = s->qp[qp].sq_posted++;
-    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
-    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
-    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+    uint32_t index;
+    bool valid;
+    uint64_t a = sq_next_slot(s, qp, &index, &valid);
 
     memset(mem(s, a), 0, 56);
     w64(s, a + 0, iova);

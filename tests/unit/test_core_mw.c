@@ -55,10 +55,9 @@ static uint64_t mw_alloc(struct side *s, uint32_t stag, uint32_t pd, unsigned ty
 static uint32_t post_bind(struct side *s, uint32_t qp, uint32_t mw_stag, uint32_t new_stag,
                           uint32_t mr_stag, uint32_t access, uint64_t addr, uint64_t len)
 {
-    uint32_t n = s->qp[qp].sq_posted++;
-    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
-    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
-    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+    uint32_t index;
+    bool valid;
+    uint64_t a = sq_next_slot(s, qp, &index, &valid);
 
     memset(mem(s, a), 0, 56);
     w64(s, a + 0, addr);
