@@ -68,14 +68,7 @@ case $me in
     done
     check "the LUN's block device /dev/$dev" test -b "/dev/$dev"
     expect_eq "LUN size" "$(blockdev --getsize64 "/dev/$dev")" $((64 << 20))
-    t0=$(date +%s.%N)
-    check "48 MB written with 1 MB direct I/O" \
-        dd if=/tmp/pattern of="/dev/$dev" bs=1M oflag=direct conv=fsync status=none
-    check "48 MB read back with 1 MB direct I/O" \
-        dd if="/dev/$dev" of=/tmp/back bs=1M count=48 iflag=direct status=none
-    check "the data read back is the data written" cmp /tmp/pattern /tmp/back
-    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-    echo "96 MB through iSER in ${dt}s"
+    blk_roundtrip "/dev/$dev" iSER
     check "4 KB direct writes at 512 offsets" \
         dd if=/tmp/pattern of="/dev/$dev" bs=4k count=512 skip=4096 seek=12288 oflag=direct \
         status=none
@@ -86,8 +79,5 @@ case $me in
     vm_signal initiator-done
     ;;
 esac
-check "no kernel WARN/BUG/oops" bash -c "! dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace'"
-bad='qrdma [0-9a-f]{4}:[0-9a-f:.]+: .*(error|fail|timed out)|iser.*(error|fail)'
-check "no qrdma or iSER errors" bash -c "! dmesg | grep -Ei '$bad'"
-dmesg | grep -Ei "$bad|WARNING|BUG|iser" | head -n 12 | sed 's/^/  dmesg: /'
+no_rdma_errors iSER iser
 finish guest-iser

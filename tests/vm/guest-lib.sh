@@ -25,6 +25,30 @@ finish() {
     echo "$1: $((fails + earlier)) failure(s)"
     [ "$fails" -eq 0 ] && [ "$earlier" -eq 0 ]
 }
+# no_oops: the kernel logged no WARN, BUG or oops in this boot.
+no_oops() { check "no kernel WARN/BUG/oops" sh -c '! dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace:"'; }
+# no_rdma_errors WHAT ULP_ERE: no oops, and no error line from qrdma (its
+# messages name the PCI function, "qrdma 0000:00:01.0: ...") or from the
+# consumer whose messages match ULP_ERE; shows what it found.
+no_rdma_errors() {
+    local bad="qrdma [0-9a-f]{4}:[0-9a-f:.]+: .*(error|fail|timed out)|($2).*(error|fail)"
+    no_oops
+    check "no qrdma or $1 errors" sh -c "! dmesg | grep -Ei '$bad'"
+    dmesg | grep -Ei "$bad|WARNING|BUG|$2" | head -n 12 | sed 's/^/  dmesg: /'
+}
+# blk_roundtrip DEV WHAT: /tmp/pattern (48 MB) written to block device DEV
+# and read back with 1 MB direct I/O, compared byte for byte, timed.
+blk_roundtrip() {
+    local t0 dt
+    t0=$(date +%s.%N)
+    check "48 MB written with 1 MB direct I/O" \
+        dd if=/tmp/pattern of="$1" bs=1M oflag=direct conv=fsync status=none
+    check "48 MB read back with 1 MB direct I/O" \
+        dd if="$1" of=/tmp/back bs=1M count=48 iflag=direct status=none
+    check "the data read back is the data written" cmp /tmp/pattern /tmp/back
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    echo "96 MB through $2 in ${dt}s"
+}
 # pair_run NAME CMD...: CMD as a server in the background and "CMD
 # $QRDMA_IP" as its client in this guest (loopback through the device),
 # logs /tmp/NAME-{s,c}.log; passes only when both exit 0 within 120 s.

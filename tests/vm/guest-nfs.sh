@@ -92,8 +92,5 @@ case $me in
     vm_signal client-done
     ;;
 esac
-check "no kernel WARN/BUG/oops" bash -c "! dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace'"
-bad='qrdma [0-9a-f]{4}:[0-9a-f:.]+: .*(error|fail|timed out)|rpcrdma.*(error|fail)|svcrdma.*(error|fail)'
-check "no qrdma or RPC-over-RDMA errors" bash -c "! dmesg | grep -Ei '$bad'"
-dmesg | grep -Ei "$bad|WARNING|BUG|rpcrdma|svcrdma" | head -n 12 | sed 's/^/  dmesg: /'
+no_rdma_errors RPC-over-RDMA 'rpcrdma|svcrdma'
 finish guest-nfs
