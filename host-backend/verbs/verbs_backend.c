@@ -179,10 +179,34 @@ struct qrdma_be {
     unsigned ah_next;
 };
 
-/* -errno of a failed host call; the host's ENOMEM stays ENOMEM (the guest's out-of-resources). */
+/* -errno of a failed host call. */
 static int host_err(void)
 {
     return errno ? -errno : -EIO;
+}
+
+/*
+ * -errno of a failed host create or register call, where the ways a host
+ * says "no more" all become -ENOMEM: the core completes the CQP command
+ * with NO_RESOURCE, the guest's ENOMEM, rather than blame the guest's
+ * arguments. Providers differ: ENOMEM (memory, pinning past
+ * RLIMIT_MEMLOCK), ENOSPC or ENOBUFS (a table full), EAGAIN (try later),
+ * EMFILE/ENFILE (out of fds). rxe says EINVAL at its object limits,
+ * which cannot be told from a bad argument and stays EINVAL.
+ */
+static int host_res_err(void)
+{
+    switch (errno) {
+    case ENOMEM:
+    case ENOSPC:
+    case ENOBUFS:
+    case EAGAIN:
+    case EMFILE:
+    case ENFILE:
+        return -ENOMEM;
+    default:
+        return host_err();
+    }
 }
 
 /*
@@ -415,7 +439,7 @@ static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
         }
         p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa, IBV_ACCESS_LOCAL_WRITE);
         if (!p->dma[i]) {
-            return host_err();
+            return host_res_err();
         }
     }
     return 0;
@@ -434,7 +458,7 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
     }
     p = pd_get(be, mr->pd);
     if (!p) {
-        return host_err();
+        return host_res_err();
     }
     memset(&next, 0, sizeof(next));
     next.live = true;
@@ -465,7 +489,7 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
                                                 IBV_ACCESS_REMOTE_READ |
                                                 IBV_ACCESS_REMOTE_ATOMIC));
     if (!next.mr) {
-        ret = host_err();
+        ret = host_res_err();
         if (next.alias) {
             munmap(next.alias, next.alias_len);
         }
@@ -657,7 +681,7 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     }
     p = pd_get(be, init->pd);
     if (!p) {
-        return host_err();
+        return host_res_err();
     }
     q = calloc(1, sizeof(*q));
     if (!q) {
@@ -681,12 +705,12 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     }
     q->scq = be->v->create_cq(be->ctx, (int)q->sq_size, q, be->ch, 0);
     if (!q->scq) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
     q->rcq = be->v->create_cq(be->ctx, (int)(q->rq_size ? q->rq_size : 1), q, be->ch, 0);
     if (!q->rcq) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
     ret = rc_err(be->v->req_notify_cq(q->scq, 0));
@@ -716,7 +740,7 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     attr.cap.max_inline_data = init->max_inline;
     q->qp = be->v->create_qp(p->pd, &attr);
     if (!q->qp) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
     q->max_send_sge = attr.cap.max_send_sge;
@@ -918,7 +942,7 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     if (q->type == QRDMA_BE_QPT_UD) {
         hw.wr.ud.ah = ah_get(be, q->pd, &wr->ud.av);
         if (!hw.wr.ud.ah) {
-            return host_err();
+            return host_res_err();
         }
         hw.wr.ud.remote_qpn = wr->ud.remote_qpn;
         hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u) ? q->qkey : wr->ud.remote_qkey;

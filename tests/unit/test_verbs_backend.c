@@ -359,6 +359,14 @@ static void test_qp_create_ids(void)
         vmock.fail_create_cq = ENOMEM;
         CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
         CHECK_EQ(vmock.live_cq, cqs);
+        /* Other ways a host says "no more" are the same -ENOMEM; a bad argument is not. */
+        vmock.fail_create_qp = ENOSPC;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        vmock.fail_create_cq = EAGAIN;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        vmock.fail_create_qp = EINVAL;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EINVAL);
+        CHECK_EQ(vmock.live_cq, cqs);
     }
     /* No SRQs yet: refused, not half-made. */
     init.has_srq = true;
@@ -492,6 +500,8 @@ static void test_mr_direct(void)
             struct qrdma_be_mr mr = { .stag = STAG, .pd = PD, .type = QRDMA_BE_MR_MEM,
                                       .iova = IOVA, .length = 0x1000 };
 
+            CHECK_EQ(ops->mr_register(be, &mr, &rkey), -ENOMEM);
+            vmock.fail_reg_mr = ENOBUFS;
             CHECK_EQ(ops->mr_register(be, &mr, &rkey), -ENOMEM);
         }
         CHECK_EQ(vmock.live_mr, before);

@@ -186,20 +186,65 @@ static void test_end_to_end(void)
     CHECK_EQ(vmock.live_ch, 0);
 }
 
-/* Host ENOMEM at CREATE_QP: the command fails and the QP does not exist. */
+/*
+ * Host resource exhaustion is the guest's ENOMEM: CREATE_QP (its host QP
+ * or either host CQ) and REG_MR (the host MR, or a REREG's new one) fail
+ * with NO_RESOURCE / HOST, which the driver maps to ENOMEM, whichever
+ * errno the host said "no more" with; nothing is left behind, and the
+ * next try works. A host refusal that is not exhaustion stays INVALID_ARG.
+ */
 static void test_host_enomem(void)
 {
+    const uint64_t page = 12ull << QRDMA_MR_ARG1_PAGE_SHIFT;
+    const uint64_t lw = (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT | page;
+    const uint32_t stag2 = 3u << QRDMA_STAG_INDEX_SHIFT | 0x33;
+    struct qrdma_mr_walk w;
+    int mr_before;
+
     verbs_setup();
     vmock.fail_create_qp = ENOMEM;
-    CHECK_EQ(major_of(create_qp_status(SA, QPN, &rc_spec)), QRDMA_CQP_ERR_INVALID_ARG);
-    CHECK(logged(SA, "out of host memory"));
+    last_status = create_qp_status(SA, QPN, &rc_spec);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_NO_RESOURCE);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK, QRDMA_RESOURCE_ERR_HOST);
+    CHECK(logged(SA, "out of host resources"));
     CHECK(qrdma_qp_get(&SA->core, QPN) == NULL);
     CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    CHECK_EQ(vmock.live_qp, 0);
+    /* A host CQ table full (ENOSPC) is exhaustion too. */
+    vmock.fail_create_cq = ENOSPC;
+    CHECK_EQ(major_of(create_qp_status(SA, QPN, &rc_spec)), QRDMA_CQP_ERR_NO_RESOURCE);
+    CHECK_EQ(vmock.live_cq, 0);
+    /* A refusal that is not exhaustion: the guest's arguments, as before. */
+    vmock.fail_create_qp = EINVAL;
+    CHECK_EQ(major_of(create_qp_status(SA, QPN, &rc_spec)), QRDMA_CQP_ERR_INVALID_ARG);
+    CHECK(logged(SA, "the backend refuses it"));
     CHECK_EQ(vmock.live_cq, 0);
     /* And then it works. */
     create_qp(SA, QPN, &rc_spec);
     CHECK_EQ(vmock.live_qp, 1);
+
+    /* REG_MR: the host out of MRs (or of pinnable memory). */
+    mr_before = vmock.live_mr;
+    vmock.fail_reg_mr = ENOMEM;
+    last_status = cqp(SA, QRDMA_CQP_OP_REG_MR, stag2, PD | lw, 0x1000, 0x1000, DATA, 0);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_NO_RESOURCE);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK, QRDMA_RESOURCE_ERR_HOST);
+    CHECK_EQ(SA->core.obj.mr[3].state, QRDMA_MR_STATE_NONE);
+    CHECK_EQ(vmock.live_mr, mr_before);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag2, PD | lw, 0x1000, 0x1000, DATA, 0));
+    CHECK_EQ(vmock.live_mr, mr_before + 1);
+    /* A REREG the host cannot make: NO_RESOURCE, the old registration stays, here and there. */
+    vmock.fail_reg_mr = EAGAIN;
+    last_status = cqp(SA, QRDMA_CQP_OP_REG_MR, stag2, PD | lw | QRDMA_MR_ARG1_REREG, 0x2000,
+                      0x1000, DATA, 0);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_NO_RESOURCE);
+    CHECK(logged(SA, "the old registration stays"));
+    CHECK_EQ(qrdma_mr_translate(&SA->core, stag2, PD, 0x1000, 8, 0, &w), 0);
+    CHECK_EQ(vmock.live_mr, mr_before + 1);
     qrdma_core_fini(&SA->core);
+    CHECK_EQ(vmock.live_mr, 0);
+    CHECK_EQ(vmock.live_qp, 0);
 }
 
 /*
