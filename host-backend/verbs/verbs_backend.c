@@ -15,6 +15,10 @@
  *   that maps scattered pages contiguously from the RAM's fd; per guest
  *   PD, host MRs over each RAM range with iova = guest-physical address
  *   for the guest's DMA MR;
+ * - per guest SRQ: a host SRQ of the ring's depth, filled from the
+ *   guest's ring whenever it has room (the guest rings no doorbell for an
+ *   SRQ, so poll looks again every VB_SRQ_POLL_NS while one has room);
+ *   the host SRQ's limit is the guest's;
  * - a small cache of host AHs for UD sends.
  *
  * Identifiers: the host QPN and the host rkey are the wire identifiers
@@ -110,12 +114,20 @@ SAME(QRDMA_BE_EV_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
 SAME(QRDMA_BE_EV_COMM_EST, IBV_EVENT_COMM_EST);
 SAME(QRDMA_BE_EV_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
 SAME(QRDMA_BE_EV_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 
 #define VB_MAX_PD       (1u << 16)      /* guest PD numbers the backend takes */
 #define VB_MAX_ID       (1u << 24)      /* QP IDs and MR indexes */
 #define VB_POLL_BATCH   16
 #define VB_AH_CACHE     64
 #define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)  /* a DMA-MR SGE may split at a RAM range's end */
+/*
+ * How often poll looks for SRQ WQEs the guest posted while a host SRQ has
+ * room: the guest rings no SRQ doorbell, so this bounds how long a peer
+ * may see RNR NAKs for WQEs the guest has posted (1 ms, well under the
+ * smallest RNR timer a consumer picks in practice).
+ */
+#define VB_SRQ_POLL_NS  1000000ull
 
 struct vb_pd {
     struct ibv_pd *pd;
@@ -126,6 +138,15 @@ struct vb_pd {
 struct vb_sq_entry {
     uint64_t wr_id;
     uint32_t wc_opcode;         /* for an error completion, whose opcode verbs leaves undefined */
+};
+
+/* A guest SRQ on a host SRQ. */
+struct qrdma_be_srq {
+    uint32_t srq_id, pd;
+    uint32_t size;              /* the guest ring's depth, the host SRQ's max_wr */
+    uint32_t posted;            /* WQEs the host SRQ holds */
+    uint32_t max_sge;           /* the host SRQ's SGEs per WR */
+    struct ibv_srq *srq;
 };
 
 struct qrdma_be_qp {
@@ -141,6 +162,7 @@ struct qrdma_be_qp {
     uint32_t sq_size, sq_head, sq_tail;
     bool sq_refused;            /* post_send said -ENOSPC: sq_space owed */
     uint32_t rq_size, rq_posted;
+    struct qrdma_be_srq *srq;   /* receives come from this SRQ (rq_size 0) */
     uint32_t max_send_sge, max_recv_sge;
     bool due;                   /* a completion event came: poll its CQs */
 };
@@ -175,6 +197,8 @@ struct qrdma_be {
     uint32_t nqps;
     struct vb_mr *mrs;          /* by STag index */
     uint32_t nmrs;
+    struct qrdma_be_srq **srqs; /* by SRQ ID */
+    uint32_t nsrqs;
     struct vb_ah ahs[VB_AH_CACHE];
     unsigned ah_next;
 };
@@ -650,6 +674,30 @@ static int qp_table_put(struct qrdma_be *be, uint32_t qp_id, struct qrdma_be_qp 
     return 0;
 }
 
+static int srq_table_put(struct qrdma_be *be, uint32_t srq_id, struct qrdma_be_srq *srq)
+{
+    if (srq_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    if (srq_id >= be->nsrqs) {
+        uint32_t n = be->nsrqs ? be->nsrqs : 16;
+        struct qrdma_be_srq **t;
+
+        while (n <= srq_id) {
+            n *= 2;
+        }
+        t = realloc(be->srqs, n * sizeof(*t));
+        if (!t) {
+            return -ENOMEM;
+        }
+        memset(t + be->nsrqs, 0, (n - be->nsrqs) * sizeof(*t));
+        be->srqs = t;
+        be->nsrqs = n;
+    }
+    be->srqs[srq_id] = srq;
+    return 0;
+}
+
 static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
 {
     if (q->qp) {
@@ -673,11 +721,11 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     struct vb_pd *p;
     int ret;
 
-    if (init->has_srq) {
-        return -EOPNOTSUPP;     /* SRQs are not built yet (docs/backends.md) */
-    }
     if (!init->max_send_wr || init->qp_id >= VB_MAX_ID) {
         return -EINVAL;
+    }
+    if (init->has_srq && (init->srq >= be->nsrqs || !be->srqs[init->srq])) {
+        return -EINVAL;         /* the core made the SRQ first: srq_create */
     }
     p = pd_get(be, init->pd);
     if (!p) {
@@ -695,7 +743,8 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     q->recv_cq_id = init->recv_cq;
     q->state = QRDMA_BE_QPS_RESET;
     q->sq_size = init->max_send_wr;
-    q->rq_size = init->max_recv_wr;
+    q->rq_size = init->has_srq ? 0 : init->max_recv_wr;
+    q->srq = init->has_srq ? be->srqs[init->srq] : NULL;
     q->max_send_sge = init->max_send_sge;
     q->max_recv_sge = init->max_recv_sge;
     q->sq = calloc(q->sq_size, sizeof(*q->sq));
@@ -708,7 +757,10 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
         ret = host_res_err();
         goto err_free;
     }
-    q->rcq = be->v->create_cq(be->ctx, (int)(q->rq_size ? q->rq_size : 1), q, be->ch, 0);
+    /* With an SRQ, at most the SRQ's WQEs complete here. */
+    q->rcq = be->v->create_cq(be->ctx,
+                              (int)(q->srq ? q->srq->size : q->rq_size ? q->rq_size : 1), q,
+                              be->ch, 0);
     if (!q->rcq) {
         ret = host_res_err();
         goto err_free;
@@ -727,10 +779,11 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     attr.qp_type = (enum ibv_qp_type)init->type;
     attr.sq_sig_all = 0;        /* the guest's SIGNALED flag decides, WR by WR */
     attr.cap.max_send_wr = init->max_send_wr;
-    attr.cap.max_recv_wr = init->max_recv_wr;
+    attr.srq = q->srq ? q->srq->srq : NULL;
+    attr.cap.max_recv_wr = q->srq ? 0 : init->max_recv_wr;
     /* A DMA-MR SGE may become two host SGEs; ask for the room. */
     attr.cap.max_send_sge = init->max_send_sge ? 2 * init->max_send_sge : 1;
-    attr.cap.max_recv_sge = init->max_recv_sge ? 2 * init->max_recv_sge : 1;
+    attr.cap.max_recv_sge = q->srq ? 0 : init->max_recv_sge ? 2 * init->max_recv_sge : 1;
     if (attr.cap.max_send_sge > VB_MAX_HOST_SGE) {
         attr.cap.max_send_sge = VB_MAX_HOST_SGE;
     }
@@ -1013,6 +1066,136 @@ static void vb_recv_doorbell(struct qrdma_be *be, struct qrdma_be_qp *q)
     rq_fill(be, q);
 }
 
+/* ---- SRQs -------------------------------------------------------------------------------- */
+
+/*
+ * Take the guest's new SRQ WQEs onto the host SRQ, as many as it has room
+ * for. The wr_id the core gave names the SRQ WQE in the completion of
+ * whichever QP takes it. A WQE that cannot be translated (a bad lkey)
+ * has no QP to complete in error yet: the SRQ raises SRQ_ERR and the WQE
+ * is dropped, as a malformed SRQ WQE is (hw-spec section 19.3).
+ */
+static void srq_fill(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    uint32_t tries = 0;
+
+    while (srq->posted < srq->size && tries++ < srq->size) {
+        struct qrdma_be_recv_wr rw;
+        struct ibv_sge sge[VB_MAX_HOST_SGE];
+        struct ibv_recv_wr hw, *bad = NULL;
+        unsigned i, n = 0;
+        int ret = be->cbs.get_srq_recv(be->opaque, srq->srq_id, &rw);
+
+        if (ret == -ENOENT) {
+            return;
+        }
+        if (ret) {
+            continue;           /* unusable: the core raised SRQ_ERROR and skipped it */
+        }
+        for (i = 0; !ret && i < rw.num_sge && i < QRDMA_BE_MAX_SGE; i++) {
+            ret = sge_to_host(be, srq->pd, &rw.sg_list[i], sge, &n, srq->max_sge);
+        }
+        memset(&hw, 0, sizeof(hw));
+        hw.wr_id = rw.wr_id;
+        hw.sg_list = n ? sge : NULL;
+        hw.num_sge = (int)n;
+        if (ret || be->v->post_srq_recv(srq->srq, &hw, &bad)) {
+            be->cbs.event(be->opaque, QRDMA_BE_EV_SRQ_ERR, srq->srq_id);
+            continue;
+        }
+        srq->posted++;
+    }
+}
+
+/* Arm (limit > 0) or disarm the host SRQ's limit event. */
+static int srq_arm(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+{
+    struct ibv_srq_attr attr = { .srq_limit = limit };
+
+    return rc_err(be->v->modify_srq(srq->srq, &attr, IBV_SRQ_LIMIT));
+}
+
+static void srq_free(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    if (srq->srq) {
+        be->v->destroy_srq(srq->srq);
+    }
+    free(srq);
+}
+
+static int vb_srq_create(struct qrdma_be *be, const struct qrdma_be_srq_init *init,
+                         struct qrdma_be_srq **srqp)
+{
+    struct ibv_srq_init_attr attr;
+    struct qrdma_be_srq *srq;
+    struct vb_pd *p;
+    int ret;
+
+    if (!init->max_wr || init->srq_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    p = pd_get(be, init->pd);
+    if (!p) {
+        return host_res_err();
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (!srq) {
+        return -ENOMEM;
+    }
+    srq->srq_id = init->srq_id;
+    srq->pd = init->pd;
+    srq->size = init->max_wr;
+    memset(&attr, 0, sizeof(attr));
+    attr.srq_context = srq;
+    attr.attr.max_wr = init->max_wr;
+    /* A DMA-MR SGE may become two host SGEs: ask for the room, or make do without. */
+    attr.attr.max_sge = init->max_sge ? 2 * init->max_sge : 1;
+    if (attr.attr.max_sge > VB_MAX_HOST_SGE) {
+        attr.attr.max_sge = VB_MAX_HOST_SGE;
+    }
+    srq->srq = be->v->create_srq(p->pd, &attr);
+    if (!srq->srq && errno == EINVAL && init->max_sge && attr.attr.max_sge > init->max_sge) {
+        attr.attr.max_sge = init->max_sge;
+        srq->srq = be->v->create_srq(p->pd, &attr);
+    }
+    if (!srq->srq) {
+        ret = host_res_err();
+        goto err_free;
+    }
+    srq->max_sge = attr.attr.max_sge;
+    if (init->limit) {
+        ret = srq_arm(be, srq, init->limit);
+        if (ret) {
+            goto err_free;
+        }
+    }
+    ret = srq_table_put(be, init->srq_id, srq);
+    if (ret) {
+        goto err_free;
+    }
+    *srqp = srq;
+    return 0;
+
+err_free:
+    srq_free(be, srq);
+    return ret;
+}
+
+static int vb_srq_modify(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+{
+    /* Fill first: the host counts only the WQEs it holds against the limit. */
+    srq_fill(be, srq);
+    return srq_arm(be, srq, limit);
+}
+
+static void vb_srq_destroy(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    if (srq->srq_id < be->nsrqs && be->srqs[srq->srq_id] == srq) {
+        be->srqs[srq->srq_id] = NULL;
+    }
+    srq_free(be, srq);
+}
+
 /* ---- completions and events ------------------------------------------------------------- */
 
 /* One host completion of QP q, from its send CQ or its receive CQ, to the core. */
@@ -1042,7 +1225,11 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
             wc.invalidated_stag = hw->invalidated_rkey;
         }
-        if (q->rq_posted) {
+        if (q->srq) {
+            if (q->srq->posted) {
+                q->srq->posted--;
+            }
+        } else if (q->rq_posted) {
             q->rq_posted--;
         }
     } else {
@@ -1106,6 +1293,15 @@ static void async_events(struct qrdma_be *be)
             q = ev.element.qp->qp_context;
             be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
             break;
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+        case IBV_EVENT_SRQ_ERR: {
+            struct qrdma_be_srq *srq = ev.element.srq->srq_context;
+
+            be->cbs.event(be->opaque, ev.event_type == IBV_EVENT_SRQ_ERR ? QRDMA_BE_EV_SRQ_ERR
+                                                                         : QRDMA_BE_EV_SRQ_LIMIT,
+                          srq->srq_id);
+            break;
+        }
         case IBV_EVENT_CQ_ERR:
             q = ev.element.cq->cq_context;
             be->cbs.event(be->opaque, QRDMA_BE_EV_CQ_ERR,
@@ -1117,6 +1313,26 @@ static void async_events(struct qrdma_be *be)
         }
         be->v->ack_async_event(&ev);
     }
+}
+
+/*
+ * Take what the guest posted to its SRQs; the deadline to look again
+ * while a host SRQ has room (the guest may post without a doorbell).
+ */
+static uint64_t srqs_fill(struct qrdma_be *be)
+{
+    bool room = false;
+    uint32_t i;
+
+    for (i = 0; i < be->nsrqs; i++) {
+        struct qrdma_be_srq *srq = be->srqs[i];
+
+        if (srq) {
+            srq_fill(be, srq);
+            room |= srq->posted < srq->size;
+        }
+    }
+    return room ? be->cbs.now_ns(be->opaque) + VB_SRQ_POLL_NS : UINT64_MAX;
 }
 
 static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
@@ -1157,7 +1373,7 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
         }
         rq_fill(be, q);
     }
-    return UINT64_MAX;
+    return srqs_fill(be);
 }
 
 static int vb_wait_fd(struct qrdma_be *be)
@@ -1182,6 +1398,12 @@ static void drop_objects(struct qrdma_be *be)
         if (be->qps[i]) {
             qp_free(be, be->qps[i]);
             be->qps[i] = NULL;
+        }
+    }
+    for (i = 0; i < be->nsrqs; i++) {
+        if (be->srqs[i]) {
+            srq_free(be, be->srqs[i]);
+            be->srqs[i] = NULL;
         }
     }
     for (i = 0; i < be->nmrs; i++) {
@@ -1232,6 +1454,7 @@ static void vb_destroy(struct qrdma_be *be)
     }
     free(be->pds);
     free(be->qps);
+    free(be->srqs);
     free(be->mrs);
     free(be);
 }
@@ -1326,8 +1549,8 @@ fail:
 
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
-    /* No SRQs, fast-register MRs or windows yet, no transport counters (docs/backends.md). */
-    .carries = 0,
+    /* No fast-register MRs or windows yet, no transport counters (docs/backends.md). */
+    .carries = QRDMA_BE_CARRIES_SRQ,
     .create = vb_create,
     .reset = vb_reset,
     .destroy = vb_destroy,
@@ -1337,6 +1560,9 @@ const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .qp_destroy = vb_qp_destroy,
     .post_send = vb_post_send,
     .recv_doorbell = vb_recv_doorbell,
+    .srq_create = vb_srq_create,
+    .srq_modify = vb_srq_modify,
+    .srq_destroy = vb_srq_destroy,
     .mr_register = vb_mr_register,
     .mr_alloc_stag = vb_mr_alloc_stag,
     .mr_deregister = vb_mr_deregister,

@@ -12,6 +12,7 @@
  * range's end), UD address handles, send-queue space, completion mapping
  * (WQE index, opcode on errors, byte count, immediate, source QP, flags),
  * receives pulled at the doorbell, async events, host ENOMEM as -ENOMEM,
+ * SRQs (a host SRQ filled from the guest ring at poll, limit and events),
  * and reset and destroy releasing every host object.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -82,6 +83,10 @@ static struct core {
     struct qrdma_be_recv_wr recv[8];
     unsigned nrecv, recv_next;
     int recv_err;
+    /* get_srq_recv hands these out (for SRQ srq_recv_id), then -ENOENT */
+    struct qrdma_be_recv_wr srq_recv[8];
+    unsigned nsrq_recv, srq_recv_next;
+    uint32_t srq_recv_id;
     /* what the backend reported */
     struct qrdma_be_wc wc[32];
     uint32_t wc_qp[32];
@@ -121,6 +126,16 @@ static int cb_get_recv(void *opaque, uint32_t qp_id, struct qrdma_be_recv_wr *ou
         return -ENOENT;
     }
     *out = core.recv[core.recv_next++];
+    return 0;
+}
+
+static int cb_get_srq_recv(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out)
+{
+    CHECK_EQ(srq_id, core.srq_recv_id);
+    if (core.srq_recv_next == core.nsrq_recv) {
+        return -ENOENT;
+    }
+    *out = core.srq_recv[core.srq_recv_next++];
     return 0;
 }
 
@@ -178,6 +193,7 @@ static const struct qrdma_be_callbacks cbs = {
     .mr_write = cb_mr_write,
     .mr_gpa_walk = cb_mr_gpa_walk,
     .get_recv = cb_get_recv,
+    .get_srq_recv = cb_get_srq_recv,
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
@@ -368,12 +384,15 @@ static void test_qp_create_ids(void)
         CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EINVAL);
         CHECK_EQ(vmock.live_cq, cqs);
     }
-    /* No SRQs yet: refused, not half-made. */
+    /* An SRQ the backend was never given: refused, not half-made. */
     init.has_srq = true;
+    init.srq = 4;
     {
         struct qrdma_be_qp *none = NULL;
+        int cqs = vmock.live_cq;
 
-        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EOPNOTSUPP);
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EINVAL);
+        CHECK_EQ(vmock.live_cq, cqs);
     }
     ops->qp_destroy(be, qp2);
     ops->qp_destroy(be, qp);
@@ -1037,6 +1056,143 @@ static void test_reset_releases(void)
     CHECK_EQ(vmock.live_ch, 0);
 }
 
+/*
+ * SRQs: a host SRQ of the ring's depth; the guest's SRQ WQEs taken at
+ * poll onto it (host lkeys, the core's wr_id), as many as it has room
+ * for, and poll asks to come back while it has room (no SRQ doorbell); a
+ * QP of the SRQ on the host SRQ, its receive completions carrying the SRQ
+ * WQE's wr_id and freeing room; the limit armed on the host; the host's
+ * limit and error events passed by SRQ ID; a WQE with a bad lkey raising
+ * SRQ_ERR instead of reaching the host; host ENOMEM; reset releasing it.
+ */
+static void test_srq(void)
+{
+    const struct qrdma_be_srq_init sinit = { .srq_id = 4, .pd = PD, .max_wr = 4, .max_sge = 2 };
+    struct qrdma_be_qp_init init = rc_init;
+    struct qrdma_be_srq *srq = NULL, *none = NULL;
+    struct qrdma_be_qp *qp;
+    struct vm_srq *h;
+    struct vm_qp *hq;
+    struct ibv_wc wc;
+    struct qrdma_be *be;
+    uint32_t qpn, lkey;
+    unsigned i;
+
+    fresh();
+    be = make();
+    CHECK(be != NULL);
+    CHECK(ops->carries & QRDMA_BE_CARRIES_SRQ);
+    one_piece(RAM0_GPA + 0x10000, 0x4000);
+    make_mr(be, STAG, IOVA, 0x4000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+    lkey = verbs_mock_last_mr()->mr.lkey;
+
+    /* Host out of SRQs: -ENOMEM, nothing left. */
+    vmock.fail_create_srq = ENOMEM;
+    CHECK_EQ(ops->srq_create(be, &sinit, &none), -ENOMEM);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(ops->srq_create(be, &sinit, &srq), 0);
+    CHECK_EQ(vmock.live_srq, 1);
+    h = vmock.srqs[vmock.nsrqs - 1];
+    CHECK_EQ(h->init.attr.max_wr, 4);
+    CHECK_EQ(h->init.attr.max_sge, 4);      /* room for DMA-MR splits */
+    CHECK_EQ(h->modifies, 0);               /* no limit asked: none armed */
+
+    init.has_srq = true;
+    init.srq = 4;
+    init.max_recv_wr = 0;
+    init.max_recv_sge = 0;
+    qp = make_qp(be, &init, &qpn);
+    hq = verbs_mock_qp(qpn);
+    CHECK(hq != NULL);
+    if (!qp || !hq) {
+        return;
+    }
+    CHECK(hq->init.srq == &h->srq);
+    CHECK_EQ(hq->init.cap.max_recv_wr, 0);
+    CHECK_EQ(((struct vm_cq *)hq->qp.recv_cq)->cqe, 4);
+
+    /* Two WQEs posted: poll takes them, and asks to look again (room left). */
+    core.srq_recv_id = 4;
+    for (i = 0; i < 2; i++) {
+        core.srq_recv[i] = (struct qrdma_be_recv_wr){
+            .wr_id = (1ull << 32) | i, .num_sge = 1,
+            .sg_list = { { IOVA + 0x1000 * i, 0x800, STAG } } };
+    }
+    core.nsrq_recv = 2;
+    CHECK_EQ(ops->poll(be, 64), 12345 + 1000000);
+    CHECK_EQ(h->nrecv, 2);
+    CHECK_EQ(h->recv[1].wr_id, (1ull << 32) | 1);
+    CHECK_EQ(h->recv_sge[1][0].addr, IOVA + 0x1000);
+    CHECK_EQ(h->recv_sge[1][0].length, 0x800);
+    CHECK_EQ(h->recv_sge[1][0].lkey, lkey);
+
+    /* Two more fill it: poll is idle again. */
+    for (i = 2; i < 4; i++) {
+        core.srq_recv[i] = (struct qrdma_be_recv_wr){
+            .wr_id = (1ull << 32) | i, .num_sge = 1,
+            .sg_list = { { IOVA + 0x1000 * i, 0x800, STAG } } };
+    }
+    core.srq_recv[4] = core.srq_recv[0];
+    core.nsrq_recv = 5;
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
+    CHECK_EQ(h->nrecv, 4);
+    CHECK_EQ(core.srq_recv_next, 4);        /* the fifth waits: no room */
+
+    /* A receive on the QP: the SRQ WQE's wr_id comes back; its slot is free again. */
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = (1ull << 32) | 1;
+    wc.opcode = IBV_WC_RECV;
+    wc.byte_len = 99;
+    wc.qp_num = qpn;
+    verbs_mock_cq_push(hq->qp.recv_cq, &wc);
+    CHECK(fd_ready(be));
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc_qp[0], QP_ID);
+    CHECK_EQ(core.wc[0].wr_id, (1ull << 32) | 1);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(core.wc[0].byte_len, 99);
+    CHECK_EQ(h->nrecv, 5);
+
+    /* The limit: armed on the host; its event comes back by SRQ ID. */
+    CHECK_EQ(ops->srq_modify(be, srq, 2), 0);
+    CHECK_EQ(h->limit, 2);
+    verbs_mock_async_push(IBV_EVENT_SRQ_LIMIT_REACHED, &h->srq);
+    verbs_mock_async_push(IBV_EVENT_SRQ_ERR, &h->srq);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nev, 2);
+    CHECK_EQ(core.ev[0], QRDMA_BE_EV_SRQ_LIMIT);
+    CHECK_EQ(core.ev_id[0], 4);
+    CHECK_EQ(core.ev[1], QRDMA_BE_EV_SRQ_ERR);
+    CHECK_EQ(vmock.acked_async, 2);
+
+    /* A WQE with a lkey the backend does not hold: SRQ_ERR, never a made-up key on the host. */
+    wc.wr_id = (1ull << 32) | 2;
+    verbs_mock_cq_push(hq->qp.recv_cq, &wc);
+    core.srq_recv[5] = core.srq_recv[0];
+    core.srq_recv[5].sg_list[0].lkey = STAG ^ 1;
+    core.nsrq_recv = 6;
+    ops->poll(be, 64);
+    CHECK_EQ(h->nrecv, 5);
+    CHECK_EQ(core.nev, 3);
+    CHECK_EQ(core.ev[2], QRDMA_BE_EV_SRQ_ERR);
+    CHECK_EQ(core.ev_id[2], 4);
+
+    /* Reset: the QP, its CQs and the SRQ go. */
+    CHECK_EQ(ops->reset(be), 0);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    /* After a reset an SRQ can be made again and destroyed on its own. */
+    CHECK_EQ(ops->srq_create(be, &sinit, &srq), 0);
+    CHECK_EQ(vmock.live_srq, 1);
+    ops->srq_destroy(be, srq);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);    /* no SRQ: nothing to look for */
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_ctx, 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_refusals),
     UNIT_TEST(test_qp_create_ids),
@@ -1049,6 +1205,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_receives),
     UNIT_TEST(test_async_events),
     UNIT_TEST(test_reset_releases),
+    UNIT_TEST(test_srq),
 };
 
 int main(void)

@@ -248,8 +248,8 @@ static void test_host_enomem(void)
 }
 
 /*
- * CAP_FEATURES over the verbs backend: what it carries, not the sw
- * backend's list, so the driver never offers SRQs, fast-register MRs,
+ * CAP_FEATURES over the verbs backend: what it carries (SRQs), not the
+ * sw backend's list, so the driver never offers fast-register MRs,
  * windows or the transport's counters that the backend would refuse.
  */
 static void test_features(void)
@@ -262,8 +262,124 @@ static void test_features(void)
                   QRDMA_FEATURE_WIRE_IDS),
              QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC | QRDMA_FEATURE_ATOMIC |
              QRDMA_FEATURE_WIRE_IDS);
-    CHECK_EQ(f & (QRDMA_FEATURE_SRQ | QRDMA_FEATURE_FAST_REG | QRDMA_FEATURE_MW |
-                  QRDMA_FEATURE_STATS), 0);
+    CHECK_EQ(f & QRDMA_FEATURE_SRQ, QRDMA_FEATURE_SRQ);
+    CHECK_EQ(f & (QRDMA_FEATURE_FAST_REG | QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS), 0);
+    qrdma_core_fini(&SA->core);
+}
+
+#define SRQ_ID  1
+#define SRQ_QP  4
+
+/* One SRQ WQE into the bed's SRQ ring (4 WQEs of 32 bytes), and the shadow's posted count. */
+static uint32_t post_srq(struct side *s, uint64_t off, uint32_t len, uint32_t lkey)
+{
+    const struct sge sge = { off, len, lkey };
+    uint32_t n = s->srq_posted++;
+    uint32_t index = n & ((1u << s->srq_log2) - 1);
+
+    write_rq_wqe(s, SRQ_RING + ((uint64_t)index << s->srq_stride_log2),
+                 !((n >> s->srq_log2) & 1), 1, &sge, 0);
+    w64(s, SRQ_SHADOW, s->srq_posted);
+    return index;
+}
+
+/*
+ * An SRQ through the device core on the verbs backend: CREATE_SRQ makes a
+ * host SRQ; the guest's SRQ WQEs (no doorbell) reach it with host lkeys
+ * when the data path runs; a QP of the SRQ is a host QP on it; a host
+ * receive completion becomes a CQE with the SRQ flag and the SRQ WQE's
+ * index; MODIFY_SRQ arms the host's limit and the host's limit event
+ * becomes AEQE SRQ_LIMIT, once; a WQE with a bad lkey raises SRQ_ERROR;
+ * host ENOMEM at CREATE_SRQ is NO_RESOURCE; DESTROY_SRQ and reset release it.
+ */
+static void test_srq(void)
+{
+    const uint64_t srq_arg0 = SRQ_ID | 2ull << QRDMA_SRQ_ARG0_SIZE_SHIFT |
+                              5ull << QRDMA_SRQ_ARG0_WQE_SHIFT;
+    struct qp_spec spec = rc_spec;
+    struct vm_srq *h;
+    struct vm_qp *hq;
+    struct ibv_wc wc;
+    struct cqe e;
+    uint32_t qpn;
+
+    verbs_setup();
+    vmock.fail_create_srq = ENOMEM;
+    last_status = cqp(SA, QRDMA_CQP_OP_CREATE_SRQ, srq_arg0, PD, SRQ_RING, SRQ_SHADOW, 0x5e0, 0);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_NO_RESOURCE);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_SRQ), 0);
+    CHECK(qrdma_srq_get(&SA->core, SRQ_ID) == NULL);
+    log_clear(SA);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_SRQ, srq_arg0, PD, SRQ_RING, SRQ_SHADOW, 0x5e0, 0));
+    SA->srq_log2 = 2;
+    SA->srq_stride_log2 = 5;
+    CHECK_EQ(vmock.live_srq, 1);
+    h = vmock.srqs[vmock.nsrqs - 1];
+    CHECK_EQ(h->init.attr.max_wr, 4);
+    spec.flags = QRDMA_QP_CREATE_SRQ;
+    spec.srq = SRQ_ID;
+    create_qp(SA, SRQ_QP, &spec);
+    qpn = (uint32_t)last_retval;
+    hq = verbs_mock_qp(qpn);
+    CHECK(hq != NULL);
+    if (!hq) {
+        return;
+    }
+    CHECK(hq->init.srq == &h->srq);
+    rc_to_rts(SA, SRQ_QP, SB, 0x5a5a5, 7);
+
+    /* Three WQEs, no doorbell: the next data-path run takes them onto the host SRQ. */
+    post_srq(SA, 0x4000, 1024, 0);
+    post_srq(SA, 0x5000, 1024, 0);
+    post_srq(SA, 0x6000, 1024, 0);
+    run_dp();
+    CHECK_EQ(h->nrecv, 3);
+    CHECK_EQ(h->recv_sge[2][0].addr, IOVA + 0x6000);
+    CHECK_EQ(h->recv_sge[2][0].length, 1024);
+    CHECK_EQ(h->recv_sge[2][0].lkey, vmock.mrs[0]->mr.lkey);
+    /* The limit: armed on the host now that the host holds the WQEs. */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_MODIFY_SRQ, SRQ_ID, 2ull << QRDMA_SRQ_ARG1_LIMIT_SHIFT, 0, 0, 0,
+               0));
+    CHECK_EQ(h->limit, 2);
+
+    /* The host completes the second SRQ WQE on the QP: a CQE with the SRQ's index. */
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = h->recv[1].wr_id;
+    wc.opcode = IBV_WC_RECV;
+    wc.byte_len = 600;
+    wc.qp_num = qpn;
+    verbs_mock_cq_push(hq->qp.recv_cq, &wc);
+    verbs_mock_async_push(IBV_EVENT_SRQ_LIMIT_REACHED, &h->srq);
+    CHECK(wait_fd_ready());
+    run_dp();
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.qp, SRQ_QP);
+    CHECK_EQ(e.wqe_index, 1);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(e.byte_len, 600);
+    CHECK(e.flags & QRDMA_CQE_FLAG_SRQ);
+    CHECK(aeq_has(SA, QRDMA_AE_SRQ_LIMIT, SRQ_ID, QRDMA_AE_SRC_SRQ, 0x5e0));
+    CHECK_EQ(SA->core.obj.srq[SRQ_ID].limit, 0);        /* disarmed, as IB says */
+    /* Once per arming: a second host event raises nothing. */
+    verbs_mock_async_push(IBV_EVENT_SRQ_LIMIT_REACHED, &h->srq);
+    run_dp();
+    CHECK(!aeq_has(SA, QRDMA_AE_SRQ_LIMIT, SRQ_ID, QRDMA_AE_SRC_SRQ, 0x5e0));
+    no_errors(SA);
+
+    /* A WQE with a bad lkey: SRQ_ERROR, and nothing made up reaches the host. */
+    post_srq(SA, 0x7000, 64, MR_STAG ^ 1);
+    run_dp();
+    CHECK_EQ(h->nrecv, 3);
+    CHECK(aeq_has(SA, QRDMA_AE_SRQ_ERROR, SRQ_ID, QRDMA_AE_SRC_SRQ, 0x5e0));
+
+    /* DESTROY_QP then DESTROY_SRQ release the host's. */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, SRQ_QP, 0, 0, 0, 0, 0));
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_SRQ, SRQ_ID, 0, 0, 0, 0, 0));
+    CHECK_EQ(vmock.live_srq, 0);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_SRQ, srq_arg0, PD, SRQ_RING, SRQ_SHADOW, 0x5e0, 0));
+    CHECK_EQ(vmock.live_srq, 1);
+    reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    CHECK_EQ(vmock.live_srq, 0);
     qrdma_core_fini(&SA->core);
 }
 
@@ -271,6 +387,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_end_to_end),
     UNIT_TEST(test_host_enomem),
     UNIT_TEST(test_features),
+    UNIT_TEST(test_srq),
 };
 
 int main(void)

@@ -9,7 +9,9 @@
  * REG_MR. Checked byte for byte in the other side's guest RAM: a WRITE,
  * a READ, a SEND with immediate (and its receive CQE), a FETCH_ADD and a
  * CMP_SWP, and a WRITE with a bad rkey completing in error; then UD: a
- * SEND with immediate through a host AH, GRH and source QPN checked.
+ * SEND with immediate through a host AH, GRH and source QPN checked;
+ * then an SRQ: three SENDs received from B's SRQ byte for byte, and its
+ * limit event.
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -304,11 +306,125 @@ static void test_ud_over_host_nic(void)
     CHECK_EQ(e.opcode, QRDMA_BE_WC_SEND);
 }
 
+/* Run both data paths until side s's AEQ has the event (code, id); false after 20 s. */
+static bool wait_aeqe(struct side *s, uint16_t code, uint32_t id, uint8_t source, uint64_t ctx)
+{
+    struct timespec t0, t;
+    struct aeqe ae;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        qrdma_core_run(&SA->core, QRDMA_WORK_DP);
+        qrdma_core_run(&SB->core, QRDMA_WORK_DP);
+        while (poll_aeq(s, &ae)) {
+            if (ae.code == code && ae.id == id && ae.source == source && ae.ctx == ctx) {
+                return true;
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) {
+            fprintf(stderr, "  no AEQE 0x%x for %u on side %d in 20 s\n", code, id, s->idx);
+            return false;
+        }
+        usleep(10000);
+    }
+}
+
+/*
+ * An SRQ on the host NIC (the same two cores): B's RC QP receives from
+ * B's SRQ, whose WQEs the guest posts without a doorbell and the verbs
+ * backend moves onto a host SRQ; A sends three messages of their own
+ * bytes; each lands byte for byte at the SRQ WQE the CQE names (SRQ
+ * flag, index); the host's limit event comes back as AEQE SRQ_LIMIT; a
+ * WQE posted after traffic started is found without a doorbell.
+ */
+static void test_srq_over_host_nic(void)
+{
+    const uint32_t srq_id = 1, qa = 5, qb = 5;
+    struct qp_spec sb = rc_spec;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint32_t qpn_a, qpn_b;
+    struct cqe e;
+    unsigned i, k;
+
+    /* SRQ 1 of B: 4 WQEs of 32 bytes, no limit yet. */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_CREATE_SRQ,
+               srq_id | 2ull << QRDMA_SRQ_ARG0_SIZE_SHIFT | 5ull << QRDMA_SRQ_ARG0_WQE_SHIFT,
+               PD, SRQ_RING, SRQ_SHADOW, 0x5e0, 0));
+    SB->srq_log2 = 2;
+    SB->srq_stride_log2 = 5;
+    SB->srq_posted = 0;
+    sb.flags = QRDMA_QP_CREATE_SRQ;
+    sb.srq = srq_id;
+    create_qp(SA, qa, &rc_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, qb, &sb);
+    qpn_b = (uint32_t)last_retval;
+    printf("SRQ: QP ID %u: host QPN 0x%x on A, 0x%x on B (on SRQ %u)\n", qa, qpn_a, qpn_b,
+           srq_id);
+    rc_to_rts(SA, qa, SB, qpn_b, 7);
+    rc_to_rts(SB, qb, SA, qpn_a, 7);
+    memset(b + 0xc0000, 0xee, 0x4000);
+    for (k = 0; k < 3; k++) {
+        const struct sge sge = { 0xc0000 + 0x1000 * k, 1024, 0 };
+        uint32_t n = SB->srq_posted++;
+
+        write_rq_wqe(SB, SRQ_RING + ((uint64_t)(n & 3) << 5), !((n >> 2) & 1), 1, &sge, 0);
+    }
+    w64(SB, SRQ_SHADOW, SB->srq_posted);
+    /* Arm the limit at 2 of the 3: the host counts what it holds (MODIFY takes them first). */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_MODIFY_SRQ, srq_id, 2ull << QRDMA_SRQ_ARG1_LIMIT_SHIFT, 0, 0, 0,
+               0));
+    no_errors(SB);
+
+    for (k = 0; k < 3; k++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1,
+                         .sge = { { 0xd000 + 0x400 * k, 600 + 100 * k, 0 } } };
+
+        for (i = 0; i < 600 + 100 * k; i++) {
+            a[0xd000 + 0x400 * k + i] = (uint8_t)(i * 13 + k * 101 + 1);
+        }
+        if (k == 2) {
+            /* Posted after traffic started, still without a doorbell. */
+            const struct sge sge = { 0xc3000, 1024, 0 };
+            uint32_t n = SB->srq_posted++;
+
+            write_rq_wqe(SB, SRQ_RING + ((uint64_t)(n & 3) << 5), !((n >> 2) & 1), 1, &sge, 0);
+            w64(SB, SRQ_SHADOW, SB->srq_posted);
+        }
+        post_send(SA, qa, &w);
+        ring_sq(SA, qa);
+        CHECK(wait_cqe(SB, 2, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        CHECK_EQ(e.qp, qb);
+        CHECK(e.flags & QRDMA_CQE_FLAG_SRQ);
+        CHECK_EQ(e.wqe_index, k);
+        CHECK_EQ(e.byte_len, 600 + 100 * k);
+        CHECK(!memcmp(b + 0xc0000 + 0x1000 * e.wqe_index, a + 0xd000 + 0x400 * k,
+                      600 + 100 * k));
+        CHECK_EQ(b[0xc0000 + 0x1000 * e.wqe_index + 600 + 100 * k], 0xee);
+        printf("SRQ receive %u: WQE %u, %u bytes, checked\n", k, e.wqe_index, e.byte_len);
+        CHECK(wait_cqe(SA, 1, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        if (k == 1) {
+            /* 3 held, 2 taken: 1 below the limit 2. */
+            CHECK(wait_aeqe(SB, QRDMA_AE_SRQ_LIMIT, srq_id, QRDMA_AE_SRC_SRQ, 0x5e0));
+            CHECK_EQ(SB->core.obj.srq[srq_id].limit, 0);
+            printf("SRQ limit event: AEQE SRQ_LIMIT\n");
+        }
+    }
+    no_errors(SA);
+    no_errors(SB);
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_QP, qb, 0, 0, 0, 0, 0));
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_SRQ, srq_id, 0, 0, 0, 0, 0));
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_rc_over_host_nic),
         UNIT_TEST(test_ud_over_host_nic),
+        UNIT_TEST(test_srq_over_host_nic),
     };
     int ret;
 
