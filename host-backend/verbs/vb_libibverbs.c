@@ -62,6 +62,16 @@ static int lib_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
     return ibv_post_srq_recv(srq, wr, bad);
 }
 
+static struct ibv_mw *lib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    return ibv_alloc_mw(pd, type);
+}
+
+static int lib_dealloc_mw(struct ibv_mw *mw)
+{
+    return ibv_dealloc_mw(mw);
+}
+
 const struct qrdma_vb_verbs qrdma_vb_libibverbs = {
     .open_device = lib_open_device,
     .close_device = ibv_close_device,
@@ -88,6 +98,8 @@ const struct qrdma_vb_verbs qrdma_vb_libibverbs = {
     .post_srq_recv = lib_post_srq_recv,
     .reg_mr_iova2 = ibv_reg_mr_iova2,
     .dereg_mr = ibv_dereg_mr,
+    .alloc_mw = lib_alloc_mw,
+    .dealloc_mw = lib_dealloc_mw,
     .create_ah = ibv_create_ah,
     .destroy_ah = ibv_destroy_ah,
     .get_async_event = ibv_get_async_event,

@@ -47,6 +47,8 @@ struct qrdma_vb_verbs {
     struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
                                    unsigned int access);
     int (*dereg_mr)(struct ibv_mr *mr);
+    struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+    int (*dealloc_mw)(struct ibv_mw *mw);
 
     struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
     int (*destroy_ah)(struct ibv_ah *ah);

@@ -19,6 +19,11 @@
  *   guest's ring whenever it has room (the guest rings no doorbell for an
  *   SRQ, so poll looks again every VB_SRQ_POLL_NS while one has room);
  *   the host SRQ's limit is the guest's;
+ * - per guest fast-register MR (ALLOC_STAG): a host type 2 memory window;
+ *   FAST_REG binds it (IBV_WR_BIND_MW, in SQ order) to the PD's whole-RAM
+ *   host MR when the pages are guest-physically contiguous at iova =
+ *   guest-physical address, with the guest's key byte; LOCAL_INV and a
+ *   peer's SEND_WITH_INV invalidate it;
  * - a small cache of host AHs for UD sends.
  *
  * Identifiers: the host QPN and the host rkey are the wire identifiers
@@ -75,6 +80,7 @@ SAME(QRDMA_BE_WR_RDMA_READ, IBV_WR_RDMA_READ);
 SAME(QRDMA_BE_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
 SAME(QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
 SAME(QRDMA_BE_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(QRDMA_BE_WR_LOCAL_INV, IBV_WR_LOCAL_INV);
 SAME(QRDMA_BE_SEND_FENCE, IBV_SEND_FENCE);
 SAME(QRDMA_BE_SEND_SIGNALED, IBV_SEND_SIGNALED);
 SAME(QRDMA_BE_SEND_SOLICITED, IBV_SEND_SOLICITED);
@@ -131,7 +137,8 @@ SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 
 struct vb_pd {
     struct ibv_pd *pd;
-    struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];  /* iova = gpa, made for a DMA MR */
+    /* iova = gpa, made for a DMA MR or a window to bind to (MW_BIND); never remote */
+    struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];
 };
 
 /* One send WR the host holds: what its completion needs. */
@@ -170,9 +177,11 @@ struct qrdma_be_qp {
 struct vb_mr {
     bool live;
     uint32_t stag, pd, type;
-    struct ibv_mr *mr;          /* NULL for a DMA MR: vb_pd.dma */
+    struct ibv_mr *mr;          /* NULL for a DMA MR (vb_pd.dma) and a fast-register MR */
     void *alias;                /* the alias mapping, or NULL */
     size_t alias_len;
+    struct ibv_mw *mw;          /* a fast-register MR's host window */
+    uint32_t wire_rkey;         /* its rkey now: the host window's index, the guest's key byte */
 };
 
 struct vb_ah {
@@ -413,6 +422,9 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
 
 static void mr_release(struct qrdma_be *be, struct vb_mr *m)
 {
+    if (m->mw) {
+        be->v->dealloc_mw(m->mw);       /* unbinds it: before the RAM MR it may be bound to */
+    }
     if (m->mr) {
         be->v->dereg_mr(m->mr);
     }
@@ -461,7 +473,13 @@ static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
         if (p->dma[i]) {
             continue;
         }
-        p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa, IBV_ACCESS_LOCAL_WRITE);
+        /*
+         * Local access only: a peer reaches this memory through a window
+         * bound to it (MW_BIND), never through this MR's own rkey.
+         * LOCAL_WRITE lets a window grant remote write (IBTA 10.6.7.2.1).
+         */
+        p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa,
+                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
         if (!p->dma[i]) {
             return host_res_err();
         }
@@ -530,13 +548,48 @@ install:
 }
 
 /*
- * Fast-register MRs need host memory windows bound in SQ order (or a
- * registration per FAST_REG); neither is built yet, so ALLOC_STAG fails
- * and the guest driver's alloc_mr with it.
+ * ALLOC_STAG: a host type 2 memory window, unbound (its rkey works for
+ * nothing until a FAST_REG binds it). The wire rkey is the window's with
+ * the STag's key byte in bits 7:0, as the contract wants: a type 2
+ * window's key byte is the consumer's to choose at each bind, so a
+ * FAST_REG that changes the guest's key byte changes the host's alike.
+ * The PD's whole-RAM MRs, which windows bind to, are made now, so a bind
+ * never has to register memory in the data path.
  */
 static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
 {
-    return -EOPNOTSUPP;
+    struct vb_mr *slot = mr_slot(be, mr->stag, true);
+    struct vb_pd *p;
+    struct ibv_mw *mw;
+    int ret;
+
+    if (!slot) {
+        return -ENOMEM;
+    }
+    p = pd_get(be, mr->pd);
+    if (!p) {
+        return host_res_err();
+    }
+    ret = dma_mrs(be, p);
+    if (ret) {
+        return ret;
+    }
+    mw = be->v->alloc_mw(p->pd, IBV_MW_TYPE_2);
+    if (!mw) {
+        return host_res_err();
+    }
+    if (slot->live) {
+        mr_release(be, slot);
+    }
+    memset(slot, 0, sizeof(*slot));
+    slot->live = true;
+    slot->stag = mr->stag;
+    slot->pd = mr->pd;
+    slot->type = mr->type;
+    slot->mw = mw;
+    slot->wire_rkey = (mw->rkey & ~0xffu) | (mr->stag & 0xffu);
+    *rkey = slot->wire_rkey;
+    return 0;
 }
 
 static void vb_mr_deregister(struct qrdma_be *be, uint32_t stag)
@@ -560,7 +613,12 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_s
     struct vb_mr *m = mr_slot(be, s->lkey, false);
     uint64_t addr = s->addr, left = s->length;
 
-    if (!m || !m->live || m->stag != s->lkey || m->pd != pd) {
+    /*
+     * A fast-register MR's lkey in a local SGE is not carried: its window
+     * serves peers only (NVMe over RDMA and rdma_rw use the PD's DMA lkey
+     * locally).
+     */
+    if (!m || !m->live || m->stag != s->lkey || m->pd != pd || m->type == QRDMA_BE_MR_FAST_REG) {
         return -EACCES;
     }
     if (m->type != QRDMA_BE_MR_DMA) {
@@ -916,8 +974,105 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
         return QRDMA_BE_WC_COMP_SWAP;
     case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
         return QRDMA_BE_WC_FETCH_ADD;
+    case QRDMA_BE_WR_FAST_REG:
+        return QRDMA_BE_WC_FAST_REG;    /* the host says BIND_MW */
+    case QRDMA_BE_WR_LOCAL_INV:
+        return QRDMA_BE_WC_LOCAL_INV;
     default:
         return QRDMA_BE_WC_SEND;
+    }
+}
+
+/* The fast-register MR of QP q's PD that stag names (index, and key byte if exact). */
+static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag, bool exact)
+{
+    struct vb_mr *m = mr_slot(be, stag, false);
+
+    if (!m || !m->live || m->type != QRDMA_BE_MR_FAST_REG || m->pd != q->pd ||
+        (exact && m->stag != stag)) {
+        return NULL;
+    }
+    return m;
+}
+
+/*
+ * A FAST_REG WR as a host bind of the MR's window, in SQ order. The core
+ * takes the new translation first (its table is the truth; the guest's
+ * QUERY_STAG and later walks see it); its guest-physical pieces must be
+ * one run at iova = guest-physical address inside one RAM range, which
+ * the window then covers on the PD's whole-RAM MR of that range. That is
+ * what a guest kernel's ib_map_mr_sg gives for physically contiguous
+ * pages (a DMA address is the guest-physical one without a vIOMMU);
+ * scattered pages would need a host MR per registration and are refused
+ * (-EINVAL: LOC_QP_OP_ERR).
+ */
+static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
+                            const struct qrdma_be_fast_reg *fr, struct ibv_send_wr *hw)
+{
+    struct vb_mr *m = fr_mr(be, q, fr->stag, false);
+    struct vb_pieces pieces = { 0 };
+    const struct qrdma_be_verbs_ram *r = NULL;
+    int ret;
+
+    if (!m || !fr->length) {
+        return -EINVAL;
+    }
+    ret = be->cbs.fast_reg(be->opaque, q->pd, fr);
+    if (!ret) {
+        ret = be->cbs.mr_gpa_walk(be->opaque, q->pd, fr->stag, fr->iova, fr->length, piece_add,
+                                  &pieces);
+    }
+    if (!ret && (pieces.n != 1 || pieces.gpa[0] != fr->iova ||
+                 !(r = ram_of(be, pieces.gpa[0], pieces.len[0])))) {
+        ret = -EINVAL;
+    }
+    free(pieces.gpa);
+    free(pieces.len);
+    if (ret) {
+        return -EINVAL;
+    }
+    m->stag = fr->stag;
+    m->wire_rkey = (m->wire_rkey & ~0xffu) | (fr->stag & 0xffu);
+    hw->opcode = IBV_WR_BIND_MW;
+    hw->bind_mw.mw = m->mw;
+    hw->bind_mw.rkey = m->wire_rkey;
+    hw->bind_mw.bind_info.mr = be->pds[q->pd]->dma[r - be->cfg.ram];
+    hw->bind_mw.bind_info.addr = fr->iova;
+    hw->bind_mw.bind_info.length = fr->length;
+    hw->bind_mw.bind_info.mw_access_flags =
+        fr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+    return 0;
+}
+
+/* A LOCAL_INV WR (the guest names its STag) as the host's, by the window's wire rkey. */
+static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag,
+                             struct ibv_send_wr *hw)
+{
+    struct vb_mr *m = fr_mr(be, q, stag, true);
+
+    if (!m || be->cbs.invalidate(be->opaque, q->pd, q->qp_id, stag)) {
+        return -EINVAL;
+    }
+    hw->opcode = IBV_WR_LOCAL_INV;
+    hw->invalidate_rkey = m->wire_rkey;
+    return 0;
+}
+
+/*
+ * A peer's SEND_WITH_INV invalidated one of our windows on the host (by
+ * its wire rkey): the core's table follows, by STag.
+ */
+static void remote_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t rkey)
+{
+    uint32_t i;
+
+    for (i = 0; i < be->nmrs; i++) {
+        struct vb_mr *m = &be->mrs[i];
+
+        if (m->live && m->mw && m->pd == q->pd && m->wire_rkey == rkey) {
+            be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
+            return;
+        }
     }
 }
 
@@ -938,9 +1093,11 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     case QRDMA_BE_WR_ATOMIC_CMP_AND_SWP:
     case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
     case QRDMA_BE_WR_SEND_WITH_INV:
+    case QRDMA_BE_WR_FAST_REG:
+    case QRDMA_BE_WR_LOCAL_INV:
         break;
     default:
-        return -EOPNOTSUPP;     /* FAST_REG, LOCAL_INV: no fast-register MRs yet */
+        return -EOPNOTSUPP;     /* BIND_MW: no guest windows (CARRIES_MW clear) */
     }
     if (q->sq_tail - q->sq_head >= q->sq_size) {
         q->sq_refused = true;
@@ -951,6 +1108,16 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     hw.opcode = (enum ibv_wr_opcode)wr->opcode;
     hw.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
                                       IBV_SEND_INLINE);
+    if (wr->opcode == QRDMA_BE_WR_FAST_REG || wr->opcode == QRDMA_BE_WR_LOCAL_INV) {
+        hw.send_flags &= ~(unsigned)(IBV_SEND_INLINE | IBV_SEND_SOLICITED);
+        ret = wr->opcode == QRDMA_BE_WR_FAST_REG
+              ? fast_reg_to_host(be, q, &wr->fast_reg, &hw)
+              : local_inv_to_host(be, q, wr->invalidate_stag, &hw);
+        if (ret) {
+            return ret;
+        }
+        goto post;
+    }
     if (wr->send_flags & QRDMA_BE_SEND_INLINE) {
         /* The host copies inline data at post time; the core's buffer lives that long. */
         sge[n++] = (struct ibv_sge){ .addr = (uintptr_t)wr->inline_data,
@@ -1000,6 +1167,7 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
         hw.wr.ud.remote_qpn = wr->ud.remote_qpn;
         hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u) ? q->qkey : wr->ud.remote_qkey;
     }
+post:
     ret = rc_err(be->v->post_send(q->qp, &hw, &bad));
     if (ret == -ENOMEM && q->sq_tail != q->sq_head) {
         /* The host's queue is full after all: a completion will free a slot. */
@@ -1224,6 +1392,9 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
             wc.imm_data = hw->imm_data;
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
             wc.invalidated_stag = hw->invalidated_rkey;
+            if (hw->status == IBV_WC_SUCCESS) {
+                remote_invalidated(be, q, hw->invalidated_rkey);
+            }
         }
         if (q->srq) {
             if (q->srq->posted) {
@@ -1242,7 +1413,8 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
 
             q->sq_head++;
             if (e->wr_id == hw->wr_id) {
-                wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode : e->wc_opcode;
+                /* The WR's own: verbs leaves it undefined on errors, and a FAST_REG ran as a bind. */
+                wc.opcode = e->wc_opcode;
                 break;
             }
         }
@@ -1549,8 +1721,8 @@ fail:
 
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
-    /* No fast-register MRs or windows yet, no transport counters (docs/backends.md). */
-    .carries = QRDMA_BE_CARRIES_SRQ,
+    /* No guest memory windows yet, no transport counters (docs/backends.md). */
+    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG,
     .create = vb_create,
     .reset = vb_reset,
     .destroy = vb_destroy,

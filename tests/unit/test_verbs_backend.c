@@ -83,6 +83,12 @@ static struct core {
     struct qrdma_be_recv_wr recv[8];
     unsigned nrecv, recv_next;
     int recv_err;
+    /* fast_reg and invalidate calls */
+    struct qrdma_be_fast_reg fr[4];
+    unsigned nfr;
+    int fr_ret;
+    uint32_t inv_stag[4], inv_qp[4];
+    unsigned ninv;
     /* get_srq_recv hands these out (for SRQ srq_recv_id), then -ENOENT */
     struct qrdma_be_recv_wr srq_recv[8];
     unsigned nsrq_recv, srq_recv_next;
@@ -126,6 +132,27 @@ static int cb_get_recv(void *opaque, uint32_t qp_id, struct qrdma_be_recv_wr *ou
         return -ENOENT;
     }
     *out = core.recv[core.recv_next++];
+    return 0;
+}
+
+static int cb_fast_reg(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg *fr)
+{
+    CHECK_EQ(pd, PD);
+    if (core.nfr < 4) {
+        core.fr[core.nfr] = *fr;
+    }
+    core.nfr++;
+    return core.fr_ret;
+}
+
+static int cb_invalidate(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag)
+{
+    CHECK_EQ(pd, PD);
+    if (core.ninv < 4) {
+        core.inv_stag[core.ninv] = stag;
+        core.inv_qp[core.ninv] = qp_id;
+    }
+    core.ninv++;
     return 0;
 }
 
@@ -194,6 +221,8 @@ static const struct qrdma_be_callbacks cbs = {
     .mr_gpa_walk = cb_mr_gpa_walk,
     .get_recv = cb_get_recv,
     .get_srq_recv = cb_get_srq_recv,
+    .fast_reg = cb_fast_reg,
+    .invalidate = cb_invalidate,
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
@@ -717,11 +746,16 @@ static void test_post_send(void)
         CHECK_EQ(h->send[2].num_sge, 1);
         CHECK(!memcmp(h->inline_copy[2], data, sizeof(data)));
     }
-    /* Fast-register and local invalidate are not built: refused. */
+    /* Guest windows are not carried; FAST_REG and LOCAL_INV of an MR the backend lacks fail. */
+    wr.opcode = QRDMA_BE_WR_BIND_MW;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
     wr.opcode = QRDMA_BE_WR_FAST_REG;
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    wr.fast_reg.stag = 0x3300 | 0x11;
+    wr.fast_reg.length = 0x1000;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
     wr.opcode = QRDMA_BE_WR_LOCAL_INV;
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    wr.invalidate_stag = 0x3300 | 0x11;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
     ops->destroy(be);
 }
 
@@ -1193,6 +1227,159 @@ static void test_srq(void)
     CHECK_EQ(vmock.live_ctx, 0);
 }
 
+/*
+ * Fast-register MRs on host type 2 windows: ALLOC_STAG allocates one and
+ * hands out its rkey with the STag's key byte (the PD's whole-RAM MRs,
+ * local and bindable, made then); a FAST_REG WR tells the core first,
+ * then becomes a host BIND_MW of that window on the RAM MR at the
+ * guest's iova with the new key byte and the remote rights, completing
+ * as FAST_REG; LOCAL_INV by STag becomes the host's by wire rkey; a
+ * peer's SEND_WITH_INV reaches the core's table by STag; pages that are
+ * not one run at iova = guest-physical, a wrong key byte, the MR's lkey
+ * in an SGE, and host ENOMEM are refused; DEALLOC frees the window.
+ */
+static void test_fast_reg(void)
+{
+    const uint32_t fr_stag = 9u << 8 | 0x42, fr_new = 9u << 8 | 0x43;
+    const uint64_t fr_iova = RAM0_GPA + 0x20000;
+    struct qrdma_be_mr mr = { .stag = fr_stag, .pd = PD, .type = QRDMA_BE_MR_FAST_REG,
+                              .access = QRDMA_BE_ACCESS_LOCAL_WRITE, .max_pages = 4 };
+    struct qrdma_be_send_wr wr;
+    struct qrdma_be_qp *qp;
+    struct ibv_mw *mw;
+    struct vm_qp *h;
+    struct ibv_wc wc;
+    struct qrdma_be *be;
+    uint32_t qpn, rkey = 0, base;
+    unsigned i;
+
+    fresh();
+    be = make();
+    CHECK(be != NULL);
+    CHECK(ops->carries & QRDMA_BE_CARRIES_FAST_REG);
+    CHECK(!(ops->carries & QRDMA_BE_CARRIES_MW));
+    qp = make_qp(be, &rc_init, &qpn);
+    h = verbs_mock_qp(qpn);
+    if (!qp || !h) {
+        CHECK(!"no QP");
+        return;
+    }
+
+    vmock.fail_alloc_mw = ENOMEM;
+    CHECK_EQ(ops->mr_alloc_stag(be, &mr, &rkey), -ENOMEM);
+    CHECK_EQ(vmock.live_mw, 0);
+    CHECK_EQ(ops->mr_alloc_stag(be, &mr, &rkey), 0);
+    CHECK_EQ(vmock.live_mw, 1);
+    mw = vmock.mws[vmock.nmws - 1];
+    base = mw->rkey & ~0xffu;
+    CHECK_EQ(rkey, base | 0x42);
+    /* The PD's whole-RAM MRs: bindable, never remote. */
+    CHECK_EQ(vmock.live_mr, 2);
+    for (i = 0; i < 2; i++) {
+        CHECK_EQ(vmock.mrs[i]->access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+        CHECK_EQ(vmock.mrs[i]->iova, i ? RAM1_GPA : RAM0_GPA);
+    }
+
+    /* FAST_REG with a new key byte: the core first, then a host bind. */
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 7;
+    wr.opcode = QRDMA_BE_WR_FAST_REG;
+    wr.send_flags = QRDMA_BE_SEND_SIGNALED;
+    wr.fast_reg = (struct qrdma_be_fast_reg){
+        .stag = fr_new, .access = QRDMA_BE_ACCESS_LOCAL_WRITE | QRDMA_BE_ACCESS_REMOTE_WRITE |
+                                  QRDMA_BE_ACCESS_REMOTE_READ,
+        .iova = fr_iova, .length = 0x3000, .page_log2 = 12, .levels = 1 };
+    one_piece(fr_iova, 0x3000);
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(core.nfr, 1);
+    CHECK_EQ(core.fr[0].stag, fr_new);
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_BIND_MW);
+    CHECK_EQ(h->send[0].send_flags, IBV_SEND_SIGNALED);
+    CHECK(h->send[0].bind_mw.mw == mw);
+    CHECK_EQ(h->send[0].bind_mw.rkey, base | 0x43);
+    CHECK(h->send[0].bind_mw.bind_info.mr == &vmock.mrs[0]->mr);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.addr, fr_iova);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.length, 0x3000);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.mw_access_flags,
+             IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = 7;
+    wc.opcode = IBV_WC_BIND_MW;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_FAST_REG);
+    CHECK_EQ(core.wc[0].status, QRDMA_BE_WC_SUCCESS);
+
+    /* The MR's lkey in a local SGE: not carried, never a made-up host key. */
+    wr.opcode = QRDMA_BE_WR_SEND;
+    wr.num_sge = 1;
+    wr.sg_list[0] = (struct qrdma_be_sge){ fr_iova, 64, fr_new };
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    wr.num_sge = 0;
+
+    /* LOCAL_INV by the old key byte: refused; by the STag now: the host's by wire rkey. */
+    wr.opcode = QRDMA_BE_WR_LOCAL_INV;
+    wr.wr_id = 8;
+    wr.invalidate_stag = fr_stag;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    CHECK_EQ(core.ninv, 0);
+    wr.invalidate_stag = fr_new;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(core.ninv, 1);
+    CHECK_EQ(core.inv_stag[0], fr_new);
+    CHECK_EQ(h->send[1].opcode, IBV_WR_LOCAL_INV);
+    CHECK_EQ(h->send[1].invalidate_rkey, base | 0x43);
+    wc.wr_id = 8;
+    wc.opcode = IBV_WC_LOCAL_INV;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.wc[1].opcode, QRDMA_BE_WC_LOCAL_INV);
+
+    /* Pages that are not one run at iova = guest-physical: refused (no host MR per FAST_REG). */
+    wr.opcode = QRDMA_BE_WR_FAST_REG;
+    wr.fast_reg.stag = fr_stag;
+    one_piece(fr_iova + 0x1000, 0x3000);
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    core.npieces = 2;
+    core.piece_gpa[0] = fr_iova;
+    core.piece_len[0] = 0x1000;
+    core.piece_gpa[1] = fr_iova + 0x3000;
+    core.piece_len[1] = 0x2000;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    /* One the core refuses never reaches the host. */
+    one_piece(fr_iova, 0x3000);
+    core.fr_ret = -EINVAL;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    core.fr_ret = 0;
+    CHECK_EQ(h->nsend, 2);
+    /* Bound again with 0x42: a peer's SEND_WITH_INV of that rkey reaches the core by STag. */
+    wr.wr_id = 9;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(h->send[2].bind_mw.rkey, base | 0x42);
+    wc.wr_id = 0;
+    wc.opcode = IBV_WC_RECV;
+    wc.wc_flags = IBV_WC_WITH_INV;
+    wc.invalidated_rkey = base | 0x42;
+    core.nrecv = 1;
+    core.recv[0] = (struct qrdma_be_recv_wr){ .wr_id = 0 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 2);
+    CHECK_EQ(core.inv_stag[1], fr_stag);
+    CHECK_EQ(core.inv_qp[1], QP_ID);
+    CHECK_EQ(core.wc[core.nwc - 1].invalidated_stag, base | 0x42);
+
+    /* DEALLOC_STAG frees the window, before the RAM MRs go with the PD. */
+    ops->mr_deregister(be, fr_stag);
+    CHECK_EQ(vmock.live_mw, 0);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_mr, 0);
+    CHECK_EQ(vmock.live_ctx, 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_refusals),
     UNIT_TEST(test_qp_create_ids),
@@ -1206,6 +1393,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_async_events),
     UNIT_TEST(test_reset_releases),
     UNIT_TEST(test_srq),
+    UNIT_TEST(test_fast_reg),
 };
 
 int main(void)

@@ -248,9 +248,9 @@ static void test_host_enomem(void)
 }
 
 /*
- * CAP_FEATURES over the verbs backend: what it carries (SRQs), not the
- * sw backend's list, so the driver never offers fast-register MRs,
- * windows or the transport's counters that the backend would refuse.
+ * CAP_FEATURES over the verbs backend: what it carries (SRQs,
+ * fast-register MRs), not the sw backend's list, so the driver never
+ * offers windows or the transport's counters that the backend would refuse.
  */
 static void test_features(void)
 {
@@ -262,8 +262,9 @@ static void test_features(void)
                   QRDMA_FEATURE_WIRE_IDS),
              QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC | QRDMA_FEATURE_ATOMIC |
              QRDMA_FEATURE_WIRE_IDS);
-    CHECK_EQ(f & QRDMA_FEATURE_SRQ, QRDMA_FEATURE_SRQ);
-    CHECK_EQ(f & (QRDMA_FEATURE_FAST_REG | QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS), 0);
+    CHECK_EQ(f & (QRDMA_FEATURE_SRQ | QRDMA_FEATURE_FAST_REG),
+             QRDMA_FEATURE_SRQ | QRDMA_FEATURE_FAST_REG);
+    CHECK_EQ(f & (QRDMA_FEATURE_MW | QRDMA_FEATURE_STATS), 0);
     qrdma_core_fini(&SA->core);
 }
 
@@ -383,11 +384,140 @@ static void test_srq(void)
     qrdma_core_fini(&SA->core);
 }
 
+#define FR_INDEX    2
+#define FR_FIRST    8               /* the MR's reserved PBLEs */
+
+static uint64_t pble_addr(struct side *s, uint32_t i)
+{
+    return HMC_RAM + r64(s, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * i;
+}
+
+/* A FAST_REG WQE (one-level list at `first`, 4 KB pages); returns its index. */
+static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32_t access,
+                              uint64_t iova, uint64_t len, uint64_t first, uint64_t fbo)
+{
+    uint32_t n = s->qp[qp].sq_posted++;
+    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
+    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
+    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+
+    memset(mem(s, a), 0, 56);
+    w64(s, a + 0, iova);
+    w64(s, a + 16, len);
+    w64(s, a + 24, first);
+    w64(s, a + 32, stag | (uint64_t)access << QRDMA_SQ_FR_ACCESS_SHIFT |
+                   12ull << QRDMA_SQ_FR_PAGE_SHIFT | 1ull << QRDMA_SQ_FR_LEVELS_SHIFT);
+    w64(s, a + 48, fbo);
+    w64(s, a + 56, QRDMA_SQ_OP_FAST_REG | QRDMA_SQ_HDR_SIGNALED |
+                   (valid ? QRDMA_SQ_HDR_VALID : 0));
+    return index;
+}
+
+/*
+ * Fast registration through the device core on the verbs backend:
+ * ALLOC_STAG returns the host window's rkey with the STag's key byte; a
+ * FAST_REG WQE over guest-physically contiguous pages at iova = their
+ * address updates the core's MR (QUERY_STAG) and becomes a host bind of
+ * the window with the new key byte, completing as a FAST_REG CQE;
+ * LOCAL_INV by STag becomes the host's by the wire rkey and frees the
+ * core's MR; a FAST_REG over scattered pages completes in error; a
+ * DEALLOC_STAG frees the host window.
+ */
+static void test_fast_reg(void)
+{
+    const uint32_t fr_stag = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x20;
+    const uint32_t fr_new = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x21;
+    const uint64_t fr_iova = DATA + 0xc1000;
+    struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = fr_new };
+    uint32_t qpn, rkey, base;
+    struct ibv_mw *mw;
+    struct vm_qp *h;
+    struct ibv_wc wc;
+    struct cqe e;
+    uint8_t ctx[64];
+
+    verbs_setup();
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_ALLOC_STAG, fr_stag,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0,
+               FR_FIRST, 0));
+    rkey = (uint32_t)last_retval;
+    CHECK_EQ(vmock.live_mw, 1);
+    mw = vmock.mws[0];
+    base = mw->rkey & ~0xffu;
+    CHECK_EQ(rkey, base | 0x20);
+    w64(SA, pble_addr(SA, FR_FIRST + 0), fr_iova);
+    w64(SA, pble_addr(SA, FR_FIRST + 1), fr_iova + 0x1000);
+
+    create_qp(SA, QPN, &rc_spec);
+    qpn = (uint32_t)last_retval;
+    h = verbs_mock_qp(qpn);
+    if (!h) {
+        CHECK(!"no host QP");
+        return;
+    }
+    rc_to_rts(SA, QPN, SB, 0x5a5a5, 7);
+
+    post_fast_reg(SA, QPN, fr_new, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE,
+                  fr_iova, 8192, FR_FIRST, 0);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_BIND_MW);
+    CHECK(h->send[0].bind_mw.mw == mw);
+    CHECK_EQ(h->send[0].bind_mw.rkey, base | 0x21);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.addr, fr_iova);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.length, 8192);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_WRITE);
+    CHECK(h->send[0].bind_mw.bind_info.mr->addr == SA->ram);    /* the whole-RAM MR */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_QUERY_STAG, fr_new, INFO, 0, 0, 0, 0));
+    memcpy(ctx, mem(SA, INFO), 64);
+    CHECK_EQ(ctx[0] & 3, QRDMA_MR_STATE_VALID);
+    CHECK_EQ(ctx[1], 0x21);
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = h->send[0].wr_id;
+    wc.opcode = IBV_WC_BIND_MW;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    run_dp();
+    EXPECT_CQE(SA, 1, QPN, 0, QRDMA_BE_WC_FAST_REG, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+
+    /* LOCAL_INV by the STag: the host's by the wire rkey; the core's MR is free again. */
+    CHECK_EQ(post_send(SA, QPN, &inv), 1);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(h->nsend, 2);
+    CHECK_EQ(h->send[1].opcode, IBV_WR_LOCAL_INV);
+    CHECK_EQ(h->send[1].invalidate_rkey, base | 0x21);
+    CHECK_EQ(SA->core.obj.mr[FR_INDEX].state, QRDMA_MR_STATE_FREE);
+    wc.wr_id = h->send[1].wr_id;
+    wc.opcode = IBV_WC_LOCAL_INV;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    run_dp();
+    EXPECT_CQE(SA, 1, QPN, 1, QRDMA_BE_WC_LOCAL_INV, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    no_errors(SA);
+
+    /* Scattered pages: not carried; the WQE completes in error, nothing reaches the host. */
+    w64(SA, pble_addr(SA, FR_FIRST + 1), fr_iova + 0x3000);
+    post_fast_reg(SA, QPN, fr_stag, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE,
+                  fr_iova, 8192, FR_FIRST, 0);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(h->nsend, 2);
+    CHECK(poll_cq(SA, 1, &e));
+    CHECK_EQ(e.wqe_index, 2);
+    CHECK(e.status != QRDMA_BE_WC_SUCCESS);
+
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, fr_stag, 0, 0, 0, 0, 0));
+    CHECK_EQ(vmock.live_mw, 0);
+    qrdma_core_fini(&SA->core);
+    CHECK_EQ(vmock.live_mr, 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_end_to_end),
     UNIT_TEST(test_host_enomem),
     UNIT_TEST(test_features),
     UNIT_TEST(test_srq),
+    UNIT_TEST(test_fast_reg),
 };
 
 int main(void)

@@ -60,6 +60,9 @@ void verbs_mock_reset(void)
     for (i = 0; i < vmock.nsrqs; i++) {
         free(vmock.srqs[i]);
     }
+    for (i = 0; i < vmock.nmws; i++) {
+        free(vmock.mws[i]);
+    }
     memset(&vmock, 0, sizeof(vmock));
     vmock.name = "mock0";
     vmock.port_state = IBV_PORT_ACTIVE;
@@ -421,6 +424,31 @@ static int m_dereg_mr(struct ibv_mr *mr)
     return 0;
 }
 
+static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    struct ibv_mw *mw;
+
+    if (failing(&vmock.fail_alloc_mw) || vmock.nmws == VM_MAX_OBJ) {
+        return NULL;
+    }
+    mw = calloc(1, sizeof(*mw));
+    mw->context = pd->context;
+    mw->pd = pd;
+    mw->type = type;
+    /* A key byte of the host's own, which the backend must replace with the guest's. */
+    mw->rkey = (vmock.next_key++ << 8) | 0xc3;
+    vmock.mws[vmock.nmws++] = mw;
+    vmock.live_mw++;
+    return mw;
+}
+
+static int m_dealloc_mw(struct ibv_mw *mw)
+{
+    mw->context = NULL;
+    vmock.live_mw--;
+    return 0;
+}
+
 struct vm_mr *verbs_mock_last_mr(void)
 {
     return vmock.nmrs ? vmock.mrs[vmock.nmrs - 1] : NULL;
@@ -529,6 +557,8 @@ const struct qrdma_vb_verbs verbs_mock_table = {
     .post_srq_recv = m_post_srq_recv,
     .reg_mr_iova2 = m_reg_mr_iova2,
     .dereg_mr = m_dereg_mr,
+    .alloc_mw = m_alloc_mw,
+    .dealloc_mw = m_dealloc_mw,
     .create_ah = m_create_ah,
     .destroy_ah = m_destroy_ah,
     .get_async_event = m_get_async_event,

@@ -11,7 +11,8 @@
  * CMP_SWP, and a WRITE with a bad rkey completing in error; then UD: a
  * SEND with immediate through a host AH, GRH and source QPN checked;
  * then an SRQ: three SENDs received from B's SRQ byte for byte, and its
- * limit event.
+ * limit event; then fast registration: a WRITE through a fast-registered
+ * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV.
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -419,12 +420,145 @@ static void test_srq_over_host_nic(void)
     CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_SRQ, srq_id, 0, 0, 0, 0, 0));
 }
 
+/* A FAST_REG WQE on side s's QP (one-level list at `first`, 4 KB pages); no doorbell. */
+static void post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32_t access,
+                          uint64_t iova, uint64_t len, uint64_t first)
+{
+    uint32_t n = s->qp[qp].sq_posted++;
+    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
+    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
+    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+
+    memset(mem(s, a), 0, 56);
+    w64(s, a + 0, iova);
+    w64(s, a + 16, len);
+    w64(s, a + 24, first);
+    w64(s, a + 32, stag | (uint64_t)access << QRDMA_SQ_FR_ACCESS_SHIFT |
+                   12ull << QRDMA_SQ_FR_PAGE_SHIFT | 1ull << QRDMA_SQ_FR_LEVELS_SHIFT);
+    w64(s, a + 48, 0);
+    w64(s, a + 56, QRDMA_SQ_OP_FAST_REG | QRDMA_SQ_HDR_SIGNALED |
+                   (valid ? QRDMA_SQ_HDR_VALID : 0));
+}
+
+/* A WRITE of len bytes from A's data area at a_off to B's guest-physical gpa through rkey; its CQE status. */
+static unsigned write_to(uint32_t qa, uint64_t a_off, uint64_t gpa, uint32_t rkey, uint32_t len)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = gpa - IOVA, .rkey = rkey,
+                     .nsge = 1, .sge = { { a_off, len, 0 } } };
+    struct cqe e;
+
+    post_send(SA, qa, &w);
+    ring_sq(SA, qa);
+    if (!wait_cqe(SA, 1, &e)) {
+        return ~0u;
+    }
+    CHECK_EQ(e.qp, qa);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RDMA_WRITE);
+    return e.status;
+}
+
+/*
+ * Fast registration on the host NIC (the same two cores, fresh QPs): B
+ * allocates a fast-register MR (a host type 2 window), registers two
+ * contiguous pages at iova = their guest-physical address with a new key
+ * byte by a FAST_REG WQE on its QP; A WRITEs 8 KB through that rkey,
+ * checked byte for byte in B's RAM; after B's LOCAL_INV the same WRITE
+ * fails with REM_ACCESS_ERR. Again on a second QP pair with another key
+ * byte, ended by A's SEND_WITH_INV: B's CQE says WITH_INV with the rkey,
+ * B's MR is free in the core, and the next WRITE fails with REM_ACCESS_ERR.
+ */
+static void test_fast_reg_over_host_nic(void)
+{
+    const uint32_t fr_index = 4, first = 8;
+    const uint64_t fr_gpa = DATA + 0xe0000;
+    const uint32_t rights = QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                            QRDMA_ACCESS_REMOTE_READ;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint32_t rkey, wire, qpn[2][2];
+    unsigned i, round, status;
+    struct cqe e;
+
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_ALLOC_STAG, fr_index << QRDMA_STAG_INDEX_SHIFT | 0x20,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0,
+               first, 0));
+    rkey = (uint32_t)last_retval;
+    printf("fast-register MR: STag 0x%08x, host window rkey 0x%08x\n",
+           fr_index << QRDMA_STAG_INDEX_SHIFT | 0x20, rkey);
+    CHECK_EQ(rkey & 0xff, 0x20);
+    w64(SB, HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * first, fr_gpa);
+    w64(SB, HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * (first + 1),
+        fr_gpa + 0x1000);
+
+    for (round = 0; round < 2; round++) {
+        const uint32_t q = 7 + round, key = 0x21 + round;
+        const uint32_t stag = fr_index << QRDMA_STAG_INDEX_SHIFT | key;
+
+        create_qp(SA, q, &rc_spec);
+        qpn[round][0] = (uint32_t)last_retval;
+        create_qp(SB, q, &rc_spec);
+        qpn[round][1] = (uint32_t)last_retval;
+        rc_to_rts(SA, q, SB, qpn[round][1], 7);
+        rc_to_rts(SB, q, SA, qpn[round][0], 7);
+
+        post_fast_reg(SB, q, stag, rights, fr_gpa, 8192, first);
+        ring_sq(SB, q);
+        CHECK(wait_cqe(SB, 1, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        CHECK_EQ(e.opcode, QRDMA_BE_WC_FAST_REG);
+        wire = (rkey & ~0xffu) | key;
+
+        memset(b + (fr_gpa - DATA), 0xcc, 0x3000);
+        for (i = 0; i < 8192; i++) {
+            a[0x20000 + i] = (uint8_t)(i * 31 + round * 7 + 5);
+        }
+        CHECK_EQ(write_to(q, 0x20000, fr_gpa, wire, 8192), QRDMA_BE_WC_SUCCESS);
+        CHECK(!memcmp(b + (fr_gpa - DATA), a + 0x20000, 8192));
+        CHECK_EQ(b[fr_gpa - DATA + 8192], 0xcc);
+        printf("round %u: WRITE of 8 KB through rkey 0x%08x, checked\n", round, wire);
+
+        if (round == 0) {
+            struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
+
+            post_send(SB, q, &inv);
+            ring_sq(SB, q);
+            CHECK(wait_cqe(SB, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
+        } else {
+            struct wqe si = { .op = QRDMA_SQ_OP_SEND_WITH_INV, .imm = wire, .nsge = 1,
+                              .sge = { { 0x20000, 64, 0 } } };
+
+            CHECK_EQ(post_recv(SB, q, 0x30000, 256), 0);
+            ring_rq(SB, q);
+            post_send(SA, q, &si);
+            ring_sq(SA, q);
+            CHECK(wait_cqe(SB, 2, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK(e.flags & QRDMA_CQE_FLAG_WITH_INV);
+            CHECK_EQ(e.imm, wire);
+            CHECK(!memcmp(b + 0x30000, a + 0x20000, 64));
+            CHECK(wait_cqe(SA, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        }
+        CHECK_EQ(SB->core.obj.mr[fr_index].state, QRDMA_MR_STATE_FREE);
+        memset(b + (fr_gpa - DATA), 0xcc, 0x3000);
+        status = write_to(q, 0x20000, fr_gpa, wire, 8192);
+        printf("round %u: after %s, WRITE through 0x%08x: CQE status %u\n", round,
+               round ? "SEND_WITH_INV" : "LOCAL_INV", wire, status);
+        CHECK_EQ(status, QRDMA_BE_WC_REM_ACCESS_ERR);
+        CHECK_EQ(b[fr_gpa - DATA], 0xcc);
+    }
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DEALLOC_STAG, fr_index << QRDMA_STAG_INDEX_SHIFT | 0x22, 0, 0,
+               0, 0, 0));
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_rc_over_host_nic),
         UNIT_TEST(test_ud_over_host_nic),
         UNIT_TEST(test_srq_over_host_nic),
+        UNIT_TEST(test_fast_reg_over_host_nic),
     };
     int ret;
 
