@@ -1058,11 +1058,8 @@ static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_
     return 0;
 }
 
-/*
- * A peer's SEND_WITH_INV invalidated one of our windows on the host (by
- * its wire rkey): the core's table follows, by STag.
- */
-static void remote_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t rkey)
+/* The fast-register MR of QP q's PD whose window has wire rkey rkey now, or NULL. */
+static struct vb_mr *window_of(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t rkey)
 {
     uint32_t i;
 
@@ -1070,10 +1067,31 @@ static void remote_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q, uint3
         struct vb_mr *m = &be->mrs[i];
 
         if (m->live && m->mw && m->pd == q->pd && m->wire_rkey == rkey) {
-            be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
-            return;
+            return m;
         }
     }
+    return NULL;
+}
+
+/*
+ * Did this successful receive invalidate one of our windows (a peer's
+ * SEND_WITH_INV)? IBV_WC_WITH_INV says so; but rxe (Linux 6.12) writes
+ * the kernel's IB_WC_WITH_INVALIDATE, bit 2, into the CQE its provider
+ * copies as is, where libibverbs reads IBV_WC_IP_CSUM_OK. A checksum flag
+ * means nothing on an RC or UC QP: there, with an rkey that is one of
+ * our windows, it is the invalidation.
+ */
+static struct vb_mr *recv_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q,
+                                      const struct ibv_wc *hw)
+{
+    if (hw->status != IBV_WC_SUCCESS || (hw->wc_flags & IBV_WC_WITH_IMM)) {
+        return NULL;
+    }
+    if ((hw->wc_flags & IBV_WC_WITH_INV) ||
+        ((hw->wc_flags & IBV_WC_IP_CSUM_OK) && q->type != QRDMA_BE_QPT_UD)) {
+        return window_of(be, q, hw->invalidated_rkey);
+    }
+    return NULL;
 }
 
 static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
@@ -1176,6 +1194,13 @@ post:
     }
     if (ret) {
         return ret;
+    }
+    if (hw.opcode == IBV_WR_BIND_MW) {
+        /*
+         * A type 2 window's rkey is the caller's to keep (ibv_post_send(3)):
+         * the next bind names the window by it.
+         */
+        hw.bind_mw.mw->rkey = hw.bind_mw.rkey;
     }
     q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){ .wr_id = wr->wr_id,
                                                            .wc_opcode = wc_opcode_of(wr->opcode) };
@@ -1371,6 +1396,7 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
                          bool recv)
 {
     struct qrdma_be_wc wc;
+    struct vb_mr *m;
 
     memset(&wc, 0, sizeof(wc));
     wc.wr_id = hw->wr_id;
@@ -1390,11 +1416,13 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
         wc.wc_flags |= QRDMA_BE_WC_SOLICITED;
         if (hw->wc_flags & IBV_WC_WITH_IMM) {
             wc.imm_data = hw->imm_data;
+        } else if ((m = recv_invalidated(be, q, hw)) != NULL) {
+            /* The host invalidated the window; the core's table follows, by STag. */
+            be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
+            wc.wc_flags |= QRDMA_BE_WC_WITH_INV;
+            wc.invalidated_stag = hw->invalidated_rkey;
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
             wc.invalidated_stag = hw->invalidated_rkey;
-            if (hw->status == IBV_WC_SUCCESS) {
-                remote_invalidated(be, q, hw->invalidated_rkey);
-            }
         }
         if (q->srq) {
             if (q->srq->posted) {

@@ -1298,6 +1298,7 @@ static void test_fast_reg(void)
     CHECK_EQ(h->send[0].send_flags, IBV_SEND_SIGNALED);
     CHECK(h->send[0].bind_mw.mw == mw);
     CHECK_EQ(h->send[0].bind_mw.rkey, base | 0x43);
+    CHECK_EQ(mw->rkey, base | 0x43);        /* kept for the next bind, which names the window by it */
     CHECK(h->send[0].bind_mw.bind_info.mr == &vmock.mrs[0]->mr);
     CHECK_EQ(h->send[0].bind_mw.bind_info.addr, fr_iova);
     CHECK_EQ(h->send[0].bind_mw.bind_info.length, 0x3000);
@@ -1371,6 +1372,37 @@ static void test_fast_reg(void)
     CHECK_EQ(core.inv_stag[1], fr_stag);
     CHECK_EQ(core.inv_qp[1], QP_ID);
     CHECK_EQ(core.wc[core.nwc - 1].invalidated_stag, base | 0x42);
+    CHECK(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV);
+
+    /*
+     * rxe's way: the kernel's WITH_INVALIDATE bit, which libibverbs reads
+     * as IP_CSUM_OK, on an RC receive whose rkey is our window: the same.
+     */
+    wr.wr_id = 10;
+    wr.fast_reg.stag = fr_new;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    wc.wr_id = 1;
+    wc.wc_flags = IBV_WC_GRH | IBV_WC_IP_CSUM_OK;
+    wc.invalidated_rkey = base | 0x43;
+    core.nrecv = 2;
+    core.recv[1] = (struct qrdma_be_recv_wr){ .wr_id = 1 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 3);
+    CHECK_EQ(core.inv_stag[2], fr_new);
+    CHECK(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV);
+    CHECK_EQ(core.wc[core.nwc - 1].invalidated_stag, base | 0x43);
+    /* ... but not with an rkey that is none of ours: only the checksum flag, dropped. */
+    wc.wr_id = 2;
+    wc.invalidated_rkey = 0x1234;
+    core.nrecv = 3;
+    core.recv[2] = (struct qrdma_be_recv_wr){ .wr_id = 2 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 3);
+    CHECK(!(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV));
 
     /* DEALLOC_STAG frees the window, before the RAM MRs go with the PD. */
     ops->mr_deregister(be, fr_stag);

@@ -12,7 +12,8 @@
  * SEND with immediate through a host AH, GRH and source QPN checked;
  * then an SRQ: three SENDs received from B's SRQ byte for byte, and its
  * limit event; then fast registration: a WRITE through a fast-registered
- * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV.
+ * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV;
+ * last, the cost of registering guest memory on the host NIC (printed).
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -552,6 +553,61 @@ static void test_fast_reg_over_host_nic(void)
                0, 0, 0));
 }
 
+static double us_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1e6 + (t.tv_nsec - t0->tv_nsec) / 1e3;
+}
+
+/*
+ * What a guest MR costs on the host NIC, printed, not asserted (a TCG
+ * guest's numbers say little about hardware): REG_MR + DEALLOC_STAG
+ * through the CQP, which is the host's ibv_reg_mr_iova2 and ibv_dereg_mr
+ * plus the device's command, for 2 MB of contiguous guest RAM (registered
+ * where it is) and for 48 scattered pages (an alias mapped from the
+ * memfd first), in microseconds per MB.
+ */
+static void test_registration_cost(void)
+{
+    const uint32_t stag = 5u << QRDMA_STAG_INDEX_SHIFT | 0x55, first = 16, npages = 48;
+    const uint64_t lw = (uint64_t)(QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE)
+                        << QRDMA_MR_ARG1_ACCESS_SHIFT | 12ull << QRDMA_MR_ARG1_PAGE_SHIFT;
+    const uint64_t len = 2u << 20;      /* [DATA, DATA + 2 MB): guest RAM below the HMC's */
+    const uint64_t pbles = HMC_RAM + r64(SA, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE));
+    const unsigned reps = 10;
+    struct timespec t0;
+    double us;
+    unsigned i;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < reps; i++) {
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag, PD | lw, 0x70000000ull, len, DATA, 0));
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, stag, 0, 0, 0, 0, 0));
+    }
+    us = us_since(&t0) / reps;
+    printf("registration cost: %u KB contiguous: %.0f us per REG_MR+DEALLOC, %.0f us per MB\n",
+           (unsigned)(len >> 10), us, us / (len / 1048576.0));
+
+    /* Pages in reverse order: not contiguous, so an alias is mapped for each registration. */
+    for (i = 0; i < npages; i++) {
+        w64(SA, pbles + 8ull * (first + i), DATA + 0x100000 + 0x1000ull * (npages - 1 - i));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < reps; i++) {
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag,
+                   PD | lw | 1ull << QRDMA_MR_ARG1_LEVELS_SHIFT, 0x70000000ull,
+                   npages * 0x1000ull, first, 0));
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, stag, 0, 0, 0, 0, 0));
+    }
+    us = us_since(&t0) / reps;
+    printf("registration cost: %u KB in %u scattered pages (aliased): %.0f us per "
+           "REG_MR+DEALLOC, %.0f us per MB\n", npages * 4, npages, us,
+           us / (npages * 4096 / 1048576.0));
+    no_errors(SA);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
@@ -559,6 +615,7 @@ int main(int argc, char **argv)
         UNIT_TEST(test_ud_over_host_nic),
         UNIT_TEST(test_srq_over_host_nic),
         UNIT_TEST(test_fast_reg_over_host_nic),
+        UNIT_TEST(test_registration_cost),
     };
     int ret;
 
