@@ -101,7 +101,7 @@ static int qrdma_cqp_errno(u32 major, u32 minor)
 		return -EINVAL;
 	case QRDMA_CQP_ERR_CCQ_FULL:
 		return -EBUSY;
-	case QRDMA_CQP_ERR_NO_RESOURCE:	/* a device limit: multicast groups or attachments */
+	case QRDMA_CQP_ERR_NO_RESOURCE:	/* a device limit, or the host's resources (0.11) */
 		return -ENOMEM;
 	case QRDMA_CQP_ERR_STATE:
 		switch (minor) {

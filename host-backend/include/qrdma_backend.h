@@ -193,6 +193,7 @@ enum qrdma_be_event {
     QRDMA_BE_EV_COMM_EST            = 4,    /* QP: first packet received in RTR */
     QRDMA_BE_EV_SQ_DRAINED          = 5,    /* QP: SQD reached with nothing outstanding */
     QRDMA_BE_EV_SRQ_ERR             = 9,    /* SRQ: the backend cannot use it any more */
+    QRDMA_BE_EV_SRQ_LIMIT           = 15,   /* SRQ: its WQEs fell below the armed limit (srq_create/srq_modify) */
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
 };
 
@@ -324,6 +325,7 @@ struct qrdma_be_wc {
 /* Handles: each backend defines its own; the core only passes them back. */
 struct qrdma_be;
 struct qrdma_be_qp;
+struct qrdma_be_srq;
 struct qrdma_mig;               /* qrdma_mig_stream.h */
 
 /* What the core knows at creation; the frame-carrying parts only matter to a backend that sends frames. */
@@ -359,6 +361,15 @@ struct qrdma_be_qp_init {
     uint32_t max_send_wr;
     uint32_t max_recv_wr;       /* the RQ ring's depth; 0 with an SRQ */
     uint32_t max_send_sge, max_recv_sge, max_inline;
+};
+
+/* A shared receive queue for a backend that posts receives ahead (srq_create). */
+struct qrdma_be_srq_init {
+    uint32_t srq_id;            /* the core's: get_srq_recv and events name the SRQ by it */
+    uint32_t pd;
+    uint32_t max_wr;            /* the SRQ ring's depth */
+    uint32_t max_sge;           /* SGEs per WQE */
+    uint32_t limit;             /* the limit event's threshold; 0: not armed */
 };
 
 /* qp_modify's attributes; only those in the mask are meaningful. */
@@ -462,6 +473,14 @@ struct qrdma_be_callbacks {
      */
     int (*get_recv)(void *opaque, uint32_t qp_id, struct qrdma_be_recv_wr *out);
     /*
+     * The next receive WQE of SRQ srq_id, for a backend with srq_create
+     * (one that posts receives ahead to a host SRQ): 0; -ENOENT when none
+     * is posted; -EIO when the next one is unusable (the core has raised
+     * SRQ_ERROR and skipped it). Its wr_id, given back in the receive
+     * completion of whichever QP takes it, names the SRQ WQE.
+     */
+    int (*get_srq_recv)(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out);
+    /*
      * A completion of QP qp_id: send side (opcode < QRDMA_BE_WC_RECV) in
      * SQ order; a signaled one also retires the earlier unsignaled WRs.
      * Errors always complete.
@@ -563,6 +582,26 @@ struct qrdma_be_ops {
      * receive WQEs are pulled with get_recv when a message needs one.
      */
     void (*recv_doorbell)(struct qrdma_be *be, struct qrdma_be_qp *qp);
+
+    /*
+     * Optional, all three or none, for a backend that posts receives ahead
+     * to host SRQs (verbs): CREATE_SRQ made the SRQ (0 with *srq, or
+     * negative: the command fails and the core forgets the SRQ; -ENOMEM:
+     * out of host resources); MODIFY_SRQ set its limit (0: disarmed);
+     * DESTROY_SRQ (no QP uses it; no completions). Such a backend takes
+     * the guest's SRQ WQEs with get_srq_recv whenever it has room (the
+     * guest rings no doorbell for an SRQ: it polls, see poll), and owns
+     * the limit: it raises QRDMA_BE_EV_SRQ_LIMIT once per arming when
+     * the WQEs it and the ring hold fall below it, and the core then
+     * disarms the SRQ's limit and raises AEQE SRQ_LIMIT. A QP of the SRQ
+     * comes to qp_create with has_srq and the SRQ ID. NULL (sw): the core
+     * reads SRQ WQEs with get_recv when a message needs one and checks
+     * the limit itself.
+     */
+    int (*srq_create)(struct qrdma_be *be, const struct qrdma_be_srq_init *init,
+                      struct qrdma_be_srq **srq);
+    int (*srq_modify)(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit);
+    void (*srq_destroy)(struct qrdma_be *be, struct qrdma_be_srq *srq);
 
     /*
      * Optional MR hooks, after the core's CQP command has checked and

@@ -56,6 +56,22 @@ static int lib_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_r
     return ibv_post_recv(qp, wr, bad);
 }
 
+static int lib_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                             struct ibv_recv_wr **bad)
+{
+    return ibv_post_srq_recv(srq, wr, bad);
+}
+
+static struct ibv_mw *lib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    return ibv_alloc_mw(pd, type);
+}
+
+static int lib_dealloc_mw(struct ibv_mw *mw)
+{
+    return ibv_dealloc_mw(mw);
+}
+
 const struct qrdma_vb_verbs qrdma_vb_libibverbs = {
     .open_device = lib_open_device,
     .close_device = ibv_close_device,
@@ -76,8 +92,14 @@ const struct qrdma_vb_verbs qrdma_vb_libibverbs = {
     .destroy_qp = ibv_destroy_qp,
     .post_send = lib_post_send,
     .post_recv = lib_post_recv,
+    .create_srq = ibv_create_srq,
+    .modify_srq = ibv_modify_srq,
+    .destroy_srq = ibv_destroy_srq,
+    .post_srq_recv = lib_post_srq_recv,
     .reg_mr_iova2 = ibv_reg_mr_iova2,
     .dereg_mr = ibv_dereg_mr,
+    .alloc_mw = lib_alloc_mw,
+    .dealloc_mw = lib_dealloc_mw,
     .create_ah = ibv_create_ah,
     .destroy_ah = ibv_destroy_ah,
     .get_async_event = ibv_get_async_event,

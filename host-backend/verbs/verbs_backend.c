@@ -15,6 +15,15 @@
  *   that maps scattered pages contiguously from the RAM's fd; per guest
  *   PD, host MRs over each RAM range with iova = guest-physical address
  *   for the guest's DMA MR;
+ * - per guest SRQ: a host SRQ of the ring's depth, filled from the
+ *   guest's ring whenever it has room (the guest rings no doorbell for an
+ *   SRQ, so poll looks again every VB_SRQ_POLL_NS while one has room);
+ *   the host SRQ's limit is the guest's;
+ * - per guest fast-register MR (ALLOC_STAG): a host type 2 memory window;
+ *   FAST_REG binds it (IBV_WR_BIND_MW, in SQ order) to the PD's whole-RAM
+ *   host MR when the pages are guest-physically contiguous at iova =
+ *   guest-physical address, with the guest's key byte; LOCAL_INV and a
+ *   peer's SEND_WITH_INV invalidate it;
  * - a small cache of host AHs for UD sends.
  *
  * Identifiers: the host QPN and the host rkey are the wire identifiers
@@ -71,6 +80,7 @@ SAME(QRDMA_BE_WR_RDMA_READ, IBV_WR_RDMA_READ);
 SAME(QRDMA_BE_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
 SAME(QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
 SAME(QRDMA_BE_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(QRDMA_BE_WR_LOCAL_INV, IBV_WR_LOCAL_INV);
 SAME(QRDMA_BE_SEND_FENCE, IBV_SEND_FENCE);
 SAME(QRDMA_BE_SEND_SIGNALED, IBV_SEND_SIGNALED);
 SAME(QRDMA_BE_SEND_SOLICITED, IBV_SEND_SOLICITED);
@@ -110,22 +120,40 @@ SAME(QRDMA_BE_EV_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
 SAME(QRDMA_BE_EV_COMM_EST, IBV_EVENT_COMM_EST);
 SAME(QRDMA_BE_EV_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
 SAME(QRDMA_BE_EV_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 
 #define VB_MAX_PD       (1u << 16)      /* guest PD numbers the backend takes */
 #define VB_MAX_ID       (1u << 24)      /* QP IDs and MR indexes */
 #define VB_POLL_BATCH   16
 #define VB_AH_CACHE     64
 #define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)  /* a DMA-MR SGE may split at a RAM range's end */
+/*
+ * How often poll looks for SRQ WQEs the guest posted while a host SRQ has
+ * room: the guest rings no SRQ doorbell, so this bounds how long a peer
+ * may see RNR NAKs for WQEs the guest has posted (1 ms, well under the
+ * smallest RNR timer a consumer picks in practice).
+ */
+#define VB_SRQ_POLL_NS  1000000ull
 
 struct vb_pd {
     struct ibv_pd *pd;
-    struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];  /* iova = gpa, made for a DMA MR */
+    /* iova = gpa, made for a DMA MR or a window to bind to (MW_BIND); never remote */
+    struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];
 };
 
 /* One send WR the host holds: what its completion needs. */
 struct vb_sq_entry {
     uint64_t wr_id;
     uint32_t wc_opcode;         /* for an error completion, whose opcode verbs leaves undefined */
+};
+
+/* A guest SRQ on a host SRQ. */
+struct qrdma_be_srq {
+    uint32_t srq_id, pd;
+    uint32_t size;              /* the guest ring's depth, the host SRQ's max_wr */
+    uint32_t posted;            /* WQEs the host SRQ holds */
+    uint32_t max_sge;           /* the host SRQ's SGEs per WR */
+    struct ibv_srq *srq;
 };
 
 struct qrdma_be_qp {
@@ -141,6 +169,7 @@ struct qrdma_be_qp {
     uint32_t sq_size, sq_head, sq_tail;
     bool sq_refused;            /* post_send said -ENOSPC: sq_space owed */
     uint32_t rq_size, rq_posted;
+    struct qrdma_be_srq *srq;   /* receives come from this SRQ (rq_size 0) */
     uint32_t max_send_sge, max_recv_sge;
     bool due;                   /* a completion event came: poll its CQs */
 };
@@ -148,9 +177,11 @@ struct qrdma_be_qp {
 struct vb_mr {
     bool live;
     uint32_t stag, pd, type;
-    struct ibv_mr *mr;          /* NULL for a DMA MR: vb_pd.dma */
+    struct ibv_mr *mr;          /* NULL for a DMA MR (vb_pd.dma) and a fast-register MR */
     void *alias;                /* the alias mapping, or NULL */
     size_t alias_len;
+    struct ibv_mw *mw;          /* a fast-register MR's host window */
+    uint32_t wire_rkey;         /* its rkey now: the host window's index, the guest's key byte */
 };
 
 struct vb_ah {
@@ -175,14 +206,40 @@ struct qrdma_be {
     uint32_t nqps;
     struct vb_mr *mrs;          /* by STag index */
     uint32_t nmrs;
+    struct qrdma_be_srq **srqs; /* by SRQ ID */
+    uint32_t nsrqs;
     struct vb_ah ahs[VB_AH_CACHE];
     unsigned ah_next;
 };
 
-/* -errno of a failed host call; the host's ENOMEM stays ENOMEM (the guest's out-of-resources). */
+/* -errno of a failed host call. */
 static int host_err(void)
 {
     return errno ? -errno : -EIO;
+}
+
+/*
+ * -errno of a failed host create or register call, where the ways a host
+ * says "no more" all become -ENOMEM: the core completes the CQP command
+ * with NO_RESOURCE, the guest's ENOMEM, rather than blame the guest's
+ * arguments. Providers differ: ENOMEM (memory, pinning past
+ * RLIMIT_MEMLOCK), ENOSPC or ENOBUFS (a table full), EAGAIN (try later),
+ * EMFILE/ENFILE (out of fds). rxe says EINVAL at its object limits,
+ * which cannot be told from a bad argument and stays EINVAL.
+ */
+static int host_res_err(void)
+{
+    switch (errno) {
+    case ENOMEM:
+    case ENOSPC:
+    case ENOBUFS:
+    case EAGAIN:
+    case EMFILE:
+    case ENFILE:
+        return -ENOMEM;
+    default:
+        return host_err();
+    }
 }
 
 /*
@@ -365,6 +422,9 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
 
 static void mr_release(struct qrdma_be *be, struct vb_mr *m)
 {
+    if (m->mw) {
+        be->v->dealloc_mw(m->mw);       /* unbinds it: before the RAM MR it may be bound to */
+    }
     if (m->mr) {
         be->v->dereg_mr(m->mr);
     }
@@ -413,9 +473,15 @@ static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
         if (p->dma[i]) {
             continue;
         }
-        p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa, IBV_ACCESS_LOCAL_WRITE);
+        /*
+         * Local access only: a peer reaches this memory through a window
+         * bound to it (MW_BIND), never through this MR's own rkey.
+         * LOCAL_WRITE lets a window grant remote write (IBTA 10.6.7.2.1).
+         */
+        p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa,
+                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
         if (!p->dma[i]) {
-            return host_err();
+            return host_res_err();
         }
     }
     return 0;
@@ -434,7 +500,7 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
     }
     p = pd_get(be, mr->pd);
     if (!p) {
-        return host_err();
+        return host_res_err();
     }
     memset(&next, 0, sizeof(next));
     next.live = true;
@@ -465,7 +531,7 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
                                                 IBV_ACCESS_REMOTE_READ |
                                                 IBV_ACCESS_REMOTE_ATOMIC));
     if (!next.mr) {
-        ret = host_err();
+        ret = host_res_err();
         if (next.alias) {
             munmap(next.alias, next.alias_len);
         }
@@ -482,13 +548,48 @@ install:
 }
 
 /*
- * Fast-register MRs need host memory windows bound in SQ order (or a
- * registration per FAST_REG); neither is built yet, so ALLOC_STAG fails
- * and the guest driver's alloc_mr with it.
+ * ALLOC_STAG: a host type 2 memory window, unbound (its rkey works for
+ * nothing until a FAST_REG binds it). The wire rkey is the window's with
+ * the STag's key byte in bits 7:0, as the contract wants: a type 2
+ * window's key byte is the consumer's to choose at each bind, so a
+ * FAST_REG that changes the guest's key byte changes the host's alike.
+ * The PD's whole-RAM MRs, which windows bind to, are made now, so a bind
+ * never has to register memory in the data path.
  */
 static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
 {
-    return -EOPNOTSUPP;
+    struct vb_mr *slot = mr_slot(be, mr->stag, true);
+    struct vb_pd *p;
+    struct ibv_mw *mw;
+    int ret;
+
+    if (!slot) {
+        return -ENOMEM;
+    }
+    p = pd_get(be, mr->pd);
+    if (!p) {
+        return host_res_err();
+    }
+    ret = dma_mrs(be, p);
+    if (ret) {
+        return ret;
+    }
+    mw = be->v->alloc_mw(p->pd, IBV_MW_TYPE_2);
+    if (!mw) {
+        return host_res_err();
+    }
+    if (slot->live) {
+        mr_release(be, slot);
+    }
+    memset(slot, 0, sizeof(*slot));
+    slot->live = true;
+    slot->stag = mr->stag;
+    slot->pd = mr->pd;
+    slot->type = mr->type;
+    slot->mw = mw;
+    slot->wire_rkey = (mw->rkey & ~0xffu) | (mr->stag & 0xffu);
+    *rkey = slot->wire_rkey;
+    return 0;
 }
 
 static void vb_mr_deregister(struct qrdma_be *be, uint32_t stag)
@@ -512,7 +613,12 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_s
     struct vb_mr *m = mr_slot(be, s->lkey, false);
     uint64_t addr = s->addr, left = s->length;
 
-    if (!m || !m->live || m->stag != s->lkey || m->pd != pd) {
+    /*
+     * A fast-register MR's lkey in a local SGE is not carried: its window
+     * serves peers only (NVMe over RDMA and rdma_rw use the PD's DMA lkey
+     * locally).
+     */
+    if (!m || !m->live || m->stag != s->lkey || m->pd != pd || m->type == QRDMA_BE_MR_FAST_REG) {
         return -EACCES;
     }
     if (m->type != QRDMA_BE_MR_DMA) {
@@ -626,6 +732,30 @@ static int qp_table_put(struct qrdma_be *be, uint32_t qp_id, struct qrdma_be_qp 
     return 0;
 }
 
+static int srq_table_put(struct qrdma_be *be, uint32_t srq_id, struct qrdma_be_srq *srq)
+{
+    if (srq_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    if (srq_id >= be->nsrqs) {
+        uint32_t n = be->nsrqs ? be->nsrqs : 16;
+        struct qrdma_be_srq **t;
+
+        while (n <= srq_id) {
+            n *= 2;
+        }
+        t = realloc(be->srqs, n * sizeof(*t));
+        if (!t) {
+            return -ENOMEM;
+        }
+        memset(t + be->nsrqs, 0, (n - be->nsrqs) * sizeof(*t));
+        be->srqs = t;
+        be->nsrqs = n;
+    }
+    be->srqs[srq_id] = srq;
+    return 0;
+}
+
 static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
 {
     if (q->qp) {
@@ -649,15 +779,15 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     struct vb_pd *p;
     int ret;
 
-    if (init->has_srq) {
-        return -EOPNOTSUPP;     /* SRQs are not built yet (docs/backends.md) */
-    }
     if (!init->max_send_wr || init->qp_id >= VB_MAX_ID) {
         return -EINVAL;
     }
+    if (init->has_srq && (init->srq >= be->nsrqs || !be->srqs[init->srq])) {
+        return -EINVAL;         /* the core made the SRQ first: srq_create */
+    }
     p = pd_get(be, init->pd);
     if (!p) {
-        return host_err();
+        return host_res_err();
     }
     q = calloc(1, sizeof(*q));
     if (!q) {
@@ -671,7 +801,8 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     q->recv_cq_id = init->recv_cq;
     q->state = QRDMA_BE_QPS_RESET;
     q->sq_size = init->max_send_wr;
-    q->rq_size = init->max_recv_wr;
+    q->rq_size = init->has_srq ? 0 : init->max_recv_wr;
+    q->srq = init->has_srq ? be->srqs[init->srq] : NULL;
     q->max_send_sge = init->max_send_sge;
     q->max_recv_sge = init->max_recv_sge;
     q->sq = calloc(q->sq_size, sizeof(*q->sq));
@@ -681,12 +812,15 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     }
     q->scq = be->v->create_cq(be->ctx, (int)q->sq_size, q, be->ch, 0);
     if (!q->scq) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
-    q->rcq = be->v->create_cq(be->ctx, (int)(q->rq_size ? q->rq_size : 1), q, be->ch, 0);
+    /* With an SRQ, at most the SRQ's WQEs complete here. */
+    q->rcq = be->v->create_cq(be->ctx,
+                              (int)(q->srq ? q->srq->size : q->rq_size ? q->rq_size : 1), q,
+                              be->ch, 0);
     if (!q->rcq) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
     ret = rc_err(be->v->req_notify_cq(q->scq, 0));
@@ -703,10 +837,11 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     attr.qp_type = (enum ibv_qp_type)init->type;
     attr.sq_sig_all = 0;        /* the guest's SIGNALED flag decides, WR by WR */
     attr.cap.max_send_wr = init->max_send_wr;
-    attr.cap.max_recv_wr = init->max_recv_wr;
+    attr.srq = q->srq ? q->srq->srq : NULL;
+    attr.cap.max_recv_wr = q->srq ? 0 : init->max_recv_wr;
     /* A DMA-MR SGE may become two host SGEs; ask for the room. */
     attr.cap.max_send_sge = init->max_send_sge ? 2 * init->max_send_sge : 1;
-    attr.cap.max_recv_sge = init->max_recv_sge ? 2 * init->max_recv_sge : 1;
+    attr.cap.max_recv_sge = q->srq ? 0 : init->max_recv_sge ? 2 * init->max_recv_sge : 1;
     if (attr.cap.max_send_sge > VB_MAX_HOST_SGE) {
         attr.cap.max_send_sge = VB_MAX_HOST_SGE;
     }
@@ -716,7 +851,7 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     attr.cap.max_inline_data = init->max_inline;
     q->qp = be->v->create_qp(p->pd, &attr);
     if (!q->qp) {
-        ret = host_err();
+        ret = host_res_err();
         goto err_free;
     }
     q->max_send_sge = attr.cap.max_send_sge;
@@ -839,9 +974,124 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
         return QRDMA_BE_WC_COMP_SWAP;
     case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
         return QRDMA_BE_WC_FETCH_ADD;
+    case QRDMA_BE_WR_FAST_REG:
+        return QRDMA_BE_WC_FAST_REG;    /* the host says BIND_MW */
+    case QRDMA_BE_WR_LOCAL_INV:
+        return QRDMA_BE_WC_LOCAL_INV;
     default:
         return QRDMA_BE_WC_SEND;
     }
+}
+
+/* The fast-register MR of QP q's PD that stag names (index, and key byte if exact). */
+static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag, bool exact)
+{
+    struct vb_mr *m = mr_slot(be, stag, false);
+
+    if (!m || !m->live || m->type != QRDMA_BE_MR_FAST_REG || m->pd != q->pd ||
+        (exact && m->stag != stag)) {
+        return NULL;
+    }
+    return m;
+}
+
+/*
+ * A FAST_REG WR as a host bind of the MR's window, in SQ order. The core
+ * takes the new translation first (its table is the truth; the guest's
+ * QUERY_STAG and later walks see it); its guest-physical pieces must be
+ * one run at iova = guest-physical address inside one RAM range, which
+ * the window then covers on the PD's whole-RAM MR of that range. That is
+ * what a guest kernel's ib_map_mr_sg gives for physically contiguous
+ * pages (a DMA address is the guest-physical one without a vIOMMU);
+ * scattered pages would need a host MR per registration and are refused
+ * (-EINVAL: LOC_QP_OP_ERR).
+ */
+static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
+                            const struct qrdma_be_fast_reg *fr, struct ibv_send_wr *hw)
+{
+    struct vb_mr *m = fr_mr(be, q, fr->stag, false);
+    struct vb_pieces pieces = { 0 };
+    const struct qrdma_be_verbs_ram *r = NULL;
+    int ret;
+
+    if (!m || !fr->length) {
+        return -EINVAL;
+    }
+    ret = be->cbs.fast_reg(be->opaque, q->pd, fr);
+    if (!ret) {
+        ret = be->cbs.mr_gpa_walk(be->opaque, q->pd, fr->stag, fr->iova, fr->length, piece_add,
+                                  &pieces);
+    }
+    if (!ret && (pieces.n != 1 || pieces.gpa[0] != fr->iova ||
+                 !(r = ram_of(be, pieces.gpa[0], pieces.len[0])))) {
+        ret = -EINVAL;
+    }
+    free(pieces.gpa);
+    free(pieces.len);
+    if (ret) {
+        return -EINVAL;
+    }
+    m->stag = fr->stag;
+    m->wire_rkey = (m->wire_rkey & ~0xffu) | (fr->stag & 0xffu);
+    hw->opcode = IBV_WR_BIND_MW;
+    hw->bind_mw.mw = m->mw;
+    hw->bind_mw.rkey = m->wire_rkey;
+    hw->bind_mw.bind_info.mr = be->pds[q->pd]->dma[r - be->cfg.ram];
+    hw->bind_mw.bind_info.addr = fr->iova;
+    hw->bind_mw.bind_info.length = fr->length;
+    hw->bind_mw.bind_info.mw_access_flags =
+        fr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+    return 0;
+}
+
+/* A LOCAL_INV WR (the guest names its STag) as the host's, by the window's wire rkey. */
+static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag,
+                             struct ibv_send_wr *hw)
+{
+    struct vb_mr *m = fr_mr(be, q, stag, true);
+
+    if (!m || be->cbs.invalidate(be->opaque, q->pd, q->qp_id, stag)) {
+        return -EINVAL;
+    }
+    hw->opcode = IBV_WR_LOCAL_INV;
+    hw->invalidate_rkey = m->wire_rkey;
+    return 0;
+}
+
+/* The fast-register MR of QP q's PD whose window has wire rkey rkey now, or NULL. */
+static struct vb_mr *window_of(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t rkey)
+{
+    uint32_t i;
+
+    for (i = 0; i < be->nmrs; i++) {
+        struct vb_mr *m = &be->mrs[i];
+
+        if (m->live && m->mw && m->pd == q->pd && m->wire_rkey == rkey) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Did this successful receive invalidate one of our windows (a peer's
+ * SEND_WITH_INV)? IBV_WC_WITH_INV says so; but rxe (Linux 6.12) writes
+ * the kernel's IB_WC_WITH_INVALIDATE, bit 2, into the CQE its provider
+ * copies as is, where libibverbs reads IBV_WC_IP_CSUM_OK. A checksum flag
+ * means nothing on an RC or UC QP: there, with an rkey that is one of
+ * our windows, it is the invalidation.
+ */
+static struct vb_mr *recv_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q,
+                                      const struct ibv_wc *hw)
+{
+    if (hw->status != IBV_WC_SUCCESS || (hw->wc_flags & IBV_WC_WITH_IMM)) {
+        return NULL;
+    }
+    if ((hw->wc_flags & IBV_WC_WITH_INV) ||
+        ((hw->wc_flags & IBV_WC_IP_CSUM_OK) && q->type != QRDMA_BE_QPT_UD)) {
+        return window_of(be, q, hw->invalidated_rkey);
+    }
+    return NULL;
 }
 
 static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
@@ -861,9 +1111,11 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     case QRDMA_BE_WR_ATOMIC_CMP_AND_SWP:
     case QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD:
     case QRDMA_BE_WR_SEND_WITH_INV:
+    case QRDMA_BE_WR_FAST_REG:
+    case QRDMA_BE_WR_LOCAL_INV:
         break;
     default:
-        return -EOPNOTSUPP;     /* FAST_REG, LOCAL_INV: no fast-register MRs yet */
+        return -EOPNOTSUPP;     /* BIND_MW: no guest windows (CARRIES_MW clear) */
     }
     if (q->sq_tail - q->sq_head >= q->sq_size) {
         q->sq_refused = true;
@@ -874,6 +1126,16 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     hw.opcode = (enum ibv_wr_opcode)wr->opcode;
     hw.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
                                       IBV_SEND_INLINE);
+    if (wr->opcode == QRDMA_BE_WR_FAST_REG || wr->opcode == QRDMA_BE_WR_LOCAL_INV) {
+        hw.send_flags &= ~(unsigned)(IBV_SEND_INLINE | IBV_SEND_SOLICITED);
+        ret = wr->opcode == QRDMA_BE_WR_FAST_REG
+              ? fast_reg_to_host(be, q, &wr->fast_reg, &hw)
+              : local_inv_to_host(be, q, wr->invalidate_stag, &hw);
+        if (ret) {
+            return ret;
+        }
+        goto post;
+    }
     if (wr->send_flags & QRDMA_BE_SEND_INLINE) {
         /* The host copies inline data at post time; the core's buffer lives that long. */
         sge[n++] = (struct ibv_sge){ .addr = (uintptr_t)wr->inline_data,
@@ -918,11 +1180,12 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     if (q->type == QRDMA_BE_QPT_UD) {
         hw.wr.ud.ah = ah_get(be, q->pd, &wr->ud.av);
         if (!hw.wr.ud.ah) {
-            return host_err();
+            return host_res_err();
         }
         hw.wr.ud.remote_qpn = wr->ud.remote_qpn;
         hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u) ? q->qkey : wr->ud.remote_qkey;
     }
+post:
     ret = rc_err(be->v->post_send(q->qp, &hw, &bad));
     if (ret == -ENOMEM && q->sq_tail != q->sq_head) {
         /* The host's queue is full after all: a completion will free a slot. */
@@ -931,6 +1194,13 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     }
     if (ret) {
         return ret;
+    }
+    if (hw.opcode == IBV_WR_BIND_MW) {
+        /*
+         * A type 2 window's rkey is the caller's to keep (ibv_post_send(3)):
+         * the next bind names the window by it.
+         */
+        hw.bind_mw.mw->rkey = hw.bind_mw.rkey;
     }
     q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){ .wr_id = wr->wr_id,
                                                            .wc_opcode = wc_opcode_of(wr->opcode) };
@@ -989,6 +1259,136 @@ static void vb_recv_doorbell(struct qrdma_be *be, struct qrdma_be_qp *q)
     rq_fill(be, q);
 }
 
+/* ---- SRQs -------------------------------------------------------------------------------- */
+
+/*
+ * Take the guest's new SRQ WQEs onto the host SRQ, as many as it has room
+ * for. The wr_id the core gave names the SRQ WQE in the completion of
+ * whichever QP takes it. A WQE that cannot be translated (a bad lkey)
+ * has no QP to complete in error yet: the SRQ raises SRQ_ERR and the WQE
+ * is dropped, as a malformed SRQ WQE is (hw-spec section 19.3).
+ */
+static void srq_fill(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    uint32_t tries = 0;
+
+    while (srq->posted < srq->size && tries++ < srq->size) {
+        struct qrdma_be_recv_wr rw;
+        struct ibv_sge sge[VB_MAX_HOST_SGE];
+        struct ibv_recv_wr hw, *bad = NULL;
+        unsigned i, n = 0;
+        int ret = be->cbs.get_srq_recv(be->opaque, srq->srq_id, &rw);
+
+        if (ret == -ENOENT) {
+            return;
+        }
+        if (ret) {
+            continue;           /* unusable: the core raised SRQ_ERROR and skipped it */
+        }
+        for (i = 0; !ret && i < rw.num_sge && i < QRDMA_BE_MAX_SGE; i++) {
+            ret = sge_to_host(be, srq->pd, &rw.sg_list[i], sge, &n, srq->max_sge);
+        }
+        memset(&hw, 0, sizeof(hw));
+        hw.wr_id = rw.wr_id;
+        hw.sg_list = n ? sge : NULL;
+        hw.num_sge = (int)n;
+        if (ret || be->v->post_srq_recv(srq->srq, &hw, &bad)) {
+            be->cbs.event(be->opaque, QRDMA_BE_EV_SRQ_ERR, srq->srq_id);
+            continue;
+        }
+        srq->posted++;
+    }
+}
+
+/* Arm (limit > 0) or disarm the host SRQ's limit event. */
+static int srq_arm(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+{
+    struct ibv_srq_attr attr = { .srq_limit = limit };
+
+    return rc_err(be->v->modify_srq(srq->srq, &attr, IBV_SRQ_LIMIT));
+}
+
+static void srq_free(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    if (srq->srq) {
+        be->v->destroy_srq(srq->srq);
+    }
+    free(srq);
+}
+
+static int vb_srq_create(struct qrdma_be *be, const struct qrdma_be_srq_init *init,
+                         struct qrdma_be_srq **srqp)
+{
+    struct ibv_srq_init_attr attr;
+    struct qrdma_be_srq *srq;
+    struct vb_pd *p;
+    int ret;
+
+    if (!init->max_wr || init->srq_id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    p = pd_get(be, init->pd);
+    if (!p) {
+        return host_res_err();
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (!srq) {
+        return -ENOMEM;
+    }
+    srq->srq_id = init->srq_id;
+    srq->pd = init->pd;
+    srq->size = init->max_wr;
+    memset(&attr, 0, sizeof(attr));
+    attr.srq_context = srq;
+    attr.attr.max_wr = init->max_wr;
+    /* A DMA-MR SGE may become two host SGEs: ask for the room, or make do without. */
+    attr.attr.max_sge = init->max_sge ? 2 * init->max_sge : 1;
+    if (attr.attr.max_sge > VB_MAX_HOST_SGE) {
+        attr.attr.max_sge = VB_MAX_HOST_SGE;
+    }
+    srq->srq = be->v->create_srq(p->pd, &attr);
+    if (!srq->srq && errno == EINVAL && init->max_sge && attr.attr.max_sge > init->max_sge) {
+        attr.attr.max_sge = init->max_sge;
+        srq->srq = be->v->create_srq(p->pd, &attr);
+    }
+    if (!srq->srq) {
+        ret = host_res_err();
+        goto err_free;
+    }
+    srq->max_sge = attr.attr.max_sge;
+    if (init->limit) {
+        ret = srq_arm(be, srq, init->limit);
+        if (ret) {
+            goto err_free;
+        }
+    }
+    ret = srq_table_put(be, init->srq_id, srq);
+    if (ret) {
+        goto err_free;
+    }
+    *srqp = srq;
+    return 0;
+
+err_free:
+    srq_free(be, srq);
+    return ret;
+}
+
+static int vb_srq_modify(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+{
+    /* Fill first: the host counts only the WQEs it holds against the limit. */
+    srq_fill(be, srq);
+    return srq_arm(be, srq, limit);
+}
+
+static void vb_srq_destroy(struct qrdma_be *be, struct qrdma_be_srq *srq)
+{
+    if (srq->srq_id < be->nsrqs && be->srqs[srq->srq_id] == srq) {
+        be->srqs[srq->srq_id] = NULL;
+    }
+    srq_free(be, srq);
+}
+
 /* ---- completions and events ------------------------------------------------------------- */
 
 /* One host completion of QP q, from its send CQ or its receive CQ, to the core. */
@@ -996,6 +1396,7 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
                          bool recv)
 {
     struct qrdma_be_wc wc;
+    struct vb_mr *m;
 
     memset(&wc, 0, sizeof(wc));
     wc.wr_id = hw->wr_id;
@@ -1015,10 +1416,19 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
         wc.wc_flags |= QRDMA_BE_WC_SOLICITED;
         if (hw->wc_flags & IBV_WC_WITH_IMM) {
             wc.imm_data = hw->imm_data;
+        } else if ((m = recv_invalidated(be, q, hw)) != NULL) {
+            /* The host invalidated the window; the core's table follows, by STag. */
+            be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
+            wc.wc_flags |= QRDMA_BE_WC_WITH_INV;
+            wc.invalidated_stag = hw->invalidated_rkey;
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
             wc.invalidated_stag = hw->invalidated_rkey;
         }
-        if (q->rq_posted) {
+        if (q->srq) {
+            if (q->srq->posted) {
+                q->srq->posted--;
+            }
+        } else if (q->rq_posted) {
             q->rq_posted--;
         }
     } else {
@@ -1031,7 +1441,8 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
 
             q->sq_head++;
             if (e->wr_id == hw->wr_id) {
-                wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode : e->wc_opcode;
+                /* The WR's own: verbs leaves it undefined on errors, and a FAST_REG ran as a bind. */
+                wc.opcode = e->wc_opcode;
                 break;
             }
         }
@@ -1082,6 +1493,15 @@ static void async_events(struct qrdma_be *be)
             q = ev.element.qp->qp_context;
             be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
             break;
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+        case IBV_EVENT_SRQ_ERR: {
+            struct qrdma_be_srq *srq = ev.element.srq->srq_context;
+
+            be->cbs.event(be->opaque, ev.event_type == IBV_EVENT_SRQ_ERR ? QRDMA_BE_EV_SRQ_ERR
+                                                                         : QRDMA_BE_EV_SRQ_LIMIT,
+                          srq->srq_id);
+            break;
+        }
         case IBV_EVENT_CQ_ERR:
             q = ev.element.cq->cq_context;
             be->cbs.event(be->opaque, QRDMA_BE_EV_CQ_ERR,
@@ -1093,6 +1513,26 @@ static void async_events(struct qrdma_be *be)
         }
         be->v->ack_async_event(&ev);
     }
+}
+
+/*
+ * Take what the guest posted to its SRQs; the deadline to look again
+ * while a host SRQ has room (the guest may post without a doorbell).
+ */
+static uint64_t srqs_fill(struct qrdma_be *be)
+{
+    bool room = false;
+    uint32_t i;
+
+    for (i = 0; i < be->nsrqs; i++) {
+        struct qrdma_be_srq *srq = be->srqs[i];
+
+        if (srq) {
+            srq_fill(be, srq);
+            room |= srq->posted < srq->size;
+        }
+    }
+    return room ? be->cbs.now_ns(be->opaque) + VB_SRQ_POLL_NS : UINT64_MAX;
 }
 
 static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
@@ -1133,7 +1573,7 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
         }
         rq_fill(be, q);
     }
-    return UINT64_MAX;
+    return srqs_fill(be);
 }
 
 static int vb_wait_fd(struct qrdma_be *be)
@@ -1158,6 +1598,12 @@ static void drop_objects(struct qrdma_be *be)
         if (be->qps[i]) {
             qp_free(be, be->qps[i]);
             be->qps[i] = NULL;
+        }
+    }
+    for (i = 0; i < be->nsrqs; i++) {
+        if (be->srqs[i]) {
+            srq_free(be, be->srqs[i]);
+            be->srqs[i] = NULL;
         }
     }
     for (i = 0; i < be->nmrs; i++) {
@@ -1208,6 +1654,7 @@ static void vb_destroy(struct qrdma_be *be)
     }
     free(be->pds);
     free(be->qps);
+    free(be->srqs);
     free(be->mrs);
     free(be);
 }
@@ -1302,8 +1749,8 @@ fail:
 
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
-    /* No SRQs, fast-register MRs or windows yet, no transport counters (docs/backends.md). */
-    .carries = 0,
+    /* No guest memory windows yet, no transport counters (docs/backends.md). */
+    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG,
     .create = vb_create,
     .reset = vb_reset,
     .destroy = vb_destroy,
@@ -1313,6 +1760,9 @@ const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .qp_destroy = vb_qp_destroy,
     .post_send = vb_post_send,
     .recv_doorbell = vb_recv_doorbell,
+    .srq_create = vb_srq_create,
+    .srq_modify = vb_srq_modify,
+    .srq_destroy = vb_srq_destroy,
     .mr_register = vb_mr_register,
     .mr_alloc_stag = vb_mr_alloc_stag,
     .mr_deregister = vb_mr_deregister,

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		10
+#define QRDMA_IF_VERSION_MINOR		11
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -516,8 +516,9 @@ enum qrdma_state_error {
 	QRDMA_STATE_ERR_KEY = 6,	/* STAG key byte does not match the MR's */
 };
 
-/* Minor codes of QRDMA_CQP_ERR_NO_RESOURCE (interface 0.10). */
+/* Minor codes of QRDMA_CQP_ERR_NO_RESOURCE (interface 0.10; HOST 0.11). */
 enum qrdma_resource_error {
+	QRDMA_RESOURCE_ERR_HOST = 0,		/* no device limit: the host (its memory, its RDMA NIC) is out */
 	QRDMA_RESOURCE_ERR_MCAST_GRP = 1,	/* CAP_MAX_MCAST_GRP groups have QPs */
 	QRDMA_RESOURCE_ERR_MCAST_QP_ATTACH = 2,	/* the group has CAP_MAX_MCAST_QP_ATTACH QPs */
 };

@@ -410,6 +410,7 @@ struct qrdma_srq {
     /* The data path's. */
     uint32_t head;              /* next WQE the device takes */
     uint32_t outstanding;       /* posted and not yet taken, as QUERY_SRQ reports */
+    struct qrdma_be_srq *be_srq; /* the backend's, with srq_create; NULL otherwise */
 };
 
 struct qrdma_ah {

@@ -561,12 +561,13 @@ static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id, const 
     return RQ_WQE_OK;
 }
 
-static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrdma_srq *srq)
+/* The SRQ's WQEs posted and not yet taken by the device, from its shadow's posted count. */
+static void srq_outstanding(struct qrdma_core *core, struct qrdma_srq *srq)
 {
     uint8_t shadow[8];
     uint32_t posted;
 
-    if (!srq->limit || core->env.dma_read(core->env.opaque, srq->shadow, shadow, 8)) {
+    if (core->env.dma_read(core->env.opaque, srq->shadow, shadow, 8)) {
         return;
     }
     posted = qrdma_ld_le32(shadow);
@@ -574,10 +575,54 @@ static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrd
     if (srq->outstanding > (1u << srq->ring.size_log2)) {
         srq->outstanding = 0;   /* a count the consumer cannot have posted */
     }
+}
+
+static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrdma_srq *srq)
+{
+    /*
+     * A backend that posts SRQ WQEs ahead to a host SRQ holds most of the
+     * outstanding ones: its host SRQ watches the limit (QRDMA_BE_EV_SRQ_LIMIT).
+     */
+    if (!srq->limit || core->dp.ops->srq_create) {
+        return;
+    }
+    srq_outstanding(core, srq);
     if (srq->outstanding < srq->limit) {
         srq->limit = 0;         /* one event per arming, as IB says */
         qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_LIMIT, QRDMA_AE_SRC_SRQ);
     }
+}
+
+/*
+ * The next WQE of an SRQ for a backend that posts ahead (srq_create): a
+ * malformed one raises SRQ_ERROR and is skipped, as there is no QP yet
+ * whose receive could complete in error.
+ */
+static int cb_get_srq_recv(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out)
+{
+    struct qrdma_core *core = opaque;
+    struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
+    enum rq_wqe_read r;
+
+    if (!srq) {
+        return -ENOENT;
+    }
+    r = read_rq_wqe(core, srq_id, "SRQ", &srq->ring, srq->head, out);
+    if (r == RQ_WQE_NONE) {
+        return -ENOENT;
+    }
+    if (r != RQ_WQE_OK) {
+        qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", srq_id,
+                          srq->head & ((1u << srq->ring.size_log2) - 1));
+        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_ERROR, QRDMA_AE_SRC_SRQ);
+        core->dp.bad_wqes++;
+        srq->head++;
+        return -EIO;
+    }
+    out->wr_id |= DP_WRID_SRQ;
+    srq->head++;
+    core->dp.rq_wqes++;
+    return 0;
 }
 
 static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
@@ -799,6 +844,16 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
         }
         return;
     }
+    case QRDMA_BE_EV_SRQ_LIMIT: {
+        struct qrdma_srq *srq = qrdma_srq_get(core, id);
+
+        /* One event per arming, as IB says; MODIFY_SRQ arms it again. */
+        if (srq && srq->limit) {
+            srq->limit = 0;
+            qrdma_aeq_post(core, srq->srq_ctx, id, QRDMA_AE_SRQ_LIMIT, QRDMA_AE_SRC_SRQ);
+        }
+        return;
+    }
     default:
         qp_event(core, id, ev);
     }
@@ -943,6 +998,7 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .invalidate = cb_invalidate,
     .bind_mw = cb_bind_mw,
     .get_recv = cb_get_recv,
+    .get_srq_recv = cb_get_srq_recv,
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
@@ -1402,6 +1458,69 @@ void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
  * changes that byte alone (ib_update_fast_reg_key in the guest), so the
  * guest's rkey and the backend's stay in step only if they start equal.
  */
+int qrdma_dp_srq_create(struct qrdma_core *core, uint32_t srq_id)
+{
+    struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
+    struct qrdma_dp *dp = &core->dp;
+    struct qrdma_be_srq_init init;
+    uint32_t stride;
+    int ret;
+
+    if (!srq) {
+        return -EINVAL;
+    }
+    srq->be_srq = NULL;
+    if (!dp->ops->srq_create) {
+        return 0;               /* the core reads SRQ WQEs when messages need them */
+    }
+    if (!dp->be) {
+        return -ENOMEM;
+    }
+    stride = 1u << srq->ring.stride_log2;
+    memset(&init, 0, sizeof(init));
+    init.srq_id = srq_id;
+    init.pd = srq->pd;
+    init.max_wr = 1u << srq->ring.size_log2;
+    init.max_sge = stride > QRDMA_RQ_WQE_HDR_BYTES
+                   ? (stride - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES : 0;
+    if (init.max_sge > QRDMA_BE_MAX_SGE) {
+        init.max_sge = QRDMA_BE_MAX_SGE;
+    }
+    init.limit = srq->limit;
+    ret = dp->ops->srq_create(dp->be, &init, &srq->be_srq);
+    if (ret) {
+        srq->be_srq = NULL;
+        return ret;
+    }
+    /* The guest rings no SRQ doorbell: the backend's poll looks for WQEs from now on. */
+    core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+    return 0;
+}
+
+int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id, uint32_t limit)
+{
+    struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
+    struct qrdma_dp *dp = &core->dp;
+
+    if (!srq || !dp->be || !dp->ops->srq_modify || !srq->be_srq) {
+        return 0;
+    }
+    return dp->ops->srq_modify(dp->be, srq->be_srq, limit);
+}
+
+void qrdma_dp_srq_destroy(struct qrdma_core *core, uint32_t srq_id)
+{
+    struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
+    struct qrdma_dp *dp = &core->dp;
+
+    if (srq && srq->be_srq && dp->be && dp->ops->srq_destroy) {
+        dp->ops->srq_destroy(dp->be, srq->be_srq);
+    }
+    if (srq) {
+        srq->be_srq = NULL;
+    }
+}
+
 int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 {
     struct qrdma_dp *dp = &core->dp;

@@ -101,6 +101,16 @@ void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
  * resources, -ENOTSUP when a fast-register MR's rkey lacks the STag's key
  * byte); DEALLOC_STAG is about to forget it.
  */
+/*
+ * SRQ hooks (qrdma_obj.c), for a backend that posts SRQ WQEs ahead
+ * (srq_create; a no-op without): CREATE_SRQ recorded SRQ srq_id (0, or
+ * negative: the command must forget it; -ENOMEM: out of host resources);
+ * MODIFY_SRQ is about to set its limit (0, or negative: the command
+ * fails and the old limit stays); DESTROY_SRQ is about to forget it.
+ */
+int qrdma_dp_srq_create(struct qrdma_core *core, uint32_t srq_id);
+int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id, uint32_t limit);
+void qrdma_dp_srq_destroy(struct qrdma_core *core, uint32_t srq_id);
 int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey);
 void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 

@@ -294,10 +294,16 @@ static struct cqp_result mr_mirror_forget(struct qrdma_core *core, uint32_t stag
     qrdma_obj_count_dec(core, QRDMA_HMC_MR);
     memset(zero, 0, sizeof(zero));
     qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero, sizeof(zero), cmd);
+    if (ret == -ENOMEM) {
+        /* Not the guest's fault: NO_RESOURCE, which the driver reports as ENOMEM. */
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
+                              "%s: STag 0x%08x: the backend cannot register it (out of host "
+                              "resources)", cmd, stag);
+    }
     return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
                           "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
                           ret == -ENOTSUP ? "its rkey lacks the STag's key byte"
-                                          : "out of host resources");
+                                          : "it refuses the MR");
 }
 
 /* Success: the return value is the rkey peers use (WIRE_IDS, hw-spec 18.1). */
@@ -340,9 +346,12 @@ static struct cqp_result mr_mirror_rereg(struct qrdma_core *core, uint32_t stag,
     core->obj.mr[stag_index(stag)] = *old;
     mr_ctx_render(old, ctx);
     qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx), cmd);
-    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                          "%s: STag 0x%08x: the backend cannot re-register it (out of host "
-                          "resources); the old registration stays", cmd, stag);
+    return qrdma_cqp_fail(core,
+                          ret == -ENOMEM ? QRDMA_CQP_ERR_NO_RESOURCE : QRDMA_CQP_ERR_INVALID_ARG,
+                          QRDMA_RESOURCE_ERR_HOST,
+                          "%s: STag 0x%08x: the backend cannot re-register it (%s); the old "
+                          "registration stays", cmd, stag,
+                          ret == -ENOMEM ? "out of host resources" : "it refuses the MR");
 }
 
 struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)

@@ -14,6 +14,7 @@
  */
 #include "qrdma_core_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -654,6 +655,7 @@ struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core, const uint64_t *
     struct qrdma_srq srq;
     struct cqp_result res;
     char what[48];
+    int ret;
 
     if (arg[0] & ~SRQ_ARG0_FIELDS) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
@@ -733,6 +735,19 @@ struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core, const uint64_t *
     }
     core->obj.srq[id] = srq;
     qrdma_obj_count_inc(core, QRDMA_HMC_SRQ);
+    ret = qrdma_dp_srq_create(core, id);
+    if (ret) {
+        /* The backend could not make its SRQ: undo, as if never created. */
+        obj_ctx_clear(core, QRDMA_HMC_SRQ, id, CTX_SIZE, cmd);
+        memset(&core->obj.srq[id], 0, sizeof(core->obj.srq[id]));
+        qrdma_obj_count_dec(core, QRDMA_HMC_SRQ);
+        if (ret == -ENOMEM) {
+            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
+                                  "%s: SRQ %u: the device is out of host resources", cmd, id);
+        }
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                              "%s: SRQ %u: the backend refuses it", cmd, id);
+    }
     return cqp_ok;
 }
 
@@ -744,6 +759,7 @@ struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core, const uint64_t *
     struct qrdma_srq *srq, next;
     uint8_t ctx[CTX_SIZE];
     struct cqp_result res;
+    int ret;
 
     res = srq_lookup(core, arg[0], cmd, &srq);
     if (res.major) {
@@ -758,6 +774,11 @@ struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core, const uint64_t *
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
                               "%s: SRQ %u: LIMIT %u is not below its %u WQEs", cmd, id, limit,
                               1u << srq->ring.size_log2);
+    }
+    ret = qrdma_dp_srq_modify(core, id, limit);
+    if (ret) {
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
+                              "%s: SRQ %u: the backend cannot set LIMIT %u", cmd, id, limit);
     }
     next = *srq;
     next.limit = limit;
@@ -798,6 +819,7 @@ struct cqp_result qrdma_cqp_destroy_srq(struct qrdma_core *core, const uint64_t 
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_BUSY,
                               "%s: SRQ %u is still used by %u QPs", cmd, id, srq->refs);
     }
+    qrdma_dp_srq_destroy(core, id);
     obj_ctx_clear(core, QRDMA_HMC_SRQ, id, CTX_SIZE, cmd);
     memset(srq, 0, sizeof(*srq));
     qrdma_obj_count_dec(core, QRDMA_HMC_SRQ);

@@ -12,6 +12,7 @@
  * range's end), UD address handles, send-queue space, completion mapping
  * (WQE index, opcode on errors, byte count, immediate, source QP, flags),
  * receives pulled at the doorbell, async events, host ENOMEM as -ENOMEM,
+ * SRQs (a host SRQ filled from the guest ring at poll, limit and events),
  * and reset and destroy releasing every host object.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -82,6 +83,16 @@ static struct core {
     struct qrdma_be_recv_wr recv[8];
     unsigned nrecv, recv_next;
     int recv_err;
+    /* fast_reg and invalidate calls */
+    struct qrdma_be_fast_reg fr[4];
+    unsigned nfr;
+    int fr_ret;
+    uint32_t inv_stag[4], inv_qp[4];
+    unsigned ninv;
+    /* get_srq_recv hands these out (for SRQ srq_recv_id), then -ENOENT */
+    struct qrdma_be_recv_wr srq_recv[8];
+    unsigned nsrq_recv, srq_recv_next;
+    uint32_t srq_recv_id;
     /* what the backend reported */
     struct qrdma_be_wc wc[32];
     uint32_t wc_qp[32];
@@ -121,6 +132,37 @@ static int cb_get_recv(void *opaque, uint32_t qp_id, struct qrdma_be_recv_wr *ou
         return -ENOENT;
     }
     *out = core.recv[core.recv_next++];
+    return 0;
+}
+
+static int cb_fast_reg(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg *fr)
+{
+    CHECK_EQ(pd, PD);
+    if (core.nfr < 4) {
+        core.fr[core.nfr] = *fr;
+    }
+    core.nfr++;
+    return core.fr_ret;
+}
+
+static int cb_invalidate(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag)
+{
+    CHECK_EQ(pd, PD);
+    if (core.ninv < 4) {
+        core.inv_stag[core.ninv] = stag;
+        core.inv_qp[core.ninv] = qp_id;
+    }
+    core.ninv++;
+    return 0;
+}
+
+static int cb_get_srq_recv(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out)
+{
+    CHECK_EQ(srq_id, core.srq_recv_id);
+    if (core.srq_recv_next == core.nsrq_recv) {
+        return -ENOENT;
+    }
+    *out = core.srq_recv[core.srq_recv_next++];
     return 0;
 }
 
@@ -178,6 +220,9 @@ static const struct qrdma_be_callbacks cbs = {
     .mr_write = cb_mr_write,
     .mr_gpa_walk = cb_mr_gpa_walk,
     .get_recv = cb_get_recv,
+    .get_srq_recv = cb_get_srq_recv,
+    .fast_reg = cb_fast_reg,
+    .invalidate = cb_invalidate,
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
@@ -359,13 +404,24 @@ static void test_qp_create_ids(void)
         vmock.fail_create_cq = ENOMEM;
         CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
         CHECK_EQ(vmock.live_cq, cqs);
+        /* Other ways a host says "no more" are the same -ENOMEM; a bad argument is not. */
+        vmock.fail_create_qp = ENOSPC;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        vmock.fail_create_cq = EAGAIN;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -ENOMEM);
+        vmock.fail_create_qp = EINVAL;
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EINVAL);
+        CHECK_EQ(vmock.live_cq, cqs);
     }
-    /* No SRQs yet: refused, not half-made. */
+    /* An SRQ the backend was never given: refused, not half-made. */
     init.has_srq = true;
+    init.srq = 4;
     {
         struct qrdma_be_qp *none = NULL;
+        int cqs = vmock.live_cq;
 
-        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EOPNOTSUPP);
+        CHECK_EQ(ops->qp_create(be, &init, &none, &qpn2), -EINVAL);
+        CHECK_EQ(vmock.live_cq, cqs);
     }
     ops->qp_destroy(be, qp2);
     ops->qp_destroy(be, qp);
@@ -492,6 +548,8 @@ static void test_mr_direct(void)
             struct qrdma_be_mr mr = { .stag = STAG, .pd = PD, .type = QRDMA_BE_MR_MEM,
                                       .iova = IOVA, .length = 0x1000 };
 
+            CHECK_EQ(ops->mr_register(be, &mr, &rkey), -ENOMEM);
+            vmock.fail_reg_mr = ENOBUFS;
             CHECK_EQ(ops->mr_register(be, &mr, &rkey), -ENOMEM);
         }
         CHECK_EQ(vmock.live_mr, before);
@@ -688,11 +746,16 @@ static void test_post_send(void)
         CHECK_EQ(h->send[2].num_sge, 1);
         CHECK(!memcmp(h->inline_copy[2], data, sizeof(data)));
     }
-    /* Fast-register and local invalidate are not built: refused. */
+    /* Guest windows are not carried; FAST_REG and LOCAL_INV of an MR the backend lacks fail. */
+    wr.opcode = QRDMA_BE_WR_BIND_MW;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
     wr.opcode = QRDMA_BE_WR_FAST_REG;
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    wr.fast_reg.stag = 0x3300 | 0x11;
+    wr.fast_reg.length = 0x1000;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
     wr.opcode = QRDMA_BE_WR_LOCAL_INV;
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EOPNOTSUPP);
+    wr.invalidate_stag = 0x3300 | 0x11;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
     ops->destroy(be);
 }
 
@@ -1027,6 +1090,328 @@ static void test_reset_releases(void)
     CHECK_EQ(vmock.live_ch, 0);
 }
 
+/*
+ * SRQs: a host SRQ of the ring's depth; the guest's SRQ WQEs taken at
+ * poll onto it (host lkeys, the core's wr_id), as many as it has room
+ * for, and poll asks to come back while it has room (no SRQ doorbell); a
+ * QP of the SRQ on the host SRQ, its receive completions carrying the SRQ
+ * WQE's wr_id and freeing room; the limit armed on the host; the host's
+ * limit and error events passed by SRQ ID; a WQE with a bad lkey raising
+ * SRQ_ERR instead of reaching the host; host ENOMEM; reset releasing it.
+ */
+static void test_srq(void)
+{
+    const struct qrdma_be_srq_init sinit = { .srq_id = 4, .pd = PD, .max_wr = 4, .max_sge = 2 };
+    struct qrdma_be_qp_init init = rc_init;
+    struct qrdma_be_srq *srq = NULL, *none = NULL;
+    struct qrdma_be_qp *qp;
+    struct vm_srq *h;
+    struct vm_qp *hq;
+    struct ibv_wc wc;
+    struct qrdma_be *be;
+    uint32_t qpn, lkey;
+    unsigned i;
+
+    fresh();
+    be = make();
+    CHECK(be != NULL);
+    CHECK(ops->carries & QRDMA_BE_CARRIES_SRQ);
+    one_piece(RAM0_GPA + 0x10000, 0x4000);
+    make_mr(be, STAG, IOVA, 0x4000, QRDMA_BE_ACCESS_LOCAL_WRITE);
+    lkey = verbs_mock_last_mr()->mr.lkey;
+
+    /* Host out of SRQs: -ENOMEM, nothing left. */
+    vmock.fail_create_srq = ENOMEM;
+    CHECK_EQ(ops->srq_create(be, &sinit, &none), -ENOMEM);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(ops->srq_create(be, &sinit, &srq), 0);
+    CHECK_EQ(vmock.live_srq, 1);
+    h = vmock.srqs[vmock.nsrqs - 1];
+    CHECK_EQ(h->init.attr.max_wr, 4);
+    CHECK_EQ(h->init.attr.max_sge, 4);      /* room for DMA-MR splits */
+    CHECK_EQ(h->modifies, 0);               /* no limit asked: none armed */
+
+    init.has_srq = true;
+    init.srq = 4;
+    init.max_recv_wr = 0;
+    init.max_recv_sge = 0;
+    qp = make_qp(be, &init, &qpn);
+    hq = verbs_mock_qp(qpn);
+    CHECK(hq != NULL);
+    if (!qp || !hq) {
+        return;
+    }
+    CHECK(hq->init.srq == &h->srq);
+    CHECK_EQ(hq->init.cap.max_recv_wr, 0);
+    CHECK_EQ(((struct vm_cq *)hq->qp.recv_cq)->cqe, 4);
+
+    /* Two WQEs posted: poll takes them, and asks to look again (room left). */
+    core.srq_recv_id = 4;
+    for (i = 0; i < 2; i++) {
+        core.srq_recv[i] = (struct qrdma_be_recv_wr){
+            .wr_id = (1ull << 32) | i, .num_sge = 1,
+            .sg_list = { { IOVA + 0x1000 * i, 0x800, STAG } } };
+    }
+    core.nsrq_recv = 2;
+    CHECK_EQ(ops->poll(be, 64), 12345 + 1000000);
+    CHECK_EQ(h->nrecv, 2);
+    CHECK_EQ(h->recv[1].wr_id, (1ull << 32) | 1);
+    CHECK_EQ(h->recv_sge[1][0].addr, IOVA + 0x1000);
+    CHECK_EQ(h->recv_sge[1][0].length, 0x800);
+    CHECK_EQ(h->recv_sge[1][0].lkey, lkey);
+
+    /* Two more fill it: poll is idle again. */
+    for (i = 2; i < 4; i++) {
+        core.srq_recv[i] = (struct qrdma_be_recv_wr){
+            .wr_id = (1ull << 32) | i, .num_sge = 1,
+            .sg_list = { { IOVA + 0x1000 * i, 0x800, STAG } } };
+    }
+    core.srq_recv[4] = core.srq_recv[0];
+    core.nsrq_recv = 5;
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
+    CHECK_EQ(h->nrecv, 4);
+    CHECK_EQ(core.srq_recv_next, 4);        /* the fifth waits: no room */
+
+    /* A receive on the QP: the SRQ WQE's wr_id comes back; its slot is free again. */
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = (1ull << 32) | 1;
+    wc.opcode = IBV_WC_RECV;
+    wc.byte_len = 99;
+    wc.qp_num = qpn;
+    verbs_mock_cq_push(hq->qp.recv_cq, &wc);
+    CHECK(fd_ready(be));
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc_qp[0], QP_ID);
+    CHECK_EQ(core.wc[0].wr_id, (1ull << 32) | 1);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(core.wc[0].byte_len, 99);
+    CHECK_EQ(h->nrecv, 5);
+
+    /* The limit: armed on the host; its event comes back by SRQ ID. */
+    CHECK_EQ(ops->srq_modify(be, srq, 2), 0);
+    CHECK_EQ(h->limit, 2);
+    verbs_mock_async_push(IBV_EVENT_SRQ_LIMIT_REACHED, &h->srq);
+    verbs_mock_async_push(IBV_EVENT_SRQ_ERR, &h->srq);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nev, 2);
+    CHECK_EQ(core.ev[0], QRDMA_BE_EV_SRQ_LIMIT);
+    CHECK_EQ(core.ev_id[0], 4);
+    CHECK_EQ(core.ev[1], QRDMA_BE_EV_SRQ_ERR);
+    CHECK_EQ(vmock.acked_async, 2);
+
+    /* A WQE with a lkey the backend does not hold: SRQ_ERR, never a made-up key on the host. */
+    wc.wr_id = (1ull << 32) | 2;
+    verbs_mock_cq_push(hq->qp.recv_cq, &wc);
+    core.srq_recv[5] = core.srq_recv[0];
+    core.srq_recv[5].sg_list[0].lkey = STAG ^ 1;
+    core.nsrq_recv = 6;
+    ops->poll(be, 64);
+    CHECK_EQ(h->nrecv, 5);
+    CHECK_EQ(core.nev, 3);
+    CHECK_EQ(core.ev[2], QRDMA_BE_EV_SRQ_ERR);
+    CHECK_EQ(core.ev_id[2], 4);
+
+    /* Reset: the QP, its CQs and the SRQ go. */
+    CHECK_EQ(ops->reset(be), 0);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(vmock.live_qp, 0);
+    CHECK_EQ(vmock.live_cq, 0);
+    /* After a reset an SRQ can be made again and destroyed on its own. */
+    CHECK_EQ(ops->srq_create(be, &sinit, &srq), 0);
+    CHECK_EQ(vmock.live_srq, 1);
+    ops->srq_destroy(be, srq);
+    CHECK_EQ(vmock.live_srq, 0);
+    CHECK_EQ(ops->poll(be, 64), UINT64_MAX);    /* no SRQ: nothing to look for */
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_ctx, 0);
+}
+
+/*
+ * Fast-register MRs on host type 2 windows: ALLOC_STAG allocates one and
+ * hands out its rkey with the STag's key byte (the PD's whole-RAM MRs,
+ * local and bindable, made then); a FAST_REG WR tells the core first,
+ * then becomes a host BIND_MW of that window on the RAM MR at the
+ * guest's iova with the new key byte and the remote rights, completing
+ * as FAST_REG; LOCAL_INV by STag becomes the host's by wire rkey; a
+ * peer's SEND_WITH_INV reaches the core's table by STag; pages that are
+ * not one run at iova = guest-physical, a wrong key byte, the MR's lkey
+ * in an SGE, and host ENOMEM are refused; DEALLOC frees the window.
+ */
+static void test_fast_reg(void)
+{
+    const uint32_t fr_stag = 9u << 8 | 0x42, fr_new = 9u << 8 | 0x43;
+    const uint64_t fr_iova = RAM0_GPA + 0x20000;
+    struct qrdma_be_mr mr = { .stag = fr_stag, .pd = PD, .type = QRDMA_BE_MR_FAST_REG,
+                              .access = QRDMA_BE_ACCESS_LOCAL_WRITE, .max_pages = 4 };
+    struct qrdma_be_send_wr wr;
+    struct qrdma_be_qp *qp;
+    struct ibv_mw *mw;
+    struct vm_qp *h;
+    struct ibv_wc wc;
+    struct qrdma_be *be;
+    uint32_t qpn, rkey = 0, base;
+    unsigned i;
+
+    fresh();
+    be = make();
+    CHECK(be != NULL);
+    CHECK(ops->carries & QRDMA_BE_CARRIES_FAST_REG);
+    CHECK(!(ops->carries & QRDMA_BE_CARRIES_MW));
+    qp = make_qp(be, &rc_init, &qpn);
+    h = verbs_mock_qp(qpn);
+    if (!qp || !h) {
+        CHECK(!"no QP");
+        return;
+    }
+
+    vmock.fail_alloc_mw = ENOMEM;
+    CHECK_EQ(ops->mr_alloc_stag(be, &mr, &rkey), -ENOMEM);
+    CHECK_EQ(vmock.live_mw, 0);
+    CHECK_EQ(ops->mr_alloc_stag(be, &mr, &rkey), 0);
+    CHECK_EQ(vmock.live_mw, 1);
+    mw = vmock.mws[vmock.nmws - 1];
+    base = mw->rkey & ~0xffu;
+    CHECK_EQ(rkey, base | 0x42);
+    /* The PD's whole-RAM MRs: bindable, never remote. */
+    CHECK_EQ(vmock.live_mr, 2);
+    for (i = 0; i < 2; i++) {
+        CHECK_EQ(vmock.mrs[i]->access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+        CHECK_EQ(vmock.mrs[i]->iova, i ? RAM1_GPA : RAM0_GPA);
+    }
+
+    /* FAST_REG with a new key byte: the core first, then a host bind. */
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = 7;
+    wr.opcode = QRDMA_BE_WR_FAST_REG;
+    wr.send_flags = QRDMA_BE_SEND_SIGNALED;
+    wr.fast_reg = (struct qrdma_be_fast_reg){
+        .stag = fr_new, .access = QRDMA_BE_ACCESS_LOCAL_WRITE | QRDMA_BE_ACCESS_REMOTE_WRITE |
+                                  QRDMA_BE_ACCESS_REMOTE_READ,
+        .iova = fr_iova, .length = 0x3000, .page_log2 = 12, .levels = 1 };
+    one_piece(fr_iova, 0x3000);
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(core.nfr, 1);
+    CHECK_EQ(core.fr[0].stag, fr_new);
+    CHECK_EQ(h->nsend, 1);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_BIND_MW);
+    CHECK_EQ(h->send[0].send_flags, IBV_SEND_SIGNALED);
+    CHECK(h->send[0].bind_mw.mw == mw);
+    CHECK_EQ(h->send[0].bind_mw.rkey, base | 0x43);
+    CHECK_EQ(mw->rkey, base | 0x43);        /* kept for the next bind, which names the window by it */
+    CHECK(h->send[0].bind_mw.bind_info.mr == &vmock.mrs[0]->mr);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.addr, fr_iova);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.length, 0x3000);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.mw_access_flags,
+             IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = 7;
+    wc.opcode = IBV_WC_BIND_MW;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.nwc, 1);
+    CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_FAST_REG);
+    CHECK_EQ(core.wc[0].status, QRDMA_BE_WC_SUCCESS);
+
+    /* The MR's lkey in a local SGE: not carried, never a made-up host key. */
+    wr.opcode = QRDMA_BE_WR_SEND;
+    wr.num_sge = 1;
+    wr.sg_list[0] = (struct qrdma_be_sge){ fr_iova, 64, fr_new };
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EACCES);
+    wr.num_sge = 0;
+
+    /* LOCAL_INV by the old key byte: refused; by the STag now: the host's by wire rkey. */
+    wr.opcode = QRDMA_BE_WR_LOCAL_INV;
+    wr.wr_id = 8;
+    wr.invalidate_stag = fr_stag;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    CHECK_EQ(core.ninv, 0);
+    wr.invalidate_stag = fr_new;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(core.ninv, 1);
+    CHECK_EQ(core.inv_stag[0], fr_new);
+    CHECK_EQ(h->send[1].opcode, IBV_WR_LOCAL_INV);
+    CHECK_EQ(h->send[1].invalidate_rkey, base | 0x43);
+    wc.wr_id = 8;
+    wc.opcode = IBV_WC_LOCAL_INV;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.wc[1].opcode, QRDMA_BE_WC_LOCAL_INV);
+
+    /* Pages that are not one run at iova = guest-physical: refused (no host MR per FAST_REG). */
+    wr.opcode = QRDMA_BE_WR_FAST_REG;
+    wr.fast_reg.stag = fr_stag;
+    one_piece(fr_iova + 0x1000, 0x3000);
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    core.npieces = 2;
+    core.piece_gpa[0] = fr_iova;
+    core.piece_len[0] = 0x1000;
+    core.piece_gpa[1] = fr_iova + 0x3000;
+    core.piece_len[1] = 0x2000;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    /* One the core refuses never reaches the host. */
+    one_piece(fr_iova, 0x3000);
+    core.fr_ret = -EINVAL;
+    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
+    core.fr_ret = 0;
+    CHECK_EQ(h->nsend, 2);
+    /* Bound again with 0x42: a peer's SEND_WITH_INV of that rkey reaches the core by STag. */
+    wr.wr_id = 9;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    CHECK_EQ(h->send[2].bind_mw.rkey, base | 0x42);
+    wc.wr_id = 0;
+    wc.opcode = IBV_WC_RECV;
+    wc.wc_flags = IBV_WC_WITH_INV;
+    wc.invalidated_rkey = base | 0x42;
+    core.nrecv = 1;
+    core.recv[0] = (struct qrdma_be_recv_wr){ .wr_id = 0 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 2);
+    CHECK_EQ(core.inv_stag[1], fr_stag);
+    CHECK_EQ(core.inv_qp[1], QP_ID);
+    CHECK_EQ(core.wc[core.nwc - 1].invalidated_stag, base | 0x42);
+    CHECK(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV);
+
+    /*
+     * rxe's way: the kernel's WITH_INVALIDATE bit, which libibverbs reads
+     * as IP_CSUM_OK, on an RC receive whose rkey is our window: the same.
+     */
+    wr.wr_id = 10;
+    wr.fast_reg.stag = fr_new;
+    CHECK_EQ(ops->post_send(be, qp, &wr), 0);
+    wc.wr_id = 1;
+    wc.wc_flags = IBV_WC_GRH | IBV_WC_IP_CSUM_OK;
+    wc.invalidated_rkey = base | 0x43;
+    core.nrecv = 2;
+    core.recv[1] = (struct qrdma_be_recv_wr){ .wr_id = 1 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 3);
+    CHECK_EQ(core.inv_stag[2], fr_new);
+    CHECK(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV);
+    CHECK_EQ(core.wc[core.nwc - 1].invalidated_stag, base | 0x43);
+    /* ... but not with an rkey that is none of ours: only the checksum flag, dropped. */
+    wc.wr_id = 2;
+    wc.invalidated_rkey = 0x1234;
+    core.nrecv = 3;
+    core.recv[2] = (struct qrdma_be_recv_wr){ .wr_id = 2 };
+    ops->recv_doorbell(be, qp);
+    verbs_mock_cq_push(h->qp.recv_cq, &wc);
+    ops->poll(be, 64);
+    CHECK_EQ(core.ninv, 3);
+    CHECK(!(core.wc[core.nwc - 1].wc_flags & QRDMA_BE_WC_WITH_INV));
+
+    /* DEALLOC_STAG frees the window, before the RAM MRs go with the PD. */
+    ops->mr_deregister(be, fr_stag);
+    CHECK_EQ(vmock.live_mw, 0);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_mr, 0);
+    CHECK_EQ(vmock.live_ctx, 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_refusals),
     UNIT_TEST(test_qp_create_ids),
@@ -1039,6 +1424,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_receives),
     UNIT_TEST(test_async_events),
     UNIT_TEST(test_reset_releases),
+    UNIT_TEST(test_srq),
+    UNIT_TEST(test_fast_reg),
 };
 
 int main(void)

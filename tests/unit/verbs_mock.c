@@ -57,6 +57,12 @@ void verbs_mock_reset(void)
     for (i = 0; i < vmock.nahs; i++) {
         free(vmock.ahs[i]);
     }
+    for (i = 0; i < vmock.nsrqs; i++) {
+        free(vmock.srqs[i]);
+    }
+    for (i = 0; i < vmock.nmws; i++) {
+        free(vmock.mws[i]);
+    }
     memset(&vmock, 0, sizeof(vmock));
     vmock.name = "mock0";
     vmock.port_state = IBV_PORT_ACTIVE;
@@ -334,6 +340,61 @@ static int m_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
     return 0;
 }
 
+static struct ibv_srq *m_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+    struct vm_srq *q;
+
+    if (failing(&vmock.fail_create_srq) || vmock.nsrqs == VM_MAX_OBJ) {
+        return NULL;
+    }
+    q = calloc(1, sizeof(*q));
+    q->init = *attr;
+    q->srq.context = pd->context;
+    q->srq.pd = pd;
+    q->srq.srq_context = attr->srq_context;
+    vmock.srqs[vmock.nsrqs++] = q;
+    vmock.live_srq++;
+    return &q->srq;
+}
+
+static int m_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+    struct vm_srq *q = (struct vm_srq *)srq;
+
+    q->modifies++;
+    if (mask & IBV_SRQ_LIMIT) {
+        q->limit = attr->srq_limit;
+    }
+    return 0;
+}
+
+static int m_destroy_srq(struct ibv_srq *srq)
+{
+    srq->context = NULL;
+    vmock.live_srq--;
+    return 0;
+}
+
+static int m_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    struct vm_srq *q = (struct vm_srq *)srq;
+    unsigned i = q->nrecv;
+    int k;
+
+    if (i == VM_MAX_WR || wr->num_sge > (int)q->init.attr.max_sge) {
+        *bad = wr;
+        return ENOMEM;
+    }
+    q->recv[i] = *wr;
+    for (k = 0; k < wr->num_sge; k++) {
+        q->recv_sge[i][k] = wr->sg_list[k];
+    }
+    q->recv[i].sg_list = q->recv_sge[i];
+    q->recv[i].next = NULL;
+    q->nrecv++;
+    return 0;
+}
+
 static struct ibv_mr *m_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
                                      unsigned int access)
 {
@@ -360,6 +421,31 @@ static int m_dereg_mr(struct ibv_mr *mr)
 {
     mr->context = NULL;
     vmock.live_mr--;
+    return 0;
+}
+
+static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    struct ibv_mw *mw;
+
+    if (failing(&vmock.fail_alloc_mw) || vmock.nmws == VM_MAX_OBJ) {
+        return NULL;
+    }
+    mw = calloc(1, sizeof(*mw));
+    mw->context = pd->context;
+    mw->pd = pd;
+    mw->type = type;
+    /* A key byte of the host's own, which the backend must replace with the guest's. */
+    mw->rkey = (vmock.next_key++ << 8) | 0xc3;
+    vmock.mws[vmock.nmws++] = mw;
+    vmock.live_mw++;
+    return mw;
+}
+
+static int m_dealloc_mw(struct ibv_mw *mw)
+{
+    mw->context = NULL;
+    vmock.live_mw--;
     return 0;
 }
 
@@ -405,6 +491,10 @@ void verbs_mock_async_push(enum ibv_event_type type, void *element)
     case IBV_EVENT_PORT_ACTIVE:
     case IBV_EVENT_PORT_ERR:
         ev->element.port_num = 1;
+        break;
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+    case IBV_EVENT_SRQ_ERR:
+        ev->element.srq = element;
         break;
     default:
         ev->element.qp = element;
@@ -461,8 +551,14 @@ const struct qrdma_vb_verbs verbs_mock_table = {
     .destroy_qp = m_destroy_qp,
     .post_send = m_post_send,
     .post_recv = m_post_recv,
+    .create_srq = m_create_srq,
+    .modify_srq = m_modify_srq,
+    .destroy_srq = m_destroy_srq,
+    .post_srq_recv = m_post_srq_recv,
     .reg_mr_iova2 = m_reg_mr_iova2,
     .dereg_mr = m_dereg_mr,
+    .alloc_mw = m_alloc_mw,
+    .dealloc_mw = m_dealloc_mw,
     .create_ah = m_create_ah,
     .destroy_ah = m_destroy_ah,
     .get_async_event = m_get_async_event,

@@ -46,6 +46,16 @@ struct vm_cq {
     int cqe;
 };
 
+struct vm_srq {
+    struct ibv_srq srq;
+    struct ibv_srq_init_attr init;
+    uint32_t limit;                     /* the last IBV_SRQ_LIMIT set */
+    unsigned modifies;
+    struct ibv_recv_wr recv[VM_MAX_WR];
+    struct ibv_sge recv_sge[VM_MAX_WR][32];
+    unsigned nrecv;
+};
+
 struct vm_mr {
     struct ibv_mr mr;
     uint64_t iova;
@@ -64,8 +74,9 @@ struct verbs_mock {
     bool gid_zero;                      /* query_gid gives ::, as a missing GID */
     /* errno the next call of each kind fails with (0: succeed) */
     int fail_create_qp, fail_create_cq, fail_reg_mr, fail_post_send, fail_create_ah;
+    int fail_create_srq, fail_alloc_mw;
     /* live objects and call counts */
-    int live_ctx, live_ch, live_pd, live_cq, live_qp, live_mr, live_ah;
+    int live_ctx, live_ch, live_pd, live_cq, live_qp, live_mr, live_ah, live_srq, live_mw;
     unsigned create_ah_calls, acked_async, acked_cq;
     /* the objects, in creation order */
     struct vm_qp *qps[VM_MAX_OBJ];
@@ -76,6 +87,10 @@ struct verbs_mock {
     unsigned nmrs;
     struct vm_ah *ahs[VM_MAX_OBJ];
     unsigned nahs;
+    struct vm_srq *srqs[VM_MAX_OBJ];
+    unsigned nsrqs;
+    struct ibv_mw *mws[VM_MAX_OBJ];
+    unsigned nmws;
     struct ibv_context *ctx;
     struct ibv_comp_channel *ch;
     /* channel events and async events not read yet */

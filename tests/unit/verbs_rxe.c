@@ -9,7 +9,11 @@
  * REG_MR. Checked byte for byte in the other side's guest RAM: a WRITE,
  * a READ, a SEND with immediate (and its receive CQE), a FETCH_ADD and a
  * CMP_SWP, and a WRITE with a bad rkey completing in error; then UD: a
- * SEND with immediate through a host AH, GRH and source QPN checked.
+ * SEND with immediate through a host AH, GRH and source QPN checked;
+ * then an SRQ: three SENDs received from B's SRQ byte for byte, and its
+ * limit event; then fast registration: a WRITE through a fast-registered
+ * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV;
+ * last, the cost of registering guest memory on the host NIC (printed).
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -304,11 +308,314 @@ static void test_ud_over_host_nic(void)
     CHECK_EQ(e.opcode, QRDMA_BE_WC_SEND);
 }
 
+/* Run both data paths until side s's AEQ has the event (code, id); false after 20 s. */
+static bool wait_aeqe(struct side *s, uint16_t code, uint32_t id, uint8_t source, uint64_t ctx)
+{
+    struct timespec t0, t;
+    struct aeqe ae;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        qrdma_core_run(&SA->core, QRDMA_WORK_DP);
+        qrdma_core_run(&SB->core, QRDMA_WORK_DP);
+        while (poll_aeq(s, &ae)) {
+            if (ae.code == code && ae.id == id && ae.source == source && ae.ctx == ctx) {
+                return true;
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 20) {
+            fprintf(stderr, "  no AEQE 0x%x for %u on side %d in 20 s\n", code, id, s->idx);
+            return false;
+        }
+        usleep(10000);
+    }
+}
+
+/*
+ * An SRQ on the host NIC (the same two cores): B's RC QP receives from
+ * B's SRQ, whose WQEs the guest posts without a doorbell and the verbs
+ * backend moves onto a host SRQ; A sends three messages of their own
+ * bytes; each lands byte for byte at the SRQ WQE the CQE names (SRQ
+ * flag, index); the host's limit event comes back as AEQE SRQ_LIMIT; a
+ * WQE posted after traffic started is found without a doorbell.
+ */
+static void test_srq_over_host_nic(void)
+{
+    const uint32_t srq_id = 1, qa = 5, qb = 5;
+    struct qp_spec sb = rc_spec;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint32_t qpn_a, qpn_b;
+    struct cqe e;
+    unsigned i, k;
+
+    /* SRQ 1 of B: 4 WQEs of 32 bytes, no limit yet. */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_CREATE_SRQ,
+               srq_id | 2ull << QRDMA_SRQ_ARG0_SIZE_SHIFT | 5ull << QRDMA_SRQ_ARG0_WQE_SHIFT,
+               PD, SRQ_RING, SRQ_SHADOW, 0x5e0, 0));
+    SB->srq_log2 = 2;
+    SB->srq_stride_log2 = 5;
+    SB->srq_posted = 0;
+    sb.flags = QRDMA_QP_CREATE_SRQ;
+    sb.srq = srq_id;
+    create_qp(SA, qa, &rc_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, qb, &sb);
+    qpn_b = (uint32_t)last_retval;
+    printf("SRQ: QP ID %u: host QPN 0x%x on A, 0x%x on B (on SRQ %u)\n", qa, qpn_a, qpn_b,
+           srq_id);
+    rc_to_rts(SA, qa, SB, qpn_b, 7);
+    rc_to_rts(SB, qb, SA, qpn_a, 7);
+    memset(b + 0xc0000, 0xee, 0x4000);
+    for (k = 0; k < 3; k++) {
+        const struct sge sge = { 0xc0000 + 0x1000 * k, 1024, 0 };
+        uint32_t n = SB->srq_posted++;
+
+        write_rq_wqe(SB, SRQ_RING + ((uint64_t)(n & 3) << 5), !((n >> 2) & 1), 1, &sge, 0);
+    }
+    w64(SB, SRQ_SHADOW, SB->srq_posted);
+    /* Arm the limit at 2 of the 3: the host counts what it holds (MODIFY takes them first). */
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_MODIFY_SRQ, srq_id, 2ull << QRDMA_SRQ_ARG1_LIMIT_SHIFT, 0, 0, 0,
+               0));
+    no_errors(SB);
+
+    for (k = 0; k < 3; k++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1,
+                         .sge = { { 0xd000 + 0x400 * k, 600 + 100 * k, 0 } } };
+
+        for (i = 0; i < 600 + 100 * k; i++) {
+            a[0xd000 + 0x400 * k + i] = (uint8_t)(i * 13 + k * 101 + 1);
+        }
+        if (k == 2) {
+            /* Posted after traffic started, still without a doorbell. */
+            const struct sge sge = { 0xc3000, 1024, 0 };
+            uint32_t n = SB->srq_posted++;
+
+            write_rq_wqe(SB, SRQ_RING + ((uint64_t)(n & 3) << 5), !((n >> 2) & 1), 1, &sge, 0);
+            w64(SB, SRQ_SHADOW, SB->srq_posted);
+        }
+        post_send(SA, qa, &w);
+        ring_sq(SA, qa);
+        CHECK(wait_cqe(SB, 2, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        CHECK_EQ(e.qp, qb);
+        CHECK(e.flags & QRDMA_CQE_FLAG_SRQ);
+        CHECK_EQ(e.wqe_index, k);
+        CHECK_EQ(e.byte_len, 600 + 100 * k);
+        CHECK(!memcmp(b + 0xc0000 + 0x1000 * e.wqe_index, a + 0xd000 + 0x400 * k,
+                      600 + 100 * k));
+        CHECK_EQ(b[0xc0000 + 0x1000 * e.wqe_index + 600 + 100 * k], 0xee);
+        printf("SRQ receive %u: WQE %u, %u bytes, checked\n", k, e.wqe_index, e.byte_len);
+        CHECK(wait_cqe(SA, 1, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        if (k == 1) {
+            /* 3 held, 2 taken: 1 below the limit 2. */
+            CHECK(wait_aeqe(SB, QRDMA_AE_SRQ_LIMIT, srq_id, QRDMA_AE_SRC_SRQ, 0x5e0));
+            CHECK_EQ(SB->core.obj.srq[srq_id].limit, 0);
+            printf("SRQ limit event: AEQE SRQ_LIMIT\n");
+        }
+    }
+    no_errors(SA);
+    no_errors(SB);
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_QP, qb, 0, 0, 0, 0, 0));
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DESTROY_SRQ, srq_id, 0, 0, 0, 0, 0));
+}
+
+/* A FAST_REG WQE on side s's QP (one-level list at `first`, 4 KB pages); no doorbell. */
+static void post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32_t access,
+                          uint64_t iova, uint64_t len, uint64_t first)
+{
+    uint32_t n = s->qp[qp].sq_posted++;
+    uint32_t index = n & ((1u << s->qp[qp].sq_log2) - 1);
+    bool valid = !((n >> s->qp[qp].sq_log2) & 1);
+    uint64_t a = SQ_RING(qp) + ((uint64_t)index << s->qp[qp].sq_stride_log2);
+
+    memset(mem(s, a), 0, 56);
+    w64(s, a + 0, iova);
+    w64(s, a + 16, len);
+    w64(s, a + 24, first);
+    w64(s, a + 32, stag | (uint64_t)access << QRDMA_SQ_FR_ACCESS_SHIFT |
+                   12ull << QRDMA_SQ_FR_PAGE_SHIFT | 1ull << QRDMA_SQ_FR_LEVELS_SHIFT);
+    w64(s, a + 48, 0);
+    w64(s, a + 56, QRDMA_SQ_OP_FAST_REG | QRDMA_SQ_HDR_SIGNALED |
+                   (valid ? QRDMA_SQ_HDR_VALID : 0));
+}
+
+/* A WRITE of len bytes from A's data area at a_off to B's guest-physical gpa through rkey; its CQE status. */
+static unsigned write_to(uint32_t qa, uint64_t a_off, uint64_t gpa, uint32_t rkey, uint32_t len)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = gpa - IOVA, .rkey = rkey,
+                     .nsge = 1, .sge = { { a_off, len, 0 } } };
+    struct cqe e;
+
+    post_send(SA, qa, &w);
+    ring_sq(SA, qa);
+    if (!wait_cqe(SA, 1, &e)) {
+        return ~0u;
+    }
+    CHECK_EQ(e.qp, qa);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RDMA_WRITE);
+    return e.status;
+}
+
+/*
+ * Fast registration on the host NIC (the same two cores, fresh QPs): B
+ * allocates a fast-register MR (a host type 2 window), registers two
+ * contiguous pages at iova = their guest-physical address with a new key
+ * byte by a FAST_REG WQE on its QP; A WRITEs 8 KB through that rkey,
+ * checked byte for byte in B's RAM; after B's LOCAL_INV the same WRITE
+ * fails with REM_ACCESS_ERR. Again on a second QP pair with another key
+ * byte, ended by A's SEND_WITH_INV: B's CQE says WITH_INV with the rkey,
+ * B's MR is free in the core, and the next WRITE fails with REM_ACCESS_ERR.
+ */
+static void test_fast_reg_over_host_nic(void)
+{
+    const uint32_t fr_index = 4, first = 8;
+    const uint64_t fr_gpa = DATA + 0xe0000;
+    const uint32_t rights = QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                            QRDMA_ACCESS_REMOTE_READ;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint32_t rkey, wire, qpn[2][2];
+    unsigned i, round, status;
+    struct cqe e;
+
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_ALLOC_STAG, fr_index << QRDMA_STAG_INDEX_SHIFT | 0x20,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0,
+               first, 0));
+    rkey = (uint32_t)last_retval;
+    printf("fast-register MR: STag 0x%08x, host window rkey 0x%08x\n",
+           fr_index << QRDMA_STAG_INDEX_SHIFT | 0x20, rkey);
+    CHECK_EQ(rkey & 0xff, 0x20);
+    w64(SB, HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * first, fr_gpa);
+    w64(SB, HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * (first + 1),
+        fr_gpa + 0x1000);
+
+    for (round = 0; round < 2; round++) {
+        const uint32_t q = 7 + round, key = 0x21 + round;
+        const uint32_t stag = fr_index << QRDMA_STAG_INDEX_SHIFT | key;
+
+        create_qp(SA, q, &rc_spec);
+        qpn[round][0] = (uint32_t)last_retval;
+        create_qp(SB, q, &rc_spec);
+        qpn[round][1] = (uint32_t)last_retval;
+        rc_to_rts(SA, q, SB, qpn[round][1], 7);
+        rc_to_rts(SB, q, SA, qpn[round][0], 7);
+
+        post_fast_reg(SB, q, stag, rights, fr_gpa, 8192, first);
+        ring_sq(SB, q);
+        CHECK(wait_cqe(SB, 1, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        CHECK_EQ(e.opcode, QRDMA_BE_WC_FAST_REG);
+        wire = (rkey & ~0xffu) | key;
+
+        memset(b + (fr_gpa - DATA), 0xcc, 0x3000);
+        for (i = 0; i < 8192; i++) {
+            a[0x20000 + i] = (uint8_t)(i * 31 + round * 7 + 5);
+        }
+        CHECK_EQ(write_to(q, 0x20000, fr_gpa, wire, 8192), QRDMA_BE_WC_SUCCESS);
+        CHECK(!memcmp(b + (fr_gpa - DATA), a + 0x20000, 8192));
+        CHECK_EQ(b[fr_gpa - DATA + 8192], 0xcc);
+        printf("round %u: WRITE of 8 KB through rkey 0x%08x, checked\n", round, wire);
+
+        if (round == 0) {
+            struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
+
+            post_send(SB, q, &inv);
+            ring_sq(SB, q);
+            CHECK(wait_cqe(SB, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
+        } else {
+            struct wqe si = { .op = QRDMA_SQ_OP_SEND_WITH_INV, .imm = wire, .nsge = 1,
+                              .sge = { { 0x20000, 64, 0 } } };
+
+            CHECK_EQ(post_recv(SB, q, 0x30000, 256), 0);
+            ring_rq(SB, q);
+            post_send(SA, q, &si);
+            ring_sq(SA, q);
+            CHECK(wait_cqe(SB, 2, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK(e.flags & QRDMA_CQE_FLAG_WITH_INV);
+            CHECK_EQ(e.imm, wire);
+            CHECK(!memcmp(b + 0x30000, a + 0x20000, 64));
+            CHECK(wait_cqe(SA, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        }
+        CHECK_EQ(SB->core.obj.mr[fr_index].state, QRDMA_MR_STATE_FREE);
+        memset(b + (fr_gpa - DATA), 0xcc, 0x3000);
+        status = write_to(q, 0x20000, fr_gpa, wire, 8192);
+        printf("round %u: after %s, WRITE through 0x%08x: CQE status %u\n", round,
+               round ? "SEND_WITH_INV" : "LOCAL_INV", wire, status);
+        CHECK_EQ(status, QRDMA_BE_WC_REM_ACCESS_ERR);
+        CHECK_EQ(b[fr_gpa - DATA], 0xcc);
+    }
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DEALLOC_STAG, fr_index << QRDMA_STAG_INDEX_SHIFT | 0x22, 0, 0,
+               0, 0, 0));
+}
+
+static double us_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (t.tv_sec - t0->tv_sec) * 1e6 + (t.tv_nsec - t0->tv_nsec) / 1e3;
+}
+
+/*
+ * What a guest MR costs on the host NIC, printed, not asserted (a TCG
+ * guest's numbers say little about hardware): REG_MR + DEALLOC_STAG
+ * through the CQP, which is the host's ibv_reg_mr_iova2 and ibv_dereg_mr
+ * plus the device's command, for 2 MB of contiguous guest RAM (registered
+ * where it is) and for 48 scattered pages (an alias mapped from the
+ * memfd first), in microseconds per MB.
+ */
+static void test_registration_cost(void)
+{
+    const uint32_t stag = 5u << QRDMA_STAG_INDEX_SHIFT | 0x55, first = 16, npages = 48;
+    const uint64_t lw = (uint64_t)(QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE)
+                        << QRDMA_MR_ARG1_ACCESS_SHIFT | 12ull << QRDMA_MR_ARG1_PAGE_SHIFT;
+    const uint64_t len = 2u << 20;      /* [DATA, DATA + 2 MB): guest RAM below the HMC's */
+    const uint64_t pbles = HMC_RAM + r64(SA, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE));
+    const unsigned reps = 10;
+    struct timespec t0;
+    double us;
+    unsigned i;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < reps; i++) {
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag, PD | lw, 0x70000000ull, len, DATA, 0));
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, stag, 0, 0, 0, 0, 0));
+    }
+    us = us_since(&t0) / reps;
+    printf("registration cost: %u KB contiguous: %.0f us per REG_MR+DEALLOC, %.0f us per MB\n",
+           (unsigned)(len >> 10), us, us / (len / 1048576.0));
+
+    /* Pages in reverse order: not contiguous, so an alias is mapped for each registration. */
+    for (i = 0; i < npages; i++) {
+        w64(SA, pbles + 8ull * (first + i), DATA + 0x100000 + 0x1000ull * (npages - 1 - i));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (i = 0; i < reps; i++) {
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_REG_MR, stag,
+                   PD | lw | 1ull << QRDMA_MR_ARG1_LEVELS_SHIFT, 0x70000000ull,
+                   npages * 0x1000ull, first, 0));
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, stag, 0, 0, 0, 0, 0));
+    }
+    us = us_since(&t0) / reps;
+    printf("registration cost: %u KB in %u scattered pages (aliased): %.0f us per "
+           "REG_MR+DEALLOC, %.0f us per MB\n", npages * 4, npages, us,
+           us / (npages * 4096 / 1048576.0));
+    no_errors(SA);
+}
+
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_rc_over_host_nic),
         UNIT_TEST(test_ud_over_host_nic),
+        UNIT_TEST(test_srq_over_host_nic),
+        UNIT_TEST(test_fast_reg_over_host_nic),
+        UNIT_TEST(test_registration_cost),
     };
     int ret;
 

@@ -6,7 +6,8 @@
 # RAM, an RC QP of one talking to one of the other through rxe by the
 # QPNs and rkeys their CQP commands returned; WRITE, READ, SEND with
 # immediate, FETCH_ADD and CMP_SWP checked byte for byte in guest RAM,
-# a bad rkey completing in error; then no QP left on rxe0.
+# a bad rkey completing in error; UD; an SRQ (receives byte for byte, its
+# limit event); then no QP left on rxe0.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe || exit 1
