@@ -424,6 +424,8 @@ struct qrdma_be_stats {
  * qp_id is the core's ID of the QP making the access: an rkey may name a
  * type 2 memory window, which only the QP it is bound to may use.
  * They return 0 or -EACCES; a refused access may have copied part.
+ * mr_map_read, mr_unmap_read and frame_out_iov are the exception: all
+ * three are NULL when the embedding cannot map guest memory.
  */
 struct qrdma_be_callbacks {
     int (*mr_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,

@@ -437,7 +437,16 @@ static struct qsw_engine *engine_new(struct sw_be *sw)
         .delay_ns = p->fault.delay_ns,
         .seed = p->fault.seed,
     };
-    struct qsw_engine *eng = qsw_engine_new(&sw_engine_ops, sw, p->mac);
+    struct qsw_ops ops = sw_engine_ops;
+    struct qsw_engine *eng;
+
+    /* An embedding that cannot map guest memory: every payload is copied, without asking. */
+    if (!sw->cb.mr_map_read) {
+        ops.sge_map = NULL;
+        ops.sge_unmap = NULL;
+        ops.send_frame_iov = NULL;
+    }
+    eng = qsw_engine_new(&ops, sw, p->mac);
 
     if (eng) {
         qsw_engine_set_fault(eng, &fault);

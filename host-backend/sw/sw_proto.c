@@ -763,8 +763,10 @@ void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv
     for (i = 0; i < n; i++) {
         crc = qsw_crc32_update(eng->crc_tab, crc, iov[i].iov_base, iov[i].iov_len);
     }
-    crc = qsw_crc32_update(eng->crc_tab, crc, zeros, pad);
-    memset(eng->tx_trailer, 0, pad);
+    if (pad) {
+        crc = qsw_crc32_update(eng->crc_tab, crc, zeros, pad);
+        memset(eng->tx_trailer, 0, pad);
+    }
     st_icrc(eng->tx_trailer + pad, ~crc);
 
     eng->tx_iov[cnt].iov_base = eng->tx;

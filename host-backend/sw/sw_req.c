@@ -321,7 +321,8 @@ static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
  * The payload of one packet as pieces of the embedder's memory
  * (qsw_ops.sge_map), so that it goes into the frame without a copy: their
  * number, 0 to copy instead (no sge_map, fault injection on: it keeps
- * frames, or the embedder cannot map), or minus a wc status.
+ * frames, a payload below QSW_TX_MAP_MIN, or the embedder cannot map),
+ * or minus a wc status.
  */
 static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint32_t paylen,
                        struct iovec *iov)
@@ -330,7 +331,7 @@ static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint3
     uint64_t total = 0;
     int n;
 
-    if (!eng->ops.sge_map || eng->fault_on) {
+    if (!eng->ops.sge_map || eng->fault_on || paylen < QSW_TX_MAP_MIN) {
         return 0;
     }
     n = eng->ops.sge_map(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off, paylen, iov,

@@ -1011,6 +1011,25 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .now_ns = cb_now_ns,
 };
 
+/* The same for an embedding without dma_map_read: payloads are copied into frames. */
+static const struct qrdma_be_callbacks dp_callbacks_copy = {
+    .mr_read = cb_mr_read,
+    .mr_write = cb_mr_write,
+    .mr_check = cb_mr_check,
+    .mr_atomic = cb_mr_atomic,
+    .mr_gpa_walk = cb_mr_gpa_walk,
+    .fast_reg = cb_fast_reg,
+    .invalidate = cb_invalidate,
+    .bind_mw = cb_bind_mw,
+    .get_recv = cb_get_recv,
+    .complete = cb_complete,
+    .event = cb_event,
+    .sq_space = cb_sq_space,
+    .tp_event = cb_tp_event,
+    .frame_out = cb_frame_out,
+    .now_ns = cb_now_ns,
+};
+
 /* ---- address vectors --------------------------------------------------------- */
 
 /* An AV of the guest's (a QP's path, an AH) as the backend takes it; false if its source GID is gone. */
@@ -1712,7 +1731,8 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char 
     dp->ops = ops;
     dp->deadline = UINT64_MAX;
     memcpy(dp->be_mac, params.mac, 6);
-    dp->be = ops->create(&dp_callbacks, core, &params, err, err_len);
+    dp->be = ops->create(core->env.dma_map_read ? &dp_callbacks : &dp_callbacks_copy, core,
+                         &params, err, err_len);
     return dp->be ? 0 : -ENOMEM;
 }
 

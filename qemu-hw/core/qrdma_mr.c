@@ -972,12 +972,13 @@ int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, ui
     unsigned cnt = 0;
     int err;
 
+    /* Without a mapping the caller copies, and the copy checks: not twice. */
+    if (!core->env.dma_map_read) {
+        return 0;
+    }
     err = qrdma_mr_translate_qp(core, stag, pd, qp_id, iova, len, access, &walk);
     if (err) {
         return -err;
-    }
-    if (!core->env.dma_map_read) {
-        return 0;
     }
     while (walk.left) {
         const void *p;
