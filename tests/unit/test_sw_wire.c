@@ -799,7 +799,7 @@ static void test_zero_copy_frames(void)
                 CHECK(memcmp(zc.f[i], copy.f[i], copy.len[i]) == 0);
                 check_frame_common(zc.f[i], zc.len[i], v6, pz.tb, zc.f[i][5] == 1 ? 1 : 0);
             }
-            /* 3 SEND and 1 WRITE packets carry 2 KB or more: mapped, but for every second map refused */
+            /* 3 SEND and 1 WRITE packets carry 1 KB or more: mapped, but for every second map refused */
             CHECK_EQ(pz.tb->frames_iov, refuse ? 2 : 4);
             CHECK_EQ(pz.tb->node[0].eng->tx_mapped, pz.tb->frames_iov);
             CHECK(pz.tb->maps > pz.tb->frames_iov);     /* pieces cut at TB_MAP_SPLIT */
