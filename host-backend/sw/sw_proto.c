@@ -623,7 +623,8 @@ void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dq
  * (BTH through the padded payload) is tp_len bytes, the UDP checksum
  * aside; returns the UDP length.
  */
-static unsigned tx_ip_udp(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6,
+static inline __attribute__((always_inline)) unsigned tx_ip_udp(struct qsw_engine *eng,
+                                                                const struct qsw_av *av, bool ipv6,
                           uint16_t sport, unsigned tp_len)
 {
     uint8_t *l3 = eng->tx + ETH_HLEN;
