@@ -143,7 +143,7 @@ static const void *env_dma_map_read(void *opaque, uint64_t addr, size_t len)
 {
     struct side *s = opaque;
 
-    if (s->dma_off || s->map_off || !in_ram(addr, len)) {
+    if (s->dma_off || s->map_off || !in_ram(addr, len) || ++s->map_calls == s->map_fail_at) {
         return NULL;
     }
     s->maps_out++;

@@ -98,6 +98,8 @@ struct side {
     bool dma_off;                   /* every DMA fails, as with bus mastering cleared */
     /* zero-copy transmit (env.dma_map_read, env.send_frame_iov) */
     bool map_off;                   /* dma_map_read refuses: payloads are copied */
+    unsigned map_fail_at;           /* non-zero: the map_fail_at-th dma_map_read call refuses */
+    unsigned map_calls;
     int maps_out;                   /* mappings not yet given back: 0 between frames */
     uint64_t maps, frames_iov;
     /* the driver: CQP */

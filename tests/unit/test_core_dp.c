@@ -398,6 +398,31 @@ static void test_zero_copy_tx(void)
     CHECK_EQ(SA->frames_iov, 0);
     CHECK_EQ(SA->maps, 0);
     dp_tb_copy_tx = false;
+
+    /*
+     * A map that fails halfway: the WRITE's first packet spans two pages;
+     * the second piece is refused, the first is given back, and the packet
+     * goes by copy, the rest mapped as before.
+     */
+    rc_pair_4096();
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30000, .nsge = 1,
+                         .sge = { { 0x5003, 8192, 0 } } };
+
+        fill(SA, 0x5000, 8200, 13);
+        SA->map_fail_at = 2;
+        post_send(SA, QPN, &w);
+        ring_sq(SA, QPN);
+        pump();
+        EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK(!memcmp(dbuf(SB, 0x30000), dbuf(SA, 0x5003), 8192));
+        CHECK_EQ(SA->map_calls, 1 + 1 + 2); /* packet 1: mapped, refused; packet 2: two */
+        CHECK_EQ(SA->maps, 1 + 2);
+        CHECK_EQ(SA->frames_iov, 1);
+        CHECK_EQ(SA->maps_out, 0);
+        no_errors(SA);
+        no_errors(SB);
+    }
 }
 
 static void test_unsignaled(void)
