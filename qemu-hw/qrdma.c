@@ -22,6 +22,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/cutils.h"
+#include "qemu/iov.h"
 #include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
@@ -200,6 +201,36 @@ static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf, siz
     return 0;
 }
 
+/*
+ * Zero-copy transmit: a payload is mapped where it lies in guest RAM and
+ * handed to the net layer in place. Only RAM is mapped (no bounce buffer:
+ * the core copies what is not); the direction is a read, so unmapping
+ * marks nothing dirty for migration.
+ */
+static const void *qrdma_env_dma_map_read(void *opaque, uint64_t addr, size_t len)
+{
+    QrdmaState *s = opaque;
+    dma_addr_t plen = len;
+    void *p;
+
+    if (!qrdma_range_is_ram(s, addr, len, false)) {
+        return NULL;
+    }
+    p = pci_dma_map(PCI_DEVICE(s), addr, &plen, DMA_DIRECTION_TO_DEVICE);
+    if (p && plen < len) {
+        pci_dma_unmap(PCI_DEVICE(s), p, plen, DMA_DIRECTION_TO_DEVICE, 0);
+        p = NULL;
+    }
+    return p;
+}
+
+static void qrdma_env_dma_unmap_read(void *opaque, const void *p, size_t len)
+{
+    QrdmaState *s = opaque;
+
+    pci_dma_unmap(PCI_DEVICE(s), (void *)p, len, DMA_DIRECTION_TO_DEVICE, 0);
+}
+
 static void qrdma_env_msix_notify(void *opaque, unsigned vector)
 {
     QrdmaState *s = opaque;
@@ -219,6 +250,35 @@ static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
         return;
     }
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+/*
+ * A frame in pieces, its payload still in guest RAM. A netdev that takes
+ * pieces (receive_iov: tap's writev) gets them as they are; for one that
+ * does not (dgram, socket), the net layer would join them into a buffer
+ * it allocates per frame, so they are joined here, on the stack, instead.
+ */
+static void qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+{
+    QrdmaState *s = opaque;
+    NetClientState *nc;
+    uint8_t frame[QRDMA_DP_FRAME_MAX];
+    size_t len;
+
+    if (s->gone) {
+        return;
+    }
+    nc = qemu_get_queue(s->nic);
+    if (nc->peer && nc->peer->info->receive_iov) {
+        qemu_sendv_packet(nc, iov, n);
+        return;
+    }
+    len = iov_size(iov, n);
+    if (len > sizeof(frame)) {
+        return;                 /* the core builds none this long */
+    }
+    iov_to_buf(iov, n, 0, frame, len);
+    qemu_send_packet(nc, frame, len);
 }
 
 /* Work the core asked for runs in a bottom half, not in the MMIO handler. */
@@ -598,6 +658,9 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         .dma_write = qrdma_env_dma_write,
         .msix_notify = qrdma_env_msix_notify,
         .send_frame = qrdma_env_send_frame,
+        .dma_map_read = qrdma_env_dma_map_read,
+        .dma_unmap_read = qrdma_env_dma_unmap_read,
+        .send_frame_iov = qrdma_env_send_frame_iov,
         .kick = qrdma_env_kick,
         .rx_ready = qrdma_env_rx_ready,
         .now_ns = qrdma_env_now_ns,

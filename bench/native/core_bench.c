@@ -44,6 +44,9 @@
  *                      advances 1 us per pass of the loop, so that two runs do the
  *                      same work: the mode bench/native/count-instr.sh runs under
  *                      callgrind to count instructions per message at each end
+ *     --copy-tx        no zero-copy transmit: each payload copied into its frame (the
+ *                      cores' embedding without dma_map_read and send_frame_iov), as
+ *                      before it, for comparisons in one build
  *   QRDMA_BENCH_DEBUG=1 in the environment: the engines' counters per case on stderr.
  *
  * Prints a table, then one line per case for bench/report.py:
@@ -63,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -112,8 +116,12 @@ static const struct bench_case {
 } cases[] = {
     { WRITE_BW, 64 }, { WRITE_BW, 65536 }, { SEND_BW, 64 }, { SEND_BW, 65536 },
     { WRITE_LAT, 8 }, { SEND_LAT, 8 },
-    /* --dgram only: frames of a full 4 KB WRITE MIDDLE packet, no device: the wire's ceiling */
-    { WIRE_BW, 4154 },
+    /*
+     * --dgram only, no device: the wire's ceiling for frames of a full 4 KB
+     * WRITE MIDDLE packet, and for those of a 64 B WRITE ONLY (the frame
+     * rate that bounds small messages, one frame each)
+     */
+    { WIRE_BW, 4154 }, { WIRE_BW, 138 },
 };
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -536,6 +544,31 @@ static void mem_wire(struct side *from, const uint8_t *frame, size_t len)
     wire_frames++;
 }
 
+/* A frame in pieces (zero-copy transmit): the same one copy into the ring, piece by piece. */
+static void mem_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
+{
+    size_t len = 0;
+    unsigned slot, i;
+    uint8_t *dst;
+
+    for (i = 0; i < n; i++) {
+        len += iov[i].iov_len;
+    }
+    if (wire_tail - wire_head == WIRE_SLOTS || len > WIRE_SLOT) {
+        wire_drops++;
+        return;
+    }
+    slot = wire_tail++ % WIRE_SLOTS;
+    dst = wire_buf + (size_t)slot * WIRE_SLOT;
+    for (i = 0; i < n; i++) {
+        memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+        dst += iov[i].iov_len;
+    }
+    wire_len[slot] = (uint32_t)len;
+    wire_to[slot] = (uint8_t)(1 - from->idx);
+    wire_frames++;
+}
+
 static void call_receive(struct side *s, uintptr_t slot)
 {
     qrdma_core_lan_receive(&s->core, wire_buf + (size_t)slot * WIRE_SLOT, wire_len[slot]);
@@ -694,6 +727,7 @@ static int run_local(const struct bench_case *only)
         die("out of memory");
     }
     dp_tb_wire = mem_wire;
+    dp_tb_wire_iov = mem_wire_iov;
     dp_tb_clock = bench_now_ns;
     node_up(0);
     node_up(1);
@@ -792,6 +826,52 @@ static void dgram_wire(struct side *from, const uint8_t *frame, size_t len)
     h->next = NULL;
     h->len = len;
     memcpy(h->data, frame, len);
+    *bl_tail = h;
+    bl_tail = &h->next;
+    bl_len++;
+}
+
+/*
+ * A frame in pieces: one sendmsg() gathers them, so the payload goes from
+ * the (fake) guest memory straight into the socket, as a netdev with
+ * receive_iov (QEMU's tap: writev) takes it. EAGAIN: joined into the backlog.
+ */
+static void dgram_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
+{
+    struct msghdr mh = { .msg_name = &peer_addr, .msg_namelen = sizeof(peer_addr),
+                         .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+    size_t len = 0;
+    struct held *h;
+    ssize_t r;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        len += iov[i].iov_len;
+    }
+    if (!bl_head) {
+        do {
+            r = sendmsg(data_fd, &mh, 0);
+        } while (r < 0 && errno == EINTR);
+        if (r >= 0) {
+            ws.tx++;
+            return;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            ws.drops++;
+            return;
+        }
+        ws.eagain++;
+    }
+    if (bl_len >= BACKLOG_MAX || !(h = malloc(sizeof(*h) + len))) {
+        ws.drops++;
+        return;
+    }
+    h->next = NULL;
+    h->len = 0;
+    for (i = 0; i < n; i++) {
+        memcpy(h->data + h->len, iov[i].iov_base, iov[i].iov_len);
+        h->len += iov[i].iov_len;
+    }
     *bl_tail = h;
     bl_tail = &h->next;
     bl_len++;
@@ -1272,6 +1352,7 @@ static int run_dgram(const struct bench_case *only)
         die("socketpair: %s", strerror(errno));
     }
     dp_tb_wire = dgram_wire;
+    dp_tb_wire_iov = dgram_wire_iov;
     dp_tb_clock = bench_wall_ns;
     fflush(stdout);
     pid = fork();
@@ -1349,8 +1430,8 @@ static int run_dgram(const struct bench_case *only)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: core_bench [--dgram] [-s SECONDS] [-t TEST[:SIZE]]\n"
-                    "       core_bench -n MESSAGES [-t TEST[:SIZE]]\n"
+    fprintf(stderr, "usage: core_bench [--dgram] [--copy-tx] [-s SECONDS] [-t TEST[:SIZE]]\n"
+                    "       core_bench [--copy-tx] -n MESSAGES [-t TEST[:SIZE]]\n"
                     "  TEST: write_bw send_bw write_lat send_lat (-n: write_bw send_bw, any SIZE\n"
                     "  up to 65536)\n");
     exit(2);
@@ -1366,6 +1447,8 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dgram")) {
             dgram = true;
+        } else if (!strcmp(argv[i], "--copy-tx")) {
+            dp_tb_copy_tx = true;
         } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             seconds = atof(argv[++i]);
             if (!(seconds > 0)) {

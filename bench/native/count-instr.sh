@@ -9,7 +9,8 @@
 # the first message's one-time costs out. Counts do not depend on the
 # machine's load, unlike the rates.
 #
-# usage: count-instr.sh CORE_BENCH OUT.md [N]
+# usage: count-instr.sh CORE_BENCH OUT.md [N [CORE_BENCH OPTIONS...]]
+# (options such as --copy-tx, the transmit path before zero-copy, for a comparison)
 # Prints the table and writes OUT.md; "instr" lines go to OUT.txt beside it:
 #   instr core <test> <size> <requester instr/msg> <responder instr/msg>
 set -euo pipefail
@@ -19,6 +20,7 @@ bin=$1
 out=$2
 n1=${3:-2000}
 n2=$((2 * n1))
+extra=("${@:4}")
 command -v valgrind >/dev/null || die "valgrind is missing (scripts/setup-host.sh installs it)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-instr.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -29,7 +31,7 @@ CASES=(send_bw:64 write_bw:8 write_bw:65536)
 # measure CASE N: prints "<messages> <instr in device_end_a> <instr in device_end_b>".
 measure() {
     local c=$1 n=$2 f="$work/cg.${1/:/-}.$2" msgs a b
-    msgs=$(valgrind --tool=callgrind --callgrind-out-file="$f" "$bin" -n "$n" -t "$c" \
+    msgs=$(valgrind --tool=callgrind --callgrind-out-file="$f" "$bin" "${extra[@]}" -n "$n" -t "$c" \
         2>"$f.log" | awk '$1 == "count" { print $4 }')
     [ -n "$msgs" ] || { cat "$f.log" >&2; die "core_bench -n $n -t $c printed no count"; }
     read -r a b < <(callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$f" |

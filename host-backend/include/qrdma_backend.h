@@ -49,6 +49,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -434,6 +435,8 @@ struct qrdma_be_stats {
  * qp_id is the core's ID of the QP making the access: an rkey may name a
  * type 2 memory window, which only the QP it is bound to may use.
  * They return 0 or -EACCES; a refused access may have copied part.
+ * mr_map_read, mr_unmap_read and frame_out_iov are the exception: all
+ * three are NULL when the embedding cannot map guest memory.
  */
 struct qrdma_be_callbacks {
     int (*mr_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
@@ -492,6 +495,21 @@ struct qrdma_be_callbacks {
 
     /* One Ethernet frame (no FCS) onto the device's wire; the buffer is valid during the call. */
     void (*frame_out)(void *opaque, const void *frame, size_t len);
+    /*
+     * Zero-copy transmit (docs/backends.md): the host memory behind
+     * [iova, iova+len) of MR stag, checked as mr_read checks the access,
+     * mapped for reading as at most max pieces in iov: their number (> 0);
+     * 0 when the range cannot be mapped (the embedding has no mapping, a
+     * piece is not guest RAM, more than max pieces): the backend then
+     * copies with mr_read, which reports what is wrong; -EACCES when the
+     * MR refuses the access. Reading does not dirty guest memory. Every
+     * mapping goes back with mr_unmap_read once the frame is out.
+     */
+    int (*mr_map_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
+                       uint32_t len, uint32_t access, struct iovec *iov, unsigned max);
+    void (*mr_unmap_read)(void *opaque, const struct iovec *iov, unsigned n);
+    /* frame_out for a frame in n pieces (headers, mapped payload, ICRC), valid during the call. */
+    void (*frame_out_iov)(void *opaque, const struct iovec *iov, unsigned n);
     /* Guest time in ns (stops while the VM is stopped), the clock of poll's deadlines. */
     uint64_t (*now_ns)(void *opaque);
     /*

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -361,6 +362,22 @@ struct qsw_ops {
      */
     void (*trace)(void *opaque, struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn,
                   uint32_t detail);
+    /*
+     * Optional, all three or none: zero-copy transmit. sge_map gives the
+     * host memory behind len bytes at byte offset off of an SGE list, for
+     * reading, as at most max pieces in iov: their number (> 0); 0 when it
+     * cannot (a piece not directly addressable, more pieces than max), and
+     * the engine then copies with sge_read; or minus a completion status,
+     * as sge_read. The engine puts the pieces into one frame between its
+     * headers and its ICRC, hands that frame to send_frame_iov (valid
+     * during the call) and gives the pieces back with sge_unmap, in every
+     * case once it is done. send_frame alone carries the frames that have
+     * no mapped payload.
+     */
+    int (*sge_map)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
+                   uint64_t off, uint32_t len, struct iovec *iov, unsigned max);
+    void (*sge_unmap)(void *opaque, struct qsw_qp *qp, const struct iovec *iov, unsigned n);
+    void (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
 };
 
 /* Capacities chosen at QP creation (NULL: defaults). */

@@ -180,6 +180,58 @@ static int cb_sge_read(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sg
     return sge_copy(opaque, tp, sge, nsge, off, dst, NULL, len);
 }
 
+/*
+ * The payload of one packet mapped where it lies, SGE piece by piece
+ * (zero-copy transmit, qsw_ops.sge_map): the number of pieces; 0 to copy
+ * with sge_read instead (which reports any fault the map met); or minus
+ * the completion status of an access the MR refuses.
+ */
+static int cb_sge_map(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge, unsigned nsge,
+                      uint64_t off, uint32_t len, struct iovec *iov, unsigned max)
+{
+    struct sw_be *sw = opaque;
+    struct sw_be_qp *qp = qp_of_tp(tp);
+    uint32_t done = 0;
+    unsigned i, cnt = 0;
+
+    for (i = 0; i < nsge && done < len; i++) {
+        uint64_t n;
+        int r = 0;
+
+        if (off >= sge[i].length) {
+            off -= sge[i].length;
+            continue;
+        }
+        n = sge[i].length - off;
+        if (n > len - done) {
+            n = len - done;
+        }
+        if (cnt < max) {
+            r = sw->cb.mr_map_read(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey, sge[i].addr + off,
+                                   (uint32_t)n, 0, iov + cnt, max - cnt);
+        }
+        if (r <= 0) {
+            sw->cb.mr_unmap_read(sw->opaque, iov, cnt);
+            return r < 0 ? -QSW_WC_LOC_PROT_ERR : 0;
+        }
+        cnt += (unsigned)r;
+        done += n;
+        off = 0;
+    }
+    if (done != len) {
+        sw->cb.mr_unmap_read(sw->opaque, iov, cnt);
+        return 0;                           /* the copy names the short SGE list */
+    }
+    return (int)cnt;
+}
+
+static void cb_sge_unmap(void *opaque, struct qsw_qp *tp, const struct iovec *iov, unsigned n)
+{
+    struct sw_be *sw = opaque;
+
+    sw->cb.mr_unmap_read(sw->opaque, iov, n);
+}
+
 static int cb_sge_write(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge,
                         unsigned nsge, uint64_t off, const void *src, uint32_t len)
 {
@@ -328,6 +380,13 @@ static void cb_send_frame(void *opaque, const void *frame, size_t len)
     sw->cb.frame_out(sw->opaque, frame, len);
 }
 
+static void cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+{
+    struct sw_be *sw = opaque;
+
+    sw->cb.frame_out_iov(sw->opaque, iov, n);
+}
+
 static uint64_t cb_now_ns(void *opaque)
 {
     struct sw_be *sw = opaque;
@@ -353,6 +412,9 @@ static const struct qsw_ops sw_engine_ops = {
     .complete = cb_complete,
     .qp_event = cb_qp_event,
     .send_frame = cb_send_frame,
+    .sge_map = cb_sge_map,
+    .sge_unmap = cb_sge_unmap,
+    .send_frame_iov = cb_send_frame_iov,
     .now_ns = cb_now_ns,
     .invalidate = cb_invalidate,
     .reg_mr = cb_reg_mr,
@@ -375,7 +437,16 @@ static struct qsw_engine *engine_new(struct sw_be *sw)
         .delay_ns = p->fault.delay_ns,
         .seed = p->fault.seed,
     };
-    struct qsw_engine *eng = qsw_engine_new(&sw_engine_ops, sw, p->mac);
+    struct qsw_ops ops = sw_engine_ops;
+    struct qsw_engine *eng;
+
+    /* An embedding that cannot map guest memory: every payload is copied, without asking. */
+    if (!sw->cb.mr_map_read) {
+        ops.sge_map = NULL;
+        ops.sge_unmap = NULL;
+        ops.send_frame_iov = NULL;
+    }
+    eng = qsw_engine_new(&ops, sw, p->mac);
 
     if (eng) {
         qsw_engine_set_fault(eng, &fault);

@@ -474,7 +474,13 @@ uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *
     return crc32_table(tab, crc, buf, len);
 }
 
-uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6)
+/*
+ * The CRC state after the ICRC's masked headers: the IP, UDP and BTH
+ * headers with the fields routers may change set to ones (Annex A17.3.3),
+ * then whatever else of the first hdr_len bytes of l3 (the extension
+ * headers, or the whole packet). Not yet complemented.
+ */
+uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3, size_t hdr_len, bool ipv6)
 {
     uint8_t ph[IPV6_HLEN + UDP_HLEN + BTH_LEN];
     size_t iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
@@ -485,8 +491,8 @@ uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, 
     enum qsw_crc_impl impl = crc_impl_get();
 
     if (impl != QSW_CRC_TABLE) {
-        return ~crc32_clmul_masked(impl, ICRC_LRH_STATE, l3, l3_len,
-                                   ipv6 ? icrc_mask_v6 : icrc_mask_v4);
+        return crc32_clmul_masked(impl, ICRC_LRH_STATE, l3, hdr_len,
+                                  ipv6 ? icrc_mask_v6 : icrc_mask_v4);
     }
 #endif
     memcpy(ph, l3, phl);
@@ -502,7 +508,12 @@ uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, 
     ph[iphl + 6] = ph[iphl + 7] = 0xff;     /* UDP checksum */
     ph[iphl + UDP_HLEN + 4] = 0xff;         /* BTH resv8a */
     crc = crc32_table(tab, ICRC_LRH_STATE, ph, phl);
-    return ~crc32_table(tab, crc, l3 + phl, l3_len - phl);
+    return crc32_table(tab, crc, l3 + phl, hdr_len - phl);
+}
+
+uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6)
+{
+    return ~qsw_icrc_begin(tab, l3, l3_len, ipv6);
 }
 
 uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum)
@@ -607,17 +618,20 @@ void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dq
     st24(bth + 9, psn);
 }
 
-/* tp_len: BTH through the padded payload. Fills IP/UDP, the ICRC, and sends. */
-void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
-                   unsigned tp_len)
+/*
+ * The IP and UDP headers of the frame in eng->tx whose transport part
+ * (BTH through the padded payload) is tp_len bytes, the UDP checksum
+ * aside; returns the UDP length.
+ */
+static inline __attribute__((always_inline)) unsigned tx_ip_udp(struct qsw_engine *eng,
+                                                                const struct qsw_av *av, bool ipv6,
+                          uint16_t sport, unsigned tp_len)
 {
     uint8_t *l3 = eng->tx + ETH_HLEN;
     unsigned iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
     uint8_t *udp = l3 + iphl;
     unsigned udp_len = UDP_HLEN + tp_len + ICRC_LEN;
     uint8_t hop = av->hop_limit ? av->hop_limit : 64;
-    uint32_t icrc;
-    size_t flen;
 
     if (ipv6) {
         uint32_t w = 6u << 28 | (uint32_t)av->traffic_class << 20 | (av->flow_label & 0xfffff);
@@ -645,39 +659,135 @@ void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, u
     st16(udp + 2, QSW_UDP_PORT);
     st16(udp + 4, (uint16_t)udp_len);
     st16(udp + 6, 0);                       /* IPv4: no UDP checksum (Annex A17) */
+    return udp_len;
+}
 
-    icrc = qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len, ipv6);
-    {
-        uint8_t *ic = udp + UDP_HLEN + tp_len;
+static void st_icrc(uint8_t *p, uint32_t icrc)
+{
+    p[0] = (uint8_t)icrc;
+    p[1] = (uint8_t)(icrc >> 8);
+    p[2] = (uint8_t)(icrc >> 16);
+    p[3] = (uint8_t)(icrc >> 24);
+}
 
-        ic[0] = (uint8_t)icrc;
-        ic[1] = (uint8_t)(icrc >> 8);
-        ic[2] = (uint8_t)(icrc >> 16);
-        ic[3] = (uint8_t)(icrc >> 24);
+/* The one's complement sum of a piece at an odd or even position of the datagram. */
+static uint64_t csum_piece(uint64_t sum, const uint8_t *p, size_t len, bool *odd)
+{
+    if (*odd && len) {
+        sum += p[0];                        /* the low byte of the word the last piece began */
+        p++;
+        len--;
+        *odd = false;
     }
-    if (ipv6) {
-        /* IPv6 requires a UDP checksum (RFC 8200 8.1); the ICRC masks it. */
-        uint32_t sum = udp_len + 17;
-        uint16_t c;
+    for (; len > 1; p += 2, len -= 2) {
+        sum += (uint32_t)p[0] << 8 | p[1];
+    }
+    if (len) {
+        sum += (uint32_t)p[0] << 8;
+        *odd = true;
+    }
+    return sum;
+}
 
-        for (int i = 0; i < 32; i += 2) {
-            sum += ld16(l3 + 8 + i);
-        }
-        c = qsw_ip_csum(udp, udp_len, sum);
-        st16(udp + 6, c ? c : 0xffff);
+/* IPv6 requires a UDP checksum (RFC 8200 8.1); the ICRC masks it. Over the pieces of iov. */
+static void udp6_csum(uint8_t *l3, const struct iovec *iov, unsigned n)
+{
+    uint8_t *udp = l3 + IPV6_HLEN;
+    uint64_t sum = ld16(udp + 4) + 17;      /* pseudo-header: length, next header */
+    bool odd = false;
+    uint16_t c;
+
+    sum = csum_piece(sum, l3 + 8, 32, &odd);
+    for (unsigned i = 0; i < n; i++) {
+        sum = csum_piece(sum, iov[i].iov_base, iov[i].iov_len, &odd);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    c = (uint16_t)~sum;
+    st16(udp + 6, c ? c : 0xffff);
+}
+
+static void tx_count(struct qsw_engine *eng, size_t flen)
+{
+    eng->st.tx_frames++;
+    eng->st.tx_bytes += flen;
+}
+
+/* tp_len: BTH through the padded payload. Fills IP/UDP, the ICRC, and sends. */
+void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
+                   unsigned tp_len)
+{
+    uint8_t *l3 = eng->tx + ETH_HLEN;
+    unsigned iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
+    unsigned udp_len = tx_ip_udp(eng, av, ipv6, sport, tp_len);
+    size_t flen;
+
+    st_icrc(l3 + iphl + UDP_HLEN + tp_len, qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len,
+                                                    ipv6));
+    if (ipv6) {
+        struct iovec udp = { .iov_base = l3 + iphl, .iov_len = udp_len };
+
+        udp6_csum(l3, &udp, 1);
     }
     flen = ETH_HLEN + iphl + udp_len;
     if (flen < 60) {                        /* Ethernet minimum without FCS */
         memset(eng->tx + flen, 0, 60 - flen);
         flen = 60;
     }
-    eng->st.tx_frames++;
-    eng->st.tx_bytes += flen;
+    tx_count(eng, flen);
     if (eng->fault_on) {
         qsw_fault_tx(eng, eng->tx, flen);
     } else {
         eng->ops.send_frame(eng->opaque, eng->tx, flen);
     }
+}
+
+/*
+ * A frame in pieces: the headers in eng->tx, the payload where sge_map
+ * found it, pad and ICRC in eng->tx_trailer. The ICRC runs over the
+ * pieces in place. The frame is at least 60 bytes: 54 of headers, a
+ * payload padded to 4 and the ICRC.
+ */
+void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
+                       unsigned hdr_len, const struct iovec *iov, unsigned n, uint32_t paylen,
+                       unsigned pad)
+{
+    static const uint8_t zeros[4];
+    uint8_t *l3 = eng->tx + ETH_HLEN;
+    unsigned iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
+    unsigned udp_len = tx_ip_udp(eng, av, ipv6, sport, hdr_len + paylen + pad);
+    unsigned i, cnt = 0;
+    uint32_t crc;
+
+    crc = qsw_icrc_begin(eng->crc_tab, l3, iphl + UDP_HLEN + hdr_len, ipv6);
+    for (i = 0; i < n; i++) {
+        crc = qsw_crc32_update(eng->crc_tab, crc, iov[i].iov_base, iov[i].iov_len);
+    }
+    if (pad) {
+        crc = qsw_crc32_update(eng->crc_tab, crc, zeros, pad);
+        memset(eng->tx_trailer, 0, pad);
+    }
+    st_icrc(eng->tx_trailer + pad, ~crc);
+
+    eng->tx_iov[cnt].iov_base = eng->tx;
+    eng->tx_iov[cnt++].iov_len = ETH_HLEN + iphl + UDP_HLEN + hdr_len;
+    for (i = 0; i < n; i++) {
+        eng->tx_iov[cnt++] = iov[i];
+    }
+    eng->tx_iov[cnt].iov_base = eng->tx_trailer;
+    eng->tx_iov[cnt++].iov_len = pad + ICRC_LEN;
+    if (ipv6) {
+        /* The checksum covers the UDP datagram: the first piece from the UDP header on. */
+        eng->tx_iov[0].iov_base = l3 + iphl;
+        eng->tx_iov[0].iov_len = UDP_HLEN + hdr_len;
+        udp6_csum(l3, eng->tx_iov, cnt);
+        eng->tx_iov[0].iov_base = eng->tx;
+        eng->tx_iov[0].iov_len = ETH_HLEN + iphl + UDP_HLEN + hdr_len;
+    }
+    tx_count(eng, ETH_HLEN + iphl + udp_len);
+    eng->tx_mapped++;
+    eng->ops.send_frame_iov(eng->opaque, eng->tx_iov, cnt);
 }
 
 /* ---- receive -------------------------------------------------------------------- */

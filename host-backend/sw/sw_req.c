@@ -317,6 +317,39 @@ static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
     return first ? OP_SEND_FIRST : OP_SEND_MIDDLE;
 }
 
+/*
+ * The payload of one packet as pieces of the embedder's memory
+ * (qsw_ops.sge_map), so that it goes into the frame without a copy: their
+ * number, 0 to copy instead (no sge_map, fault injection on: it keeps
+ * frames, a payload below QSW_TX_MAP_MIN, or the embedder cannot map),
+ * or minus a wc status.
+ */
+static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint32_t paylen,
+                       struct iovec *iov)
+{
+    struct qsw_engine *eng = qp->eng;
+    uint64_t total = 0;
+    int n;
+
+    if (!eng->ops.sge_map || eng->fault_on || paylen < QSW_TX_MAP_MIN) {
+        return 0;
+    }
+    n = eng->ops.sge_map(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off, paylen, iov,
+                         QSW_TX_IOV_MAX);
+    if (n <= 0) {
+        return n;
+    }
+    for (int i = 0; i < n && i < QSW_TX_IOV_MAX; i++) {
+        total += iov[i].iov_len;
+    }
+    /* An embedder's slip must not put a frame on the wire whose lengths lie: copy instead. */
+    if (n > QSW_TX_IOV_MAX || total != paylen) {
+        eng->ops.sge_unmap(eng->opaque, qp, iov, n > QSW_TX_IOV_MAX ? QSW_TX_IOV_MAX : n);
+        return 0;
+    }
+    return n;
+}
+
 /* Builds and sends the packet of w at req.psn; 0 or minus a wc status. */
 static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
 {
@@ -330,7 +363,8 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
     uint64_t off = (uint64_t)idx * w->mtu;
     uint8_t *bth = qsw_tx_begin(eng, av, ipv6), *h = bth + BTH_LEN;
     uint32_t paylen = 0, m;
-    unsigned pad = 0;
+    unsigned pad = 0, nmap = 0;
+    struct iovec iov[QSW_TX_IOV_MAX];
     uint8_t opcode;
     bool ackreq, se = false, last = true;
 
@@ -400,15 +434,23 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
             if (w->wr.send_flags & QSW_SEND_INLINE) {
                 memcpy(h, w->inl + off, paylen);
             } else {
-                int ret = eng->ops.sge_read(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off, h,
-                                            paylen);
+                int ret = map_payload(qp, w, off, paylen, iov);
+
+                if (ret < 0) {
+                    return ret;
+                }
+                nmap = (unsigned)ret;
+                ret = nmap ? 0 : eng->ops.sge_read(eng->opaque, qp, w->wr.sg_list,
+                                                   w->wr.num_sge, off, h, paylen);
                 if (ret) {
                     return ret < 0 ? ret : -QSW_WC_LOC_PROT_ERR;
                 }
             }
         }
         pad = -paylen & 3;
-        memset(h + paylen, 0, pad);
+        if (!nmap) {
+            memset(h + paylen, 0, pad);
+        }
         se = last && (w->wr.send_flags & QSW_SEND_SOLICITED) &&
              (w->mask == M_SEND || w->wr.opcode == QSW_WR_RDMA_WRITE_WITH_IMM);
         qp->req.psn = psn_add(psn, 1);
@@ -431,7 +473,12 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
     } else {
         qp->req.hi_psn = qp->req.psn;
     }
-    qsw_tx_finish(eng, av, ipv6, sport, (unsigned)(h - bth) + paylen + pad);
+    if (nmap) {
+        qsw_tx_finish_iov(eng, av, ipv6, sport, (unsigned)(h - bth), iov, nmap, paylen, pad);
+        eng->ops.sge_unmap(eng->opaque, qp, iov, nmap);
+    } else {
+        qsw_tx_finish(eng, av, ipv6, sport, (unsigned)(h - bth) + paylen + pad);
+    }
     return 0;
 }
 

@@ -293,7 +293,8 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     }
     if (!env->guest_error || !env->schedule_pe_ready || !env->link_up || !env->dma_read ||
         !env->dma_write || !env->msix_notify || !env->send_frame || !env->kick ||
-        !env->rx_ready || !env->now_ns || !env->timer_mod) {
+        !env->rx_ready || !env->now_ns || !env->timer_mod ||
+        !env->dma_map_read != !env->dma_unmap_read) {
         snprintf(err, err_len, "incomplete core environment");
         return -EINVAL;
     }

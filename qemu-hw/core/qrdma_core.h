@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "qrdma/qrdma_hw.h"
 #include "qrdma_dp.h"
@@ -42,7 +43,11 @@ struct qrdma_trace_ev {
     const char *name, *name2;
 };
 
-/* What the embedding provides. Every callback is mandatory, except trace. */
+/*
+ * What the embedding provides. Every callback is mandatory, except trace
+ * and the zero-copy transmit trio (dma_map_read, dma_unmap_read,
+ * send_frame_iov).
+ */
 struct qrdma_core_env {
     void *opaque;
     /* A guest did something the interface forbids; msg says what. */
@@ -64,6 +69,20 @@ struct qrdma_core_env {
     void (*msix_notify)(void *opaque, unsigned vector);
     /* Put one Ethernet frame on the wire. */
     void (*send_frame)(void *opaque, const uint8_t *frame, size_t len);
+    /*
+     * Optional, both or neither (NULL: payloads are copied into the frame):
+     * guest memory [addr, addr+len) mapped for the device to read, through
+     * the embedding's DMA API (a read: no page becomes dirty); NULL when
+     * the whole range cannot be mapped at once. Every mapping goes back
+     * with dma_unmap_read as soon as the frame carrying it is sent.
+     */
+    const void *(*dma_map_read)(void *opaque, uint64_t addr, size_t len);
+    void (*dma_unmap_read)(void *opaque, const void *p, size_t len);
+    /*
+     * Optional (NULL: the core joins the pieces and calls send_frame): one
+     * Ethernet frame in n pieces, valid during the call.
+     */
+    void (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
     /*
      * Ask for work outside the MMIO handler: the embedding calls
      * qrdma_core_run(core, what) soon, from its main loop.
@@ -777,5 +796,17 @@ int qrdma_mr_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32
                      uint64_t iova, void *buf, uint64_t len, unsigned access);
 int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
                       uint64_t iova, const void *buf, uint64_t len, unsigned access);
+/*
+ * The same checks, then the pieces mapped for reading (env.dma_map_read)
+ * into iov, at most max: their number; 0 when they cannot all be mapped
+ * (no dma_map_read, a piece the embedding cannot map, more than max
+ * pieces; nothing stays mapped and nothing is reported: a copy with
+ * qrdma_mr_read_qp names the fault); or minus a QRDMA_MR_ERR_* code.
+ * Give the pieces back with qrdma_mr_unmap_read.
+ */
+int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                         uint64_t iova, uint64_t len, unsigned access, struct iovec *iov,
+                         unsigned max);
+void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov, unsigned n);
 
 #endif /* QRDMA_CORE_H */

@@ -411,6 +411,20 @@ static int cb_mr_write(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
     return qrdma_mr_write_qp(opaque, stag, pd, qp_id, iova, src, len, access) ? -EACCES : 0;
 }
 
+static int cb_mr_map_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                          uint64_t iova, uint32_t len, uint32_t access, struct iovec *iov,
+                          unsigned max)
+{
+    int n = qrdma_mr_map_read_qp(opaque, stag, pd, qp_id, iova, len, access, iov, max);
+
+    return n < 0 ? -EACCES : n;
+}
+
+static void cb_mr_unmap_read(void *opaque, const struct iovec *iov, unsigned n)
+{
+    qrdma_mr_unmap_read(opaque, iov, n);
+}
+
 static int cb_mr_check(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
                        uint64_t len, uint32_t access)
 {
@@ -933,6 +947,49 @@ static void cb_frame_out(void *opaque, const void *frame, size_t len)
     }
 }
 
+/* A frame in pieces into one buffer; 0 when it does not fit. */
+static size_t iov_join(uint8_t *dst, size_t cap, const struct iovec *iov, unsigned n)
+{
+    size_t len = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        if (iov[i].iov_len > cap - len) {
+            return 0;
+        }
+        memcpy(dst + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    return len;
+}
+
+/*
+ * A frame whose payload is still in guest memory (zero-copy transmit):
+ * handed on in pieces when the embedding takes them; joined into one
+ * buffer for the loopback queue (which keeps it past the mapping) and
+ * for an embedding that takes whole frames only.
+ */
+static void cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
+{
+    struct qrdma_core *core = opaque;
+    struct qrdma_dp *dp = &core->dp;
+    uint8_t mac[6];
+    size_t len;
+
+    lan_mac(core, mac);
+    if (core->env.send_frame_iov && n && iov[0].iov_len >= 6 && memcmp(iov[0].iov_base, mac, 6)) {
+        if (core->env.link_up(core->env.opaque)) {
+            core->env.send_frame_iov(core->env.opaque, iov, n);
+        }
+        return;
+    }
+    len = iov_join(dp->tx_join, sizeof(dp->tx_join), iov, n);
+    if (!len) {
+        dp->tx_join_drops++;
+        return;
+    }
+    cb_frame_out(core, dp->tx_join, len);
+}
+
 /* The backend's send queue, full at a post, has room: fetch the rest of the ring. */
 static void cb_sq_space(void *opaque, uint32_t id)
 {
@@ -999,6 +1056,28 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .bind_mw = cb_bind_mw,
     .get_recv = cb_get_recv,
     .get_srq_recv = cb_get_srq_recv,
+    .complete = cb_complete,
+    .event = cb_event,
+    .sq_space = cb_sq_space,
+    .tp_event = cb_tp_event,
+    .frame_out = cb_frame_out,
+    .mr_map_read = cb_mr_map_read,
+    .mr_unmap_read = cb_mr_unmap_read,
+    .frame_out_iov = cb_frame_out_iov,
+    .now_ns = cb_now_ns,
+};
+
+/* The same for an embedding without dma_map_read: payloads are copied into frames. */
+static const struct qrdma_be_callbacks dp_callbacks_copy = {
+    .mr_read = cb_mr_read,
+    .mr_write = cb_mr_write,
+    .mr_check = cb_mr_check,
+    .mr_atomic = cb_mr_atomic,
+    .mr_gpa_walk = cb_mr_gpa_walk,
+    .fast_reg = cb_fast_reg,
+    .invalidate = cb_invalidate,
+    .bind_mw = cb_bind_mw,
+    .get_recv = cb_get_recv,
     .complete = cb_complete,
     .event = cb_event,
     .sq_space = cb_sq_space,
@@ -1771,7 +1850,8 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char 
     dp->ops = ops;
     dp->deadline = UINT64_MAX;
     memcpy(dp->be_mac, params.mac, 6);
-    dp->be = ops->create(&dp_callbacks, core, &params, err, err_len);
+    dp->be = ops->create(core->env.dma_map_read ? &dp_callbacks : &dp_callbacks_copy, core,
+                         &params, err, err_len);
     return dp->be ? 0 : -ENOMEM;
 }
 

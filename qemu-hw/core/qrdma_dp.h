@@ -51,6 +51,9 @@ struct qrdma_dp_frame {
 
 #define QRDMA_DP_LOOPBACK_MAX   1024    /* frames waiting; more are dropped */
 
+/* The longest frame the backend sends: 4096 bytes of payload and its headers, with room. */
+#define QRDMA_DP_FRAME_MAX  (4096 + 256)
+
 struct qrdma_dp {
     /*
      * The backend (qrdma_backend.h): its ops, chosen at init for the
@@ -73,6 +76,13 @@ struct qrdma_dp {
     struct qrdma_be_send_wr wr;
     /* Counters for the stats the glue exposes. */
     uint64_t sq_wqes, rq_wqes, cqes, bad_wqes, cq_overflows;
+    /*
+     * A frame sent in pieces, joined for the loopback queue or an
+     * embedding without send_frame_iov; frames too long for it (none the
+     * transport builds) are dropped and counted.
+     */
+    uint8_t tx_join[QRDMA_DP_FRAME_MAX];
+    uint64_t tx_join_drops;
 };
 
 /*

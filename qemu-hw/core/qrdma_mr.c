@@ -972,6 +972,49 @@ int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint3
     return mr_copy(core, stag, pd, qp_id, iova, NULL, buf, len, access);
 }
 
+int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
+                         uint64_t iova, uint64_t len, unsigned access, struct iovec *iov,
+                         unsigned max)
+{
+    struct qrdma_mr_walk walk;
+    uint64_t gpa, n;
+    unsigned cnt = 0;
+    int err;
+
+    /* Without a mapping the caller copies, and the copy checks: not twice. */
+    if (!core->env.dma_map_read) {
+        return 0;
+    }
+    err = qrdma_mr_translate_qp(core, stag, pd, qp_id, iova, len, access, &walk);
+    if (err) {
+        return -err;
+    }
+    while (walk.left) {
+        const void *p;
+
+        err = mr_walk_step(core, &walk, &gpa, &n, false);
+        if (err) {
+            qrdma_mr_unmap_read(core, iov, cnt);
+            return -err;
+        }
+        p = cnt < max ? core->env.dma_map_read(core->env.opaque, gpa, n) : NULL;
+        if (!p) {
+            qrdma_mr_unmap_read(core, iov, cnt);
+            return 0;
+        }
+        iov[cnt].iov_base = (void *)p;
+        iov[cnt++].iov_len = n;
+    }
+    return (int)cnt;
+}
+
+void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        core->env.dma_unmap_read(core->env.opaque, iov[i].iov_base, iov[i].iov_len);
+    }
+}
+
 /* ---- windows: bind and invalidate, in SQ order ------------------------------------ */
 
 /*

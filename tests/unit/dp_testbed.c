@@ -24,6 +24,8 @@ const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
 unsigned rc_retry_cnt = 3;
 void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
+void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+bool dp_tb_copy_tx;
 uint64_t (*dp_tb_clock)(void);
 
 struct frame {
@@ -134,6 +136,53 @@ static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
     *fq_tail = f;
     fq_tail = &f->next;
     frames_in_flight++;
+}
+
+/* Guest RAM is one host buffer: a mapping is a pointer into it, counted until given back. */
+static const void *env_dma_map_read(void *opaque, uint64_t addr, size_t len)
+{
+    struct side *s = opaque;
+
+    if (s->dma_off || s->map_off || !in_ram(addr, len) || ++s->map_calls == s->map_fail_at) {
+        return NULL;
+    }
+    s->maps_out++;
+    s->maps++;
+    return s->ram + (addr - RAM_BASE);
+}
+
+static void env_dma_unmap_read(void *opaque, const void *p, size_t len)
+{
+    struct side *s = opaque;
+    const uint8_t *b = p;
+
+    CHECK(s->maps_out > 0);
+    CHECK(b >= s->ram && len <= RAM_SIZE && (size_t)(b - s->ram) <= RAM_SIZE - len);
+    s->maps_out--;
+}
+
+static void env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+{
+    struct side *s = opaque;
+    static uint8_t joined[16384];
+    size_t len = 0;
+
+    s->frames_iov++;
+    CHECK(s->maps_out > 0);                 /* the payload is still mapped while it is sent */
+    if (dp_tb_wire_iov) {
+        s->frames_sent++;
+        dp_tb_wire_iov(s, iov, n);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        CHECK(iov[i].iov_len <= sizeof(joined) - len);
+        if (iov[i].iov_len > sizeof(joined) - len) {
+            return;
+        }
+        memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    env_send_frame(s, joined, len);
 }
 
 static void env_kick(void *opaque, unsigned what)
@@ -456,6 +505,12 @@ void side_core_init(struct side *s)
     };
     char err[128] = "";
 
+    if (!dp_tb_copy_tx) {
+        env.dma_map_read = env_dma_map_read;
+        env.dma_unmap_read = env_dma_unmap_read;
+        env.send_frame_iov = env_send_frame_iov;
+    }
+
     qrdma_core_config_defaults(&cfg);
     memcpy(cfg.mac, s->mac, 6);
     cfg.pe_ready_delay_us = QRDMA_PE_READY_NEVER;
@@ -572,6 +627,7 @@ void teardown(void)
 
     fq_clear();
     for (i = 0; i < 2; i++) {
+        CHECK(sides[i].maps_out == 0);      /* every mapping given back */
         qrdma_core_fini(&sides[i].core);
         free(sides[i].ram);
         sides[i].ram = NULL;

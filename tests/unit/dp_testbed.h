@@ -96,6 +96,12 @@ struct side {
     int irqs;
     int rx_ready_calls;
     bool dma_off;                   /* every DMA fails, as with bus mastering cleared */
+    /* zero-copy transmit (env.dma_map_read, env.send_frame_iov) */
+    bool map_off;                   /* dma_map_read refuses: payloads are copied */
+    unsigned map_fail_at;           /* non-zero: the map_fail_at-th dma_map_read call refuses */
+    unsigned map_calls;
+    int maps_out;                   /* mappings not yet given back: 0 between frames */
+    uint64_t maps, frames_iov;
     /* the driver: CQP */
     unsigned cqp_next, ccq_head;
     bool cqp_valid, ccq_valid;
@@ -145,6 +151,14 @@ void fq_clear(void);
  */
 extern void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 extern uint64_t (*dp_tb_clock)(void);
+/*
+ * Frames in pieces (env.send_frame_iov): to dp_tb_wire_iov when set, else
+ * joined and sent as any other. dp_tb_copy_tx: the sides set up next have
+ * no zero-copy transmit (no dma_map_read, no send_frame_iov), as an
+ * embedding without them.
+ */
+extern void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+extern bool dp_tb_copy_tx;
 
 /*
  * For a harness that clears only what an input touched (the fuzzers):

@@ -200,6 +200,96 @@ static void op_send_frame(void *o, const void *frame, size_t len)
     tb->qtail = f;
 }
 
+/* Zero-copy transmit: the pieces point into the node's memory, cut at TB_MAP_SPLIT. */
+static int op_sge_map(void *o, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
+                      uint64_t off, uint32_t len, struct iovec *iov, unsigned max)
+{
+    struct tb_node *n = o;
+    struct tb *tb = n->tb;
+    struct tb_qpctx *ctx = qsw_qp_user(qp);
+    unsigned cnt = 0;
+
+    if (tb->map_refuse_every && ++tb->map_calls % tb->map_refuse_every == 0) {
+        return 0;
+    }
+    for (unsigned i = 0; i < nsge && len; i++) {
+        uint64_t l = sge[i].length, va;
+        uint32_t chunk;
+
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        chunk = (uint32_t)(l - off < len ? l - off : len);
+        va = sge[i].addr + off;
+        if (!mr_ptr(n, sge[i].lkey, ctx->pd, va, chunk, 0)) {
+            tb->maps_out -= (int)cnt;
+            return -QSW_WC_LOC_PROT_ERR;
+        }
+        while (chunk) {
+            uint32_t piece = TB_MAP_SPLIT - (uint32_t)(va % TB_MAP_SPLIT);
+
+            if (piece > chunk) {
+                piece = chunk;
+            }
+            if (cnt == max) {
+                tb->maps_out -= (int)cnt;
+                return 0;
+            }
+            iov[cnt].iov_base = n->mem + (va - TB_MEM_BASE);
+            iov[cnt++].iov_len = piece;
+            tb->maps_out++;
+            tb->maps++;
+            va += piece;
+            chunk -= piece;
+            len -= piece;
+        }
+        off = 0;
+    }
+    if (len) {
+        tb->maps_out -= (int)cnt;
+        return 0;
+    }
+    return (int)cnt;
+}
+
+static void op_sge_unmap(void *o, struct qsw_qp *qp, const struct iovec *iov, unsigned cnt)
+{
+    struct tb_node *n = o;
+
+    for (unsigned i = 0; i < cnt; i++) {
+        const uint8_t *b = iov[i].iov_base;
+
+        if (b < n->mem || b + iov[i].iov_len > n->mem + TB_MEM_SIZE) {
+            abort();                        /* not a piece op_sge_map gave */
+        }
+    }
+    n->tb->maps_out -= (int)cnt;
+    if (n->tb->maps_out < 0) {
+        abort();
+    }
+}
+
+static void op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
+{
+    struct tb_node *n = o;
+    static uint8_t joined[16384];
+    size_t len = 0;
+
+    if (n->tb->maps_out <= 0) {
+        abort();                            /* the payload must still be mapped */
+    }
+    n->tb->frames_iov++;
+    for (unsigned i = 0; i < cnt; i++) {
+        if (iov[i].iov_len > sizeof(joined) - len) {
+            abort();
+        }
+        memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    op_send_frame(o, joined, len);
+}
+
 static uint64_t op_now(void *o)
 {
     struct tb_node *n = o;
@@ -241,9 +331,28 @@ static const struct qsw_ops tb_ops = {
     .sq_space = op_sq_space,
 };
 
+static const struct qsw_ops tb_ops_zero_copy = {
+    .sge_read = op_sge_read,
+    .sge_write = op_sge_write,
+    .rkey_check = op_rkey_check,
+    .rkey_read = op_rkey_read,
+    .rkey_write = op_rkey_write,
+    .rkey_atomic = op_rkey_atomic,
+    .get_recv = op_get_recv,
+    .complete = op_complete,
+    .qp_event = op_qp_event,
+    .send_frame = op_send_frame,
+    .now_ns = op_now,
+    .invalidate = op_invalidate,
+    .sq_space = op_sq_space,
+    .sge_map = op_sge_map,
+    .sge_unmap = op_sge_unmap,
+    .send_frame_iov = op_send_frame_iov,
+};
+
 /* ---- set-up -------------------------------------------------------------------------- */
 
-struct tb *tb_new(bool ipv6)
+static struct tb *tb_new_ops(bool ipv6, const struct qsw_ops *ops)
 {
     struct tb *tb = calloc(1, sizeof(*tb));
 
@@ -269,11 +378,24 @@ struct tb *tb_new(bool ipv6)
             n->gid[15] = (uint8_t)(i + 1);
         }
         n->mem = calloc(1, TB_MEM_SIZE);
-        n->eng = qsw_engine_new(&tb_ops, n, mac);
+        n->eng = qsw_engine_new(ops, n, mac);
         if (!n->mem || !n->eng) {
             abort();
         }
     }
+    return tb;
+}
+
+struct tb *tb_new(bool ipv6)
+{
+    return tb_new_ops(ipv6, &tb_ops);
+}
+
+struct tb *tb_new_zero_copy(bool ipv6, unsigned map_refuse_every)
+{
+    struct tb *tb = tb_new_ops(ipv6, &tb_ops_zero_copy);
+
+    tb->map_refuse_every = map_refuse_every;
     return tb;
 }
 

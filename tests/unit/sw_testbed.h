@@ -68,10 +68,23 @@ struct tb {
     void *tap_arg;
     uint64_t frames;        /* carried by the wire */
     unsigned budget;        /* per poll */
+    /* zero-copy transmit (tb_new_zero_copy) */
+    unsigned map_refuse_every, map_calls;
+    int maps_out;           /* pieces mapped and not yet given back */
+    uint64_t maps, frames_iov;
 };
 
 /* Two nodes; ipv6 selects IPv6 GIDs (fd00::1, fd00::2) instead of 10.0.0.1/2. */
 struct tb *tb_new(bool ipv6);
+/*
+ * The same with zero-copy transmit (qsw_ops.sge_map, sge_unmap,
+ * send_frame_iov): payloads are mapped in pieces that end at every
+ * TB_MAP_SPLIT-aligned address (odd, so pieces of odd length and position
+ * occur), every map_refuse_every-th map is refused (0: none) so that the
+ * engine copies that payload instead. Frames are joined on the wire.
+ */
+#define TB_MAP_SPLIT 1001
+struct tb *tb_new_zero_copy(bool ipv6, unsigned map_refuse_every);
 void tb_free(struct tb *tb);
 
 uint32_t tb_reg_mr(struct tb_node *n, uint32_t pd, uint64_t off, uint64_t len, uint32_t access);

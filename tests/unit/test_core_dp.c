@@ -308,6 +308,123 @@ static void test_multi_sge(void)
     no_errors(SB);
 }
 
+/*
+ * Zero-copy transmit (env.dma_map_read, env.send_frame_iov): a gathered
+ * SEND and a multi-packet WRITE leave A as frames in pieces whose payload
+ * is mapped guest memory, every mapping given back; B's engine takes them
+ * (no ICRC drop, no retransmission) and the data is what A holds. With
+ * the map refused, and with an embedding that has no zero-copy at all,
+ * the same work goes by copy.
+ */
+static void zc_write_and_send(void)
+{
+    struct wqe send = { .op = QRDMA_SQ_OP_SEND, .nsge = 3,
+                        .sge = { { 0x1001, 999, 0 }, { 0x2000, 3000, 0 }, { 0x3801, 7, 0 } } };
+    struct wqe write = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30001, .nsge = 1,
+                         .sge = { { 0x5003, 9000, 0 } } };
+    struct qsw_stats st;
+    uint8_t expect[4006];
+
+    fill(SA, 0x1000, 0x3000, 11);
+    fill(SA, 0x5000, 9100, 12);
+    memcpy(expect, dbuf(SA, 0x1001), 999);
+    memcpy(expect + 999, dbuf(SA, 0x2000), 3000);
+    memcpy(expect + 3999, dbuf(SA, 0x3801), 7);
+    memset(dbuf(SB, 0x10000), 0xab, 0x2000);
+    memset(dbuf(SB, 0x30000), 0xcc, 0x3000);
+    post_recv(SB, QPN, 0x10000, 0x2000);
+    post_send(SA, QPN, &send);
+    post_send(SA, QPN, &write);
+    ring_sq(SA, QPN);
+    pump();
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, sizeof(expect));
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK(!memcmp(dbuf(SB, 0x10000), expect, sizeof(expect)));
+    CHECK_EQ(*dbuf(SB, 0x10000 + sizeof(expect)), 0xab);
+    CHECK(!memcmp(dbuf(SB, 0x30001), dbuf(SA, 0x5003), 9000));
+    CHECK_EQ(*dbuf(SB, 0x30000), 0xcc);
+    CHECK_EQ(*dbuf(SB, 0x30001 + 9000), 0xcc);
+    qsw_engine_stats(qrdma_be_sw_engine(SB->core.dp.be), &st);
+    CHECK_EQ(st.drop_icrc, 0);
+    CHECK_EQ(st.drop_malformed, 0);
+    qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
+    CHECK_EQ(st.retransmits, 0);
+    CHECK_EQ(SA->maps_out, 0);
+    CHECK_EQ(SB->maps_out, 0);
+    no_errors(SA);
+    no_errors(SB);
+}
+
+/* rc_pair() at path MTU 4096: payloads long enough to be mapped. */
+static void rc_pair_4096(void)
+{
+    setup();
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts_mtu(SA, QPN, SB, QPN, 7, 5);
+    rc_to_rts_mtu(SB, QPN, SA, QPN, 7, 5);
+    pump();
+    no_errors(SA);
+    no_errors(SB);
+}
+
+static void test_zero_copy_tx(void)
+{
+    /*
+     * The SEND is one packet of 4006 bytes from 3 SGEs, the WRITE 4096 +
+     * 4096 + 808: three payloads are mapped, the WRITE's last (below
+     * QSW_TX_MAP_MIN) is copied.
+     */
+    rc_pair_4096();
+    zc_write_and_send();
+    CHECK_EQ(SA->frames_iov, 3);
+    CHECK(SA->maps >= 3 + 2 + 2);           /* the SEND's 3 SGEs, the WRITE's page crossings */
+    CHECK_EQ(SB->frames_iov, 0);            /* B sends ACKs only: nothing to map */
+
+    rc_pair_4096();
+    SA->map_off = true;
+    zc_write_and_send();
+    CHECK_EQ(SA->frames_iov, 0);
+    CHECK_EQ(SA->maps, 0);
+
+    dp_tb_copy_tx = true;
+    rc_pair_4096();
+    zc_write_and_send();
+    CHECK_EQ(SA->frames_iov, 0);
+    CHECK_EQ(SA->maps, 0);
+    dp_tb_copy_tx = false;
+
+    /*
+     * A map that fails halfway: the WRITE's first packet spans two pages;
+     * the second piece is refused, the first is given back, and the packet
+     * goes by copy, the rest mapped as before.
+     */
+    rc_pair_4096();
+    {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x30000, .nsge = 1,
+                         .sge = { { 0x5003, 8192, 0 } } };
+
+        fill(SA, 0x5000, 8200, 13);
+        SA->map_fail_at = 2;
+        post_send(SA, QPN, &w);
+        ring_sq(SA, QPN);
+        pump();
+        EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK(!memcmp(dbuf(SB, 0x30000), dbuf(SA, 0x5003), 8192));
+        CHECK_EQ(SA->map_calls, 1 + 1 + 2); /* packet 1: mapped, refused; packet 2: two */
+        CHECK_EQ(SA->maps, 1 + 2);
+        CHECK_EQ(SA->frames_iov, 1);
+        CHECK_EQ(SA->maps_out, 0);
+        no_errors(SA);
+        no_errors(SB);
+    }
+}
+
 static void test_unsignaled(void)
 {
     struct wqe w = { .op = QRDMA_SQ_OP_SEND, .unsignaled = true, .nsge = 1,
@@ -2659,6 +2776,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_bad_rkey),
     UNIT_TEST(test_remote_access_rights),
     UNIT_TEST(test_bad_lkey),
+    UNIT_TEST(test_zero_copy_tx),
     UNIT_TEST(test_bad_opcode),
     UNIT_TEST(test_bad_wqe_order),
     UNIT_TEST(test_too_many_sges),
