@@ -142,3 +142,30 @@ link_local_ready() {
     a=$(ip -6 -o addr show dev "$1" scope link)
     [ -n "$a" ] && ! grep -q tentative <<< "$a"
 }
+
+# Live migration (scripts/vm-run, sig-migrate). QEMU refuses to migrate a
+# guest with a virtio-9p share mounted, so the guest that moves gives up
+# /job and the host share first (vm_detach: the caller's working directory
+# and open files must be off them) and talks to its peers over the network
+# meanwhile; vm_attach mounts /job again.
+vm_detach() {
+    cd / || return 1
+    if mountpoint -q /mnt/host; then umount /mnt/host || return 1; fi
+    umount /job
+}
+vm_attach() {
+    mountpoint -q /job ||
+        mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job
+}
+# vm_migrate J: vm-run live-migrates guest J to a new QEMU; prints vm-run's
+# answer ("ok downtime_ms=D total_ms=T ..." or "failed: REASON") and
+# returns 0 only for ok. Guest J keeps its life.
+vm_migrate() {
+    local a
+    rm -f "$QRDMA_JOB/migrated-$1"
+    vm_signal "migrate-$1"
+    wait_for "${QRDMA_MIGRATE_WAIT:-240}" test -e "$QRDMA_JOB/migrated-$1" || { echo "failed: no answer"; return 1; }
+    a=$(cat "$QRDMA_JOB/migrated-$1")
+    echo "$a"
+    [[ "$a" == ok* ]]
+}
