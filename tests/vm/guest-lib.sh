@@ -43,7 +43,9 @@ pair_run() {
 }
 qrdma_bdf() { basename "$(readlink -f /sys/bus/pci/drivers/qrdma/0000:* 2>/dev/null | head -n1)"; }
 # Rendezvous between guests through the shared /job directory.
-vm_signal() { touch "$QRDMA_JOB/sig-$1"; }
+# A create, not touch: vm-run may remove the file before touch would set
+# its times (touch then fails with ENOENT).
+vm_signal() { : > "$QRDMA_JOB/sig-$1"; }
 # vm_wait NAME [SECONDS]: wait until some guest signalled NAME
 vm_wait() { wait_for "${2:-120}" test -e "$QRDMA_JOB/sig-$1" || { fail "timed out waiting for '$1'"; return 1; }; }
 # vm_barrier NAME: every guest signals NAME-<i> and waits for all of them
