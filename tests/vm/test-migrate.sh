@@ -2,25 +2,24 @@
 # VM test: live migration with RDMA traffic running (issue 16,
 # docs/migration.md). Two guests; guest 0 is live-migrated to a new QEMU
 # and back 2*ROUNDS times during each of four transfers to guest 1 (a
-# checked WRITE + READ transfer of ROUNDS*1.5 GB, ib_write_bw,
+# checked WRITE + READ transfer of ROUNDS*2 GB, ib_write_bw,
 # ibv_rc_pingpong, qrdma-pingpong with every byte checked), and a
 # migration QEMU refuses is answered and leaves the guest running:
-# tests/vm/guest-migrate.sh. Runs (QRDMA_MIG_VARIANTS, default all three):
+# tests/vm/guest-migrate.sh. Runs (QRDMA_MIG_VARIANTS, a list; make check
+# runs sw only: rxe took 14 minutes under TCG, sized as it is for the
+# slowest migrations; QRDMA_MIG_VARIANTS="sw rxe" runs both):
 #   sw      both guests qrdma, ROUNDS = QRDMA_MIG_ROUNDS (default 2: 16
 #           migrations, about 10 minutes under TCG; 5, the issue's
 #           count, about 25: see docs/migration.md)
 #   rxe     guest 1 runs soft-RoCE over virtio-net (the peer is not
 #           qrdma), QRDMA_MIG_VARIANT_ROUNDS (default 1: 8 migrations)
-#   faults  both qrdma with the x-fault-* hook dropping 2%, duplicating
-#           1% and reordering 1% of the RoCE frames they send, as many
-#           rounds
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rounds=${QRDMA_MIG_ROUNDS:-2} vrounds=${QRDMA_MIG_VARIANT_ROUNDS:-1}
 rc=0
 # The moved guest's RAM (vm-run's default 2 GB: the root file system is
 # unpacked into it) is what each migration copies.
-for v in ${QRDMA_MIG_VARIANTS:-sw rxe faults}; do
+for v in ${QRDMA_MIG_VARIANTS:-sw}; do
     echo "=== test-migrate: $v"
     case $v in
     sw)
@@ -30,10 +29,6 @@ for v in ${QRDMA_MIG_VARIANTS:-sw rxe faults}; do
         "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" --nic qrdma,virtio-rxe \
             --run "exec bash guest-migrate.sh rxe $vrounds rxe0" \
             --run "bash guest-migrate.sh rxe $vrounds rxe0" ;;
-    faults)
-        "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" \
-            --device-opts 'x-fault-loss-ppm=20000,x-fault-dup-ppm=10000,x-fault-reorder-ppm=10000' \
-            --run "exec bash guest-migrate.sh faults $vrounds" --run "bash guest-migrate.sh faults $vrounds" ;;
     *)
         echo "test-migrate: unknown variant '$v'" >&2
         false ;;
