@@ -9,8 +9,9 @@
 # runs sw only: rxe took 14 minutes under TCG, sized as it is for the
 # slowest migrations; QRDMA_MIG_VARIANTS="sw rxe" runs both):
 #   sw      both guests qrdma, ROUNDS = QRDMA_MIG_ROUNDS (default 2: 16
-#           migrations, about 10 minutes under TCG; 5, the issue's
-#           count, about 25: see docs/migration.md)
+#           migrations, 6 to 12 minutes under TCG as loaded as the
+#           machine is; 5, the issue's count, up to about 25: see
+#           docs/migration.md)
 #   rxe     guest 1 runs soft-RoCE over virtio-net (the peer is not
 #           qrdma), QRDMA_MIG_VARIANT_ROUNDS (default 1: 8 migrations)
 here=$(cd "$(dirname "$0")" && pwd)
