@@ -77,11 +77,9 @@ struct QrdmaState {
 #endif
 
     /*
-     * Live migration (docs/migration.md): off unless x-migrate=on, which
-     * is for testing until the VM tests of the whole path pass; the
-     * blocker says why. The core's saved state travels as one buffer.
+     * Live migration (docs/migration.md): the blocker of a backend that
+     * cannot save. The core's saved state travels as one buffer.
      */
-    bool x_migrate;
     Error *mig_blocker;
     uint8_t *mig_buf;
     uint32_t mig_len;
@@ -620,8 +618,8 @@ static void qrdma_verbs_stop(QrdmaState *s)
 /* ---- lifecycle ----------------------------------------------------------- */
 
 /*
- * Migration stays blocked (as the device was unmigratable before) unless
- * x-migrate=on; a backend without save/load blocks it either way (verbs
+ * Live migration (docs/migration.md, tests/vm/test-migrate.sh) is allowed
+ * unless the backend cannot save its state: then a blocker names it (verbs
  * adds its own blocker naming the host NIC). A blocker that cannot be
  * added (a migration is running) is only reported: pre_save refuses too.
  */
@@ -632,14 +630,10 @@ static void qrdma_mig_block(QrdmaState *s)
     if (s->cfg.backend == QRDMA_BACKEND_VERBS) {
         return;
     }
-    if (!qrdma_core_can_save(&s->core, err, sizeof(err))) {
-        error_setg(&s->mig_blocker, "qrdma: %s", err);
-    } else if (!s->x_migrate) {
-        error_setg(&s->mig_blocker, "qrdma: live migration is not yet tested in VMs "
-                   "(docs/migration.md); x-migrate=on allows it for testing");
-    } else {
+    if (qrdma_core_can_save(&s->core, err, sizeof(err))) {
         return;
     }
+    error_setg(&s->mig_blocker, "qrdma: %s", err);
     if (migrate_add_blocker(&s->mig_blocker, NULL) < 0) {
         warn_report("qrdma: migration is running: the device will refuse in pre_save");
     }
@@ -924,11 +918,6 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_UINT32("x-cqp-stall-opcode", QrdmaState, cfg.cqp_stall_opcode,
                        QRDMA_CQP_STALL_NEVER),
-    /*
-     * Test hook (unstable): allow live migration, whose VM tests are not
-     * written yet (docs/migration.md). Off: migration is blocked.
-     */
-    DEFINE_PROP_BOOL("x-migrate", QrdmaState, x_migrate, false),
 };
 
 static void qrdma_class_init(ObjectClass *klass, void *data)

@@ -100,10 +100,16 @@ if [ -n "$unannounced" ]; then
     log "ERROR: this guest rebooted unasked (a panic or a reset?); its command fails"
     echo 1 > "/job/rc-$QRDMA_GUEST.tmp" && mv "/job/rc-$QRDMA_GUEST.tmp" "/job/rc-$QRDMA_GUEST"
 elif [ -e "$cmd" ]; then
-    if [ "$share" = 1 ]; then cd /mnt/host; else cd /root; fi
-    bash "$cmd"
+    # In a subshell: PID 1's working directory stays off the shares, so a
+    # command can unmount them (QEMU refuses live migration while a 9p
+    # share is mounted: vm_detach in tests/vm/guest-lib.sh).
+    ( if [ "$share" = 1 ]; then cd /mnt/host; else cd /root; fi; exec bash "$cmd" )
     rc=$?
     log "command exited with $rc"
+    # A command that unmounted the job share and did not mount it again.
+    mountpoint -q /job ||
+        mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job ||
+        log "ERROR: cannot mount the job share again"
     echo "$rc" > "/job/rc-$QRDMA_GUEST.tmp" && mv "/job/rc-$QRDMA_GUEST.tmp" "/job/rc-$QRDMA_GUEST"
 else
     log "idle until the other guests finish"

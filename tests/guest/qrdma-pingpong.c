@@ -526,7 +526,8 @@ int main(int argc, char **argv)
 	struct hello mine = { .magic = MAGIC_HELLO }, peer;
 	uint32_t i, ready = htobe32(MAGIC_READY);
 	int c, fd, qps = 0;
-	double t0;
+	double t0, longest = 0;
+	uint32_t longest_i = 0;
 
 	while ((c = getopt(argc, argv, "d:g:p:t:s:n:q:w:S:")) != -1) {
 		switch (c) {
@@ -574,11 +575,25 @@ int main(int argc, char **argv)
 	if (be32toh(ready) != MAGIC_READY)
 		die("peer sent a bad ready message");
 
+	/*
+	 * The longest round trip is the longest stall this side saw: what a
+	 * peer of a guest that live-migrates meanwhile measures
+	 * (tests/vm/guest-migrate.sh).
+	 */
 	t0 = now();
-	for (i = 0; i < opt.iters; i++)
+	for (i = 0; i < opt.iters; i++) {
+		double t1 = now(), dt;
+
 		round_trip(i, &peer);
-	printf("%s: %u messages of %u bytes each way over %s (%d QP(s)), every byte checked, in %.2f s\n",
-	       role, opt.iters, opt.size, mode_names[opt.mode], opt.qps, now() - t0);
+		dt = now() - t1;
+		if (dt > longest) {
+			longest = dt;
+			longest_i = i;
+		}
+	}
+	printf("%s: %u messages of %u bytes each way over %s (%d QP(s)), every byte checked, in %.2f s; longest round trip %.0f ms (message %u)\n",
+	       role, opt.iters, opt.size, mode_names[opt.mode], opt.qps, now() - t0,
+	       longest * 1e3, longest_i);
 	fflush(stdout);
 	close(fd);
 	return 0;

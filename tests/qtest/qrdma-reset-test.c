@@ -356,8 +356,8 @@ static char *mig_wait(QTestState *qts)
 /* An incoming migration from file into a QEMU with device options opts. */
 static char *mig_in(const char *file, const char *opts)
 {
-    QTestState *qts = qtest_initf("-machine pc -nodefaults -device qrdma,id=r,%s "
-                                  "-incoming defer", opts);
+    QTestState *qts = qtest_initf("-machine pc -nodefaults -device qrdma,id=r%s%s "
+                                  "-incoming defer", *opts ? "," : "", opts);
     g_autofree char *uri = g_strdup_printf("exec:cat %s", file);
     char *st;
 
@@ -369,10 +369,13 @@ static char *mig_in(const char *file, const char *opts)
 }
 
 /*
- * Migration is blocked unless x-migrate=on, naming why. With it, the
- * device's stream goes out and comes back into another QEMU; a corrupt
- * stream, or a destination with another property, fails the incoming
- * migration (the device refuses it) instead of starting the guest.
+ * Migration is allowed by default (tests/vm/test-migrate.sh proves it with
+ * traffic): the device's stream goes out and comes back into another
+ * QEMU; a corrupt stream, or a destination with another property, fails
+ * the incoming migration (the device refuses it) instead of starting the
+ * guest. (A backend that cannot save keeps a blocker naming it: the
+ * core's refusal is unit-tested in test_core_mig; verbs' own blocker
+ * needs a host RDMA device, which this test does not have.)
  */
 static void test_migrate(void)
 {
@@ -382,16 +385,9 @@ static void test_migrate(void)
     g_autofree char *bad = g_strdup_printf("%s/bad", dir);
     g_autofree char *data = NULL;
     g_autofree char *uri = g_strdup_printf("exec:cat > %s", file);
-    char *desc, *st, *magic;
+    char *st, *magic;
     gsize len;
 
-    desc = error_of(qtest_qmp(qts, "{ 'execute': 'migrate', 'arguments': "
-                              "{ 'uri': 'exec:cat > /dev/null' } }"));
-    g_assert(strstr(desc, "live migration is not yet tested in VMs"));
-    g_free(desc);
-    qtest_quit(qts);
-
-    qts = qtest_init("-machine pc -nodefaults -device qrdma,id=r,x-migrate=on");
     qtest_qmp_assert_success(qts, "{ 'execute': 'migrate', 'arguments': "
                              "{ 'uri': %s } }", uri);
     st = mig_wait(qts);
@@ -399,10 +395,10 @@ static void test_migrate(void)
     g_free(st);
     qtest_quit(qts);
 
-    st = mig_in(file, "x-migrate=on");
+    st = mig_in(file, "");
     g_assert_cmpstr(st, ==, "completed");
     g_free(st);
-    st = mig_in(file, "x-migrate=on,max-qp=512");
+    st = mig_in(file, "max-qp=512");
     g_assert_cmpstr(st, ==, "failed");
     g_free(st);
 
@@ -412,7 +408,7 @@ static void test_migrate(void)
     g_assert(magic && magic + 40 < data + len);
     magic[40] ^= 0x10;
     g_assert(g_file_set_contents(bad, data, len, NULL));
-    st = mig_in(bad, "x-migrate=on");
+    st = mig_in(bad, "");
     g_assert_cmpstr(st, ==, "failed");
     g_free(st);
     unlink(file);

@@ -67,7 +67,9 @@ pair_run() {
 }
 qrdma_bdf() { basename "$(readlink -f /sys/bus/pci/drivers/qrdma/0000:* 2>/dev/null | head -n1)"; }
 # Rendezvous between guests through the shared /job directory.
-vm_signal() { touch "$QRDMA_JOB/sig-$1"; }
+# A create, not touch: vm-run may remove the file before touch would set
+# its times (touch then fails with ENOENT).
+vm_signal() { : > "$QRDMA_JOB/sig-$1"; }
 # vm_wait NAME [SECONDS]: wait until some guest signalled NAME
 vm_wait() { wait_for "${2:-120}" test -e "$QRDMA_JOB/sig-$1" || { fail "timed out waiting for '$1'"; return 1; }; }
 # vm_barrier NAME: every guest signals NAME-<i> and waits for all of them
@@ -165,4 +167,31 @@ link_local_ready() {
     local a
     a=$(ip -6 -o addr show dev "$1" scope link)
     [ -n "$a" ] && ! grep -q tentative <<< "$a"
+}
+
+# Live migration (scripts/vm-run, sig-migrate). QEMU refuses to migrate a
+# guest with a virtio-9p share mounted, so the guest that moves gives up
+# /job and the host share first (vm_detach: the caller's working directory
+# and open files must be off them) and talks to its peers over the network
+# meanwhile; vm_attach mounts /job again.
+vm_detach() {
+    cd / || return 1
+    if mountpoint -q /mnt/host; then umount /mnt/host || return 1; fi
+    umount /job
+}
+vm_attach() {
+    mountpoint -q /job ||
+        mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job
+}
+# vm_migrate J: vm-run live-migrates guest J to a new QEMU; prints vm-run's
+# answer ("ok downtime_ms=D total_ms=T ..." or "failed: REASON") and
+# returns 0 only for ok. Guest J keeps its life.
+vm_migrate() {
+    local a
+    rm -f "$QRDMA_JOB/migrated-$1"
+    vm_signal "migrate-$1"
+    wait_for "${QRDMA_MIGRATE_WAIT:-240}" test -e "$QRDMA_JOB/migrated-$1" || { echo "failed: no answer"; return 1; }
+    a=$(cat "$QRDMA_JOB/migrated-$1")
+    echo "$a"
+    [[ "$a" == ok* ]]
 }

@@ -1,0 +1,163 @@
+#!/bin/bash
+# Live migration with RDMA traffic running (issue 16), run in both guests by
+# test-migrate.sh: guest-migrate.sh MODE ROUNDS [DEV1].
+#
+# Guest 0 moves: it gives up its 9p shares (QEMU refuses to migrate a guest
+# with one mounted: vm_detach) and serves commands over TCP on the test
+# segment (guest-migrate-agent.py), so the Ethernet function's TCP carries
+# the test across every migration. Guest 1 drives: each phase runs a server
+# here and its client on guest 0, and while both run, asks vm-run to
+# live-migrate guest 0 2*ROUNDS times (moved to a new QEMU and "back" to
+# another, as a round trip between two hosts would), each migration checked
+# to complete with both programs still running. The phases:
+#   bulk      qrdma-bulk: ROUNDS*2 GB written by guest 0 in 32 MB
+#             chunks, each read back and compared byte for byte, each
+#             chunk's and the whole stream's checksum compared with the
+#             server's
+#   write_bw  ib_write_bw for a fixed duration (exit status both sides)
+#   rc_pp     ibv_rc_pingpong (exit status only: its -c checks nothing)
+#   qrdma_pp  qrdma-pingpong RC, every byte of every message checked both
+#             ways; the peer's (guest 1's) longest round trip is the
+#             longest stall it saw
+# Then on guest 0: its device's object counters back to what they were
+# before (no QP, CQ or MR left behind) and no destroy error; and no qrdma
+# error in its kernel log. Guest 1 captures the RARP frames QEMU sends from
+# guest 0's MAC after each migration (at least one per migration). vm-run checks both consoles for oopses and
+# warnings. MODE is "sw" (both guests qrdma) or "rxe" (guest 1 runs
+# soft-RoCE: DEV1 rxe0); faults come from test-migrate.sh's device options.
+. "$(dirname "$0")/guest-lib.sh"
+mode=${1:-sw} rounds=${2:-5} dev1=${3:-qrdma0}
+me=$QRDMA_GUEST port=7000 moved=10.0.0.1 peer=10.0.0.2
+
+if [ "$mode" = sub ]; then
+    # Commands guest 1 runs on guest 0 through the agent.
+    case $rounds in
+        snapshot)
+            idle_snapshot
+            declare -p idle > /tmp/mig/idle
+            dmesg | wc -l > /tmp/mig/dmesg-lines ;;
+        idle)
+            . /tmp/mig/idle
+            wait_for 30 counters_at_zero || { echo "guest 0 counters: $(counters)"; exit 1; }
+            echo "guest 0 counters at idle: $(counters)" ;;
+        dmesg)
+            dmesg | tail -n +$(($(cat /tmp/mig/dmesg-lines) + 1)) > /tmp/mig/dmesg-new
+            grep -i qrdma /tmp/mig/dmesg-new | tail -n 20
+            ! grep -iE 'qrdma.*(error|fatal|fail)' /tmp/mig/dmesg-new ;;
+        *) exit 2 ;;
+    esac
+    exit
+fi
+
+if [ "$me" = 0 ]; then
+    here=$(dirname "$0")
+    if [ -z "${QRDMA_MIG_COPY:-}" ]; then
+        # Run from a copy in RAM: the shares are about to go.
+        mkdir -p /tmp/mig &&
+            cp "$here/guest-migrate.sh" "$here/guest-lib.sh" "$here/guest-migrate-agent.py" /tmp/mig/ ||
+            exit 1
+        cd /tmp/mig && QRDMA_MIG_COPY=1 exec bash /tmp/mig/guest-migrate.sh "$@"
+    fi
+    vm_barrier up 150 || exit 1
+    vm_wait refusal-seen 300 || exit 1
+    check "guest 0 gives up its 9p shares" vm_detach
+    echo "guest 0: serving the test over TCP while it moves"
+    python3 /tmp/mig/guest-migrate-agent.py serve "$port"
+    check "guest 0 mounts /job again" vm_attach
+    finish "guest-migrate $mode (moved guest)"
+    exit
+fi
+
+# ---- guest 1: drives the test ---------------------------------------------
+vm_barrier up 150 || exit 1
+# A migration QEMU refuses (guest 0 still has its 9p shares): vm-run
+# answers why, and guest 0 runs on in its first QEMU (its agent answers
+# below, and a migration that was not one would leave it a QEMU behind).
+a=$(vm_migrate 0)
+echo "  while guest 0 has its shares: $a"
+check "a refused migration is answered 'failed: ...' naming the 9p share" \
+    grep -q '^failed: .*VirtFS' <<< "$a"
+vm_signal refusal-seen
+r0() { python3 guest-migrate-agent.py run "$moved" "$port" "$1"; }
+check "guest 0's agent answers" r0 true
+check "guest 0: counters before" r0 "bash /tmp/mig/guest-migrate.sh sub snapshot"
+# The moved guest's announcements: after each incoming migration QEMU sends
+# a RARP frame from every NIC's MAC (qemu_announce_self; 5 by default),
+# qrdma's Ethernet function included, so the segment's switches learn
+# where the MAC went. Captured here, on the segment interface.
+seg=$(ip -o -4 addr show | awk -v ip="$peer/" 'index($4, ip) == 1 { print $2 }')
+tcpdump -i "$seg" -n -e -l 'ether proto 0x8035' > /tmp/rarp.log 2> /tmp/rarp.err &
+rarp=$!
+wait_for 30 grep -q 'listening on' /tmp/rarp.err || fail "tcpdump on $seg did not start"
+downtimes=() totals=() nmig=0
+
+# phase NAME TIMEOUT SERVER_CMD CLIENT_CMD: SERVER_CMD here, "CLIENT_CMD
+# $peer" on guest 0, and 2*ROUNDS migrations of guest 0 while both run.
+phase() {
+    local name=$1 limit=$2 srv=$3 cli=$4 s c k a during=0 rs rc t0
+    t0=$(date +%s)
+    timeout "$limit" $srv > "/tmp/$name-s.log" 2>&1 &
+    s=$!
+    sleep 2
+    r0 "timeout $limit $cli $peer" > "/tmp/$name-c.log" 2>&1 &
+    c=$!
+    sleep 4
+    for k in $(seq $((2 * rounds))); do
+        a=$(vm_migrate 0)
+        k_ok=$?
+        echo "  $name: migration $k: $a"
+        if [ "$k_ok" != 0 ]; then
+            fail "$name: migration $k: $a"
+            break
+        fi
+        nmig=$((nmig + 1))
+        a=${a#*downtime_ms=}; downtimes+=("${a%% *}")
+        a=${a#*total_ms=}; totals+=("${a%% *}")
+        if kill -0 "$s" 2>/dev/null && kill -0 "$c" 2>/dev/null; then
+            during=$((during + 1))
+        fi
+        sleep 2
+    done
+    wait "$c"; rc=$?
+    wait "$s"; rs=$?
+    check "$name: client on the moved guest exited 0" test "$rc" = 0
+    check "$name: server on the peer exited 0" test "$rs" = 0
+    expect_eq "$name: migrations with the traffic still running" "$during" $((2 * rounds))
+    echo "  $name: $(($(date +%s) - t0)) s; server's output, end:"
+    tail -n 4 "/tmp/$name-s.log" | sed 's/^/  s| /'
+    echo "  client's output, end:"
+    tail -n 4 "/tmp/$name-c.log" | sed 's/^/  c| /'
+}
+
+# Sized from TCG measurements so that a phase outlasts its migrations:
+# unmigrated, qrdma-bulk moves about 60 MB/s, ibv_rc_pingpong takes 5.6 ms
+# and qrdma-pingpong 1.7 ms a round trip; a migration took 3-22 s (most
+# when the machine is loaded and the guest writes its memory fast), then
+# 2 s of traffic. About 60 s of traffic per round; a phase that ends
+# before its last migration fails the "still running" check.
+phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 2048)) -c 32 -t 60" \
+    "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 2048)) -c 32 -t 60"
+phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
+    "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
+phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 11000))" \
+    "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 11000))"
+phase qrdma_pp 900 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60" \
+    "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60"
+stall=$(grep -o 'longest round trip [0-9]* ms' /tmp/qrdma_pp-s.log | grep -o '[0-9]*')
+
+kill "$rarp"; wait "$rarp"
+n_rarp=$(grep -c '^[^ ]* 52:54:00:71:00:00 > ff:ff:ff:ff:ff:ff, ethertype Reverse ARP' /tmp/rarp.log)
+head -n 2 /tmp/rarp.log | sed 's/^/  rarp| /'
+check "guest 0 announced its MAC after every migration: $n_rarp RARP frames for $nmig migrations" \
+    test "$n_rarp" -ge "$nmig" -a "$nmig" -gt 0
+check "guest 0: counters back to idle" r0 "bash /tmp/mig/guest-migrate.sh sub idle"
+check "guest 0: no qrdma error in the kernel log" r0 "bash /tmp/mig/guest-migrate.sh sub dmesg"
+check "guest 0's agent stops" r0 exit
+if [ "${#downtimes[@]}" -gt 0 ]; then
+    echo "migrations: $nmig; downtime ms: ${downtimes[*]}; total ms: ${totals[*]}"
+    echo "downtime max $(printf '%s\n' "${downtimes[@]}" | sort -n | tail -n1) ms;" \
+        "migration total max $(printf '%s\n' "${totals[@]}" | sort -n | tail -n1) ms;" \
+        "peer's longest stall (qrdma-pingpong round trip) ${stall:-?} ms"
+fi
+expect_eq "migrations completed" "$nmig" $((8 * rounds))
+finish "guest-migrate $mode (peer)"
