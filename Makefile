@@ -63,7 +63,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native stress check check-asan unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-native stress check check-migration check-asan unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -272,6 +272,13 @@ check-asan: setup guest
 stress: qemu guest
 	@QRDMA_STRESS_KILLS=100 QRDMA_STRESS_RELOADS=50 QRDMA_STRESS_RESETS=50 \
 		bash tests/vm/test-lifecycle.sh
+
+# Live migration as the issue counts it: guest 0 moved away and back 5 times
+# during each transfer, with a qrdma peer and with a soft-RoCE peer (make
+# check runs one round trip with the qrdma peer: 8 migrations).
+check-migration: qemu guest
+	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe" \
+		bash tests/vm/test-migrate.sh
 
 bench:
 	@bash bench/run-bench.sh
