@@ -210,9 +210,11 @@ static const struct {
 #ifdef QRDMA_HAVE_VERBS
     [QRDMA_BACKEND_VERBS] = { "verbs", &qrdma_be_verbs_ops, NULL },
 #else
-    [QRDMA_BACKEND_VERBS] = { "verbs", NULL,
-                              "the host-verbs backend is not built into this program (it "
-                              "needs libibverbs at build time); use backend=sw" },
+    [QRDMA_BACKEND_VERBS] = {
+        "verbs", NULL,
+        "the host-verbs backend is not built into this program (it needs "
+        "libibverbs at build time); use backend=sw"
+    },
 #endif
 };
 

@@ -253,7 +253,7 @@ struct qrdma_lan_ring {
 #define QRDMA_LAN_NUM_STATS \
     ((QRDMA_REG_LAN_STAT_LAST - QRDMA_REG_LAN_STAT_FIRST) / 4 + 1)
 /* LAN registers kept as plain storage: the block up to the counters. */
-#define QRDMA_LAN_NUM_REGS (QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4
+#define QRDMA_LAN_NUM_REGS ((QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4)
 
 /* LAN frames the device holds while no receive buffer is posted. */
 #define QRDMA_LAN_BACKLOG_FRAMES 32

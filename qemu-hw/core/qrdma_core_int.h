@@ -31,8 +31,8 @@ struct qrdma_reg_desc {
 #define QRDMA_REG_RO_DESC(off, base, nm) \
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO }
 #define QRDMA_REG_RO_LIVE_DESC(off, base, nm, fn) \
-    [((off) - (base)) /                           \
-        4] = { .name = (nm), .access = QRDMA_REG_RO, .read = (fn) }
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO, \
+                               .read = (fn) }
 #define QRDMA_REG_RW_DESC(off, base, nm, mask, fn) \
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
                                .write_mask = (mask), .write = (fn) }

@@ -900,8 +900,8 @@ static void loopback_queue(struct qrdma_core *core, const void *frame,
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_dp_frame *f;
 
-    if (dp->loop_len >= QRDMA_DP_LOOPBACK_MAX ||
-        !(f = malloc(sizeof(*f) + len))) {
+    f = dp->loop_len < QRDMA_DP_LOOPBACK_MAX ? malloc(sizeof(*f) + len) : NULL;
+    if (!f) {
         dp->loop_drops++;
         return;
     }
@@ -1376,7 +1376,11 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
     uint32_t stride, qpn;
     int ret;
 
-    if (!qp || !dp->be || !dp_sized(core) || !(dq = dp_qp(core, qp_id))) {
+    if (!qp || !dp->be || !dp_sized(core)) {
+        return -ENOMEM;
+    }
+    dq = dp_qp(core, qp_id);
+    if (!dq) {
         return -ENOMEM;
     }
     memset(&init, 0, sizeof(init));
@@ -1545,10 +1549,10 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 {
     struct qrdma_dp *dp = &core->dp;
     const struct qrdma_mr *mr = &core->obj.mr[stag >> QRDMA_STAG_INDEX_SHIFT];
-    int (*hook)(struct qrdma_be * be, const struct qrdma_be_mr *m,
-                uint32_t *rkey) = mr->type == QRDMA_MR_TYPE_FAST_REG
-                                      ? dp->ops->mr_alloc_stag
-                                      : dp->ops->mr_register;
+    int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m,
+                uint32_t *rkey) = mr->type == QRDMA_MR_TYPE_FAST_REG ?
+                                  dp->ops->mr_alloc_stag :
+                                  dp->ops->mr_register;
     struct qrdma_be_mr m;
     int ret;
 
@@ -1947,7 +1951,8 @@ void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
 
         qrdma_mig_u32_max(m, "loop.len", &len, 65536);
         if (m->loading) {
-            if (m->error || !(f = malloc(sizeof(*f) + len))) {
+            f = m->error ? NULL : malloc(sizeof(*f) + len);
+            if (!f) {
                 qrdma_mig_fail(m, -ENOMEM, "loop.len", "out of memory");
                 break;
             }

@@ -316,17 +316,20 @@ static void reg_write_aeqalloc(struct qrdma_core *core, uint32_t offset,
 #define B QRDMA_REG_INTR_BASE
 #define IDX(off) (((off) - B) / 4)
 const struct qrdma_reg_desc qrdma_intr_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    [IDX(QRDMA_REG_DYN_CTL(0))... IDX(QRDMA_REG_DYN_CTL(
-        QRDMA_MAX_VECTORS - 1))] = { "DYN_CTL", QRDMA_REG_RW,
-                                     QRDMA_DYN_CTL_INTENA, reg_read_intr,
-                                     reg_write_dyn_ctl },
-    [IDX(QRDMA_REG_CEQCTL(0))... IDX(QRDMA_REG_CEQCTL(
-        QRDMA_MAX_CEQS - 1))] = { "CEQCTL", QRDMA_REG_RW,
-                                  QRDMA_EQCTL_VALID_MASK, reg_read_intr,
-                                  reg_write_ceqctl },
-    [IDX(QRDMA_REG_CEQALLOC(0))... IDX(QRDMA_REG_CEQALLOC(
-        QRDMA_MAX_CEQS - 1))] = { "CEQALLOC", QRDMA_REG_RW, QRDMA_EQALLOC_MASK,
-                                  reg_read_intr, reg_write_ceqalloc },
+    [IDX(QRDMA_REG_DYN_CTL(0)) ...
+     IDX(QRDMA_REG_DYN_CTL(QRDMA_MAX_VECTORS - 1))] = {
+        "DYN_CTL", QRDMA_REG_RW, QRDMA_DYN_CTL_INTENA, reg_read_intr,
+        reg_write_dyn_ctl
+    },
+    [IDX(QRDMA_REG_CEQCTL(0)) ... IDX(QRDMA_REG_CEQCTL(QRDMA_MAX_CEQS - 1))] = {
+        "CEQCTL", QRDMA_REG_RW, QRDMA_EQCTL_VALID_MASK, reg_read_intr,
+        reg_write_ceqctl
+    },
+    [IDX(QRDMA_REG_CEQALLOC(0)) ...
+     IDX(QRDMA_REG_CEQALLOC(QRDMA_MAX_CEQS - 1))] = {
+        "CEQALLOC", QRDMA_REG_RW, QRDMA_EQALLOC_MASK, reg_read_intr,
+        reg_write_ceqalloc
+    },
     QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_AEQCTL, B, "AEQCTL",
                            QRDMA_EQCTL_VALID_MASK, reg_read_intr,
                            reg_write_aeqctl),

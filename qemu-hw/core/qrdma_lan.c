@@ -18,7 +18,7 @@
 
 #define LAN_REG(core, off) ((core)->lan.regs[((off) - QRDMA_REG_LAN_BASE) / 4])
 #define LAN_STAT(core, off) \
-    ((core)->lan.stats[((off)-QRDMA_REG_LAN_STAT_FIRST) / 4])
+    ((core)->lan.stats[((off) - QRDMA_REG_LAN_STAT_FIRST) / 4])
 
 #define ETH_HLEN 14
 #define ETH_P_IPV4 0x0800
@@ -195,8 +195,10 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
              * The rest of a frame that had no EOP within the limit: dropped
              * up to and including its EOP, never sent as a frame of its own.
              */
-            bad =
-                bad ?: "rest of a frame longer than QRDMA_LAN_TX_MAX_FRAGS descriptors";
+            if (!bad) {
+                bad = "rest of a frame longer than QRDMA_LAN_TX_MAX_FRAGS "
+                      "descriptors";
+            }
             ring->discard_to_eop = !(cmd[n - 1] & QRDMA_LAN_DESC_EOP);
         } else if (!bad && !(cmd[n - 1] & QRDMA_LAN_DESC_EOP)) {
             bad = "no EOP within QRDMA_LAN_TX_MAX_FRAGS descriptors";

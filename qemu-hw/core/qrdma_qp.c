@@ -151,12 +151,13 @@ qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
         /* A drained SQ is where a connected QP's path may be changed. */
         [QRDMA_QPS_SQD] = {
             .opt = {
-                [K(RC)] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-                          A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
+                [K(RC)] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) |
+                          A(RNR_RETRY) | A(MAX_QP_RD_ATOMIC) |
+                          A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
                           A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
                           A(PATH_MIG_STATE),
-                [K(UC)] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
-                          A(PATH_MIG_STATE),
+                [K(UC)] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+                          A(PKEY_INDEX) | A(PATH_MIG_STATE),
                 [K(UD)] = A(PKEY_INDEX) | A(QKEY),
                 [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
@@ -165,7 +166,8 @@ qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
     [QRDMA_QPS_SQE] = {
         [QRDMA_QPS_RTS] = {
             .opt = { [K(UC)] = A(CUR_STATE) | A(ACCESS_FLAGS),
-                     [K(UD)] = A(CUR_STATE) | A(QKEY), [K(GSI)] = A(CUR_STATE) | A(QKEY) },
+                     [K(UD)] = A(CUR_STATE) | A(QKEY),
+                     [K(GSI)] = A(CUR_STATE) | A(QKEY) },
         },
     },
 };

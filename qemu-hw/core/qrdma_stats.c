@@ -43,11 +43,11 @@ static uint32_t reg_read_stat(struct qrdma_core *core, uint32_t offset)
 }
 
 /* Counter i's two registers, named after its index's enum name. */
-#define STAT(i, nm)                                                       \
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STAT_LO(i), B, "STAT_" nm "_LO",     \
-                           reg_read_stat),                                \
-        QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STAT_HI(i), B, "STAT_" nm "_HI", \
-                               reg_read_stat)
+#define STAT_REG(nm) \
+    { .name = "STAT_" nm, .access = QRDMA_REG_RO, .read = reg_read_stat }
+#define STAT(i, nm)                                        \
+    [(QRDMA_REG_STAT_LO(i) - B) / 4] = STAT_REG(nm "_LO"), \
+    [(QRDMA_REG_STAT_HI(i) - B) / 4] = STAT_REG(nm "_HI")
 
 const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
     QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_STATS_CTRL, B, "STATS_CTRL",
