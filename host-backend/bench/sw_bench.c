@@ -7,8 +7,9 @@
  * WRITE and SEND ping-pongs (one way: half a round trip, median and 99th
  * percentile).
  *
- *   make build/bench/sw_bench      (or: cc -std=gnu11 -O2 -Ihost-backend/include \
- *      -Ihost-backend/sw host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o sw_bench)
+ *   make build/bench/sw_bench
+ *   (or: cc -std=gnu11 -O2 -Ihost-backend/include -Ihost-backend/sw \
+ *      host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o sw_bench)
  *   ./build/bench/sw_bench [seconds per case, default 1]
  *
  * After the table, one line per case for bench/report.py (make bench-native):

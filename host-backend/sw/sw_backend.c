@@ -722,7 +722,9 @@ static int sw_mig(struct qrdma_be *be, struct qrdma_mig *m)
             break;
         }
         if (m->loading) {
-            for (qp = sw->qps; qp && qp->qp_id != qp_id; qp = qp->next) {
+            qp = sw->qps;
+            while (qp && qp->qp_id != qp_id) {
+                qp = qp->next;
             }
             if (!qp || !qp->tp) {
                 qrdma_mig_fail(m, -EINVAL, "qp_id", "QP %u does not exist here",

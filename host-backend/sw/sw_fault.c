@@ -52,7 +52,9 @@ static void hold(struct qsw_engine *eng, const uint8_t *frame, size_t len,
             (uint8_t)(1u << (rnd(eng) % 8));
         eng->st.fault_corrupted++;
     }
-    for (pp = &eng->held; *pp && (*pp)->at <= at; pp = &(*pp)->next) {
+    pp = &eng->held;
+    while (*pp && (*pp)->at <= at) {
+        pp = &(*pp)->next;
     }
     h->next = *pp;
     *pp = h;

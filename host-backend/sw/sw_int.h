@@ -254,8 +254,11 @@ struct qsw_wqe {
     uint8_t *inl;               /* inline payload (QSW_SEND_INLINE) */
     uint32_t len;               /* message bytes */
     uint32_t first_psn, last_psn, npkts;
-    uint32_t mtu; /* path MTU when it started: its packets keep this size even
-                                   when a modify changes the MTU before they are all acked */
+    /*
+     * path MTU when it started: its packets keep this size even when a
+     * modify changes the MTU before they are all acked
+     */
+    uint32_t mtu;
     /* M_SEND / M_WRITE / M_READ / M_ATOMIC, 0: local */
     uint32_t mask;
     uint8_t state;
@@ -327,8 +330,11 @@ struct qsw_qp {
         uint64_t rto_deadline;  /* 0: not armed */
         uint64_t rnr_deadline;  /* 0: not waiting */
         uint32_t rnr_psn;
-        bool rewound; /* resent from comp.psn, no progress since: missing
-                                   responses, stale ACKs and NAKs for it do not rewind again */
+        /*
+         * resent from comp.psn, no progress since: missing responses, stale
+         * ACKs and NAKs for it do not rewind again
+         */
+        bool rewound;
         bool stalled;           /* a retry since the last progress */
         /* then: when the requester last saw progress, about */
         uint64_t stall_since;

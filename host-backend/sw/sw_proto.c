@@ -15,36 +15,36 @@
 
 #define SEND_F  (M_REQ | M_SEND | M_PAYLOAD)
 #define WRITE_F (M_REQ | M_WRITE | M_PAYLOAD)
-#define RC_UC_REQUESTS(b)                                                      \
-    [(b) + OP_SEND_FIRST]     = SEND_F | M_FIRST,                              \
-    [(b) + OP_SEND_MIDDLE]    = SEND_F | M_MIDDLE,                             \
-    [(b) + OP_SEND_LAST]      = SEND_F | M_LAST,                               \
-    [(b) + OP_SEND_LAST_IMM]  = SEND_F | M_LAST | M_IMM,                       \
-    [(b) + OP_SEND_ONLY]      = SEND_F | M_FIRST | M_LAST,                     \
-    [(b) + OP_SEND_ONLY_IMM]  = SEND_F | M_FIRST | M_LAST | M_IMM,             \
-    [(b) + OP_WRITE_FIRST]    = WRITE_F | M_FIRST | M_RETH,                    \
-    [(b) + OP_WRITE_MIDDLE]   = WRITE_F | M_MIDDLE,                            \
-    [(b) + OP_WRITE_LAST]     = WRITE_F | M_LAST,                              \
-    [(b) + OP_WRITE_LAST_IMM] = WRITE_F | M_LAST | M_IMM,                      \
-    [(b) + OP_WRITE_ONLY]     = WRITE_F | M_FIRST | M_LAST | M_RETH,           \
-    [(b) + OP_WRITE_ONLY_IMM] = WRITE_F | M_FIRST | M_LAST | M_RETH | M_IMM
+#define RC_UC_REQUESTS(b)                                                   \
+    [(b) + OP_SEND_FIRST]     = (SEND_F | M_FIRST),                         \
+    [(b) + OP_SEND_MIDDLE]    = (SEND_F | M_MIDDLE),                        \
+    [(b) + OP_SEND_LAST]      = (SEND_F | M_LAST),                          \
+    [(b) + OP_SEND_LAST_IMM]  = (SEND_F | M_LAST | M_IMM),                  \
+    [(b) + OP_SEND_ONLY]      = (SEND_F | M_FIRST | M_LAST),                \
+    [(b) + OP_SEND_ONLY_IMM]  = (SEND_F | M_FIRST | M_LAST | M_IMM),        \
+    [(b) + OP_WRITE_FIRST]    = (WRITE_F | M_FIRST | M_RETH),               \
+    [(b) + OP_WRITE_MIDDLE]   = (WRITE_F | M_MIDDLE),                       \
+    [(b) + OP_WRITE_LAST]     = (WRITE_F | M_LAST),                         \
+    [(b) + OP_WRITE_LAST_IMM] = (WRITE_F | M_LAST | M_IMM),                 \
+    [(b) + OP_WRITE_ONLY]     = (WRITE_F | M_FIRST | M_LAST | M_RETH),      \
+    [(b) + OP_WRITE_ONLY_IMM] = (WRITE_F | M_FIRST | M_LAST | M_RETH | M_IMM)
 
 const uint32_t qsw_opmask[256] = {
     RC_UC_REQUESTS(0),
-    [OP_READ_REQ] = M_REQ | M_READ | M_FIRST | M_LAST | M_RETH,
-    [OP_READ_RESP_FIRST] = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_AETH,
+    [OP_READ_REQ]         = M_REQ | M_READ | M_FIRST | M_LAST | M_RETH,
+    [OP_READ_RESP_FIRST]  = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_AETH,
     [OP_READ_RESP_MIDDLE] = M_RESP | M_READ | M_PAYLOAD | M_MIDDLE,
-    [OP_READ_RESP_LAST] = M_RESP | M_READ | M_PAYLOAD | M_LAST | M_AETH,
-    [OP_READ_RESP_ONLY] = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_LAST |
-                          M_AETH,
-    [OP_ACK] = M_RESP | M_ACK | M_AETH,
-    [OP_ATOMIC_ACK] = M_RESP | M_ATOMIC | M_AETH | M_ATMACK,
-    [OP_CMP_SWAP] = M_REQ | M_ATOMIC | M_FIRST | M_LAST | M_ATMETH,
-    [OP_FETCH_ADD] = M_REQ | M_ATOMIC | M_FIRST | M_LAST | M_ATMETH,
-    [OP_SEND_LAST_INV] = SEND_F | M_LAST | M_IETH,
-    [OP_SEND_ONLY_INV] = SEND_F | M_FIRST | M_LAST | M_IETH,
+    [OP_READ_RESP_LAST]   = M_RESP | M_READ | M_PAYLOAD | M_LAST | M_AETH,
+    [OP_READ_RESP_ONLY]   = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_LAST |
+                            M_AETH,
+    [OP_ACK]              = M_RESP | M_ACK | M_AETH,
+    [OP_ATOMIC_ACK]       = M_RESP | M_ATOMIC | M_AETH | M_ATMACK,
+    [OP_CMP_SWAP]         = M_REQ | M_ATOMIC | M_FIRST | M_LAST | M_ATMETH,
+    [OP_FETCH_ADD]        = M_REQ | M_ATOMIC | M_FIRST | M_LAST | M_ATMETH,
+    [OP_SEND_LAST_INV]    = SEND_F | M_LAST | M_IETH,
+    [OP_SEND_ONLY_INV]    = SEND_F | M_FIRST | M_LAST | M_IETH,
     RC_UC_REQUESTS(OP_UC),
-    [OP_UD + OP_SEND_ONLY] = SEND_F | M_FIRST | M_LAST | M_DETH,
+    [OP_UD + OP_SEND_ONLY]     = SEND_F | M_FIRST | M_LAST | M_DETH,
     [OP_UD + OP_SEND_ONLY_IMM] = SEND_F | M_FIRST | M_LAST | M_DETH | M_IMM,
 };
 
@@ -110,14 +110,14 @@ static uint32_t crc32_table(const uint32_t tab[8][256], uint32_t crc,
  * (bit j holds the coefficient of x^(32-j)); the unit tests recompute them.
  */
 #define CRC_XPOWS(X)                                                         \
-    X(64, 0x163cd6124)                                                       \
-    X(96, 0x0ccaa009e) X(160, 0x1751997d0) X(224, 0x15a546366)               \
-        X(288, 0x0f1da05aa) X(352, 0x174359406) X(416, 0x03db1ecdc)          \
-            X(480, 0x1c6e41596) X(544, 0x154442bd4) X(736, 0x18cb44e58)      \
-                X(800, 0x0df068dc2) X(992, 0x14a7fe880) X(1056, 0x1e88ef372) \
-                    X(1504, 0x12e958ac4) X(1568, 0x1821d8bc0)                \
-                        X(2016, 0x1322d1430) X(2080, 0x11542778a)
-#define X(n, k) static const uint64_t crc_x##n = k##ull;
+    X(64, 0x163cd6124) X(96, 0x0ccaa009e) X(160, 0x1751997d0)                \
+    X(224, 0x15a546366) X(288, 0x0f1da05aa) X(352, 0x174359406)              \
+    X(416, 0x03db1ecdc) X(480, 0x1c6e41596) X(544, 0x154442bd4)              \
+    X(736, 0x18cb44e58) X(800, 0x0df068dc2) X(992, 0x14a7fe880)              \
+    X(1056, 0x1e88ef372) X(1504, 0x12e958ac4) X(1568, 0x1821d8bc0)           \
+    X(2016, 0x1322d1430) X(2080, 0x11542778a)
+#define X(n, k) \
+    static const uint64_t crc_x##n = k##ull;
 CRC_XPOWS(X)
 #undef X
 #define X(n, k) { n, crc_x##n },
@@ -162,10 +162,11 @@ const size_t qsw_crc_nxpow = sizeof(qsw_crc_xpow) / sizeof(qsw_crc_xpow[0]);
 
 /* pshufb indexes: 0..15 at offsets 16..31, 0x80 (a zero byte) around them */
 static const uint8_t crc_shuffle[48] __attribute__((aligned(16))) = {
-    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
-    0x80, 0x80, 0x80, 0x80, 0,    1,    2,    3,    4,    5,    6,    7,
-    8,    9,    10,   11,   12,   13,   14,   15,   0x80, 0x80, 0x80, 0x80,
-    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
 };
 
 /* x folded forward by the distance of k, plus d */
@@ -292,7 +293,7 @@ TARGET_V256
 static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len,
                                  const uint8_t *mask)
 {
-#define LD(q, i) _mm256_loadu_si256((const __m256i *)((q) + 32 * (i)))
+#define LD(q, i) _mm256_loadu_si256((const void *)((q) + 32 * (i)))
 #define KK(lo, hi) _mm256_set_epi64x(K(hi), K(lo), K(hi), K(lo))
 #define FOLD(y, k, d)                                               \
     _mm256_xor_si256(                                               \

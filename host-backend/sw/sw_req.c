@@ -116,8 +116,9 @@ static void req_fail(struct qsw_qp *qp, uint32_t status)
      * guide: a long message that filled the send window leaves sq_cur on
      * its own WQE, the oldest, though its packets are on the wire.
      */
-    for (i = qp->sq_head; i != qp->sq_tail && wqe_at(qp, i)->state == WQE_DONE;
-         i++) {
+    i = qp->sq_head;
+    while (i != qp->sq_tail && wqe_at(qp, i)->state == WQE_DONE) {
+        i++;
     }
     if (i != qp->sq_tail && wqe_at(qp, i)->state != WQE_PENDING) {
         struct qsw_wqe *w = wqe_at(qp, i);
@@ -163,8 +164,9 @@ static void rewind_to(struct qsw_qp *qp, uint32_t psn)
         }
     }
     /* the new cursor: the first WQE that is not done */
-    for (i = qp->sq_head; i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE;
-         i++) {
+    i = qp->sq_head;
+    while (i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE) {
+        i++;
     }
     qp->sq_cur = i;
     /*

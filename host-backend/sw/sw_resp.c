@@ -249,9 +249,12 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 
     if (m & M_SEND) {
-        if ((m & M_FIRST) && (ret = get_recv(qp))) {
-            no_recv(qp, pkt, ret);
-            return false;
+        if (m & M_FIRST) {
+            ret = get_recv(qp);
+            if (ret) {
+                no_recv(qp, pkt, ret);
+                return false;
+            }
         }
         if ((uint64_t)qp->resp.offset + pkt->paylen > qp->resp.wr_len) {
             /* 9.7.5.1.4: class B, invalid request */
@@ -318,10 +321,13 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 
     if (m & M_WRITE) {
-        if ((m & M_IMM) && (ret = get_recv(qp))) {
+        if (m & M_IMM) {
             /* before any side effect of this packet */
-            no_recv(qp, pkt, ret);
-            return false;
+            ret = get_recv(qp);
+            if (ret) {
+                no_recv(qp, pkt, ret);
+                return false;
+            }
         }
         if (m & M_RETH) {
             const uint8_t *reth = bth + hdr_off(m, M_RETH);

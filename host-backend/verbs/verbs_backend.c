@@ -788,9 +788,11 @@ static void qp_drain_cqs(struct qrdma_be *be, struct qrdma_be_qp *q)
     unsigned rounds = 0;
 
     /* Bounded: the CQs are sized to the queues. */
-    while (rounds++ < q->sq_size + q->rq_size + 2 &&
-           (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) > 0 ||
-            be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) > 0)) {
+    while (rounds++ < q->sq_size + q->rq_size + 2) {
+        if (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) <= 0 &&
+            be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) <= 0) {
+            break;
+        }
     }
 }
 
