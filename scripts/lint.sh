@@ -10,7 +10,8 @@
 #     6.1 headers and, when the guest root exists (scripts/build-guest.sh),
 #     against the guest's own 6.12 headers inside that root. Any warning fails
 #     (Kbuild adds -Werror for the compiler; sparse's are counted here).
-# QRDMA_LINT_NEED_GUEST=1 (make check) makes a missing guest root an error.
+# QRDMA_LINT_NEED_GUEST=1 (make check) makes a missing guest root an error;
+# QRDMA_LINT_SKIP_KBUILD=1 runs the two checkpatch passes only (a minute).
 . "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
 
