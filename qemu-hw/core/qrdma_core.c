@@ -432,8 +432,8 @@ static void core_reset_now(struct qrdma_core *core)
     if (core->dp.ops && core->dp.ops->rx_mcast && cfg->max_mcast_grp) {
         *reg(core, QRDMA_REG_CAP_FEATURES) |= QRDMA_FEATURE_MCAST;
         *reg(core, QRDMA_REG_CAP_MAX_MCAST_GRP) = cfg->max_mcast_grp;
-        *reg(core,
-             QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH) = cfg->max_mcast_qp_attach;
+        *reg(core, QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH) =
+            cfg->max_mcast_qp_attach;
     }
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
