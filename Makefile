@@ -6,6 +6,9 @@
 #                qrdma-qemu for the host) in build/deb, checked by lintian
 #   make demo    build everything, boot two guests, print ibv_devinfo
 #   make unit    device-core unit tests only (seconds, no VM)
+#   make lint    the upstream checkers: QEMU's checkpatch.pl on qemu-hw/ and
+#                host-backend/, the kernel's checkpatch.pl --strict, sparse
+#                (C=1) and W=1 on guest-kernel/ (scripts/lint.sh)
 #   make qtest   qtests of the QEMU glue (QEMU's own framework, no guest)
 #   make fuzz    libFuzzer on the device core (registers; the data path on
 #                two brought-up cores; RoCEv2 frames into one) and on the
@@ -261,6 +264,10 @@ vm-check: qemu guest
 
 check:
 	@bash scripts/check.sh
+
+# The checkers come from the pinned QEMU and Linux source packages (cached).
+lint: setup
+	@bash scripts/lint.sh
 
 # VM tests against QEMU built with ASan and UBSan (slow first build).
 check-asan: setup guest

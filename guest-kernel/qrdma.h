@@ -138,7 +138,7 @@ struct qrdma_hmc {
 
 /* PBLE index allocator over the committed PBLE count (qrdma_pble.c). */
 struct qrdma_pble_pool {
-	struct mutex lock;
+	struct mutex lock;		/* bitmap and used */
 	unsigned long *bitmap;
 	u32 count;
 	u32 used;
@@ -277,7 +277,7 @@ struct qrdma_cq {
  * sq or rq (struct qrdma_qmem); wr_ids live beside it, one per slot.
  */
 struct qrdma_kwq {
-	spinlock_t lock;
+	spinlock_t lock;		/* posting against retiring: head, tail, slots */
 	u32 head;			/* WQEs posted, free running */
 	u32 tail;			/* WQEs retired by CQEs, free running */
 	u8 size_log2, wqe_log2;
@@ -296,7 +296,8 @@ struct qrdma_qp {
 	u8 sq_size_log2, sq_wqe_log2, rq_size_log2, rq_wqe_log2;
 	struct ib_qp_cap cap;
 	enum ib_sig_type sq_sig_type;
-	u32 qkey;			/* as last set: UD sends with a Q_Key of bit 31 set use it */
+	/* as last set: UD sends with a Q_Key of bit 31 set use it */
+	u32 qkey;
 	bool gsi;
 	struct qrdma_kwq ksq, krq;	/* kernel QPs */
 };

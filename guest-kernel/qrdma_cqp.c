@@ -145,8 +145,10 @@ int qrdma_cqp_create(struct qrdma_dev *dev)
 	static_assert(sizeof(struct qrdma_ccq_cqe) << QRDMA_CQP_CCQ_LOG2 <= PAGE_SIZE);
 	cqp->shadow = (__le64 *)(cqp->ctx + 1);
 	cqp->shadow_dma = cqp->ctx_dma + sizeof(*cqp->ctx);
-	cqp->sq_next = cqp->ccq_head = 0;
-	cqp->sq_valid = cqp->ccq_valid = true;
+	cqp->sq_next = 0;
+	cqp->ccq_head = 0;
+	cqp->sq_valid = true;
+	cqp->ccq_valid = true;
 	cqp->dead = false;
 
 	cqp->ctx->sizes = cpu_to_le64(QRDMA_CQP_SQ_LOG2 |

@@ -225,8 +225,10 @@ int qrdma_eq_create(struct qrdma_dev *dev)
 		return -ENOMEM;		/* qrdma_eq_free() releases what was allocated */
 	eqs->aeq_len = 1 << QRDMA_AEQ_LOG2;
 	eqs->ceq_len = 1 << QRDMA_CEQ_LOG2;
-	eqs->aeq_head = eqs->ceq_head = 0;
-	eqs->aeq_valid = eqs->ceq_valid = true;
+	eqs->aeq_head = 0;
+	eqs->ceq_head = 0;
+	eqs->aeq_valid = true;
+	eqs->ceq_valid = true;
 
 	args[0] = QRDMA_AEQ_LOG2 << QRDMA_EQ_SIZE_SHIFT;
 	args[1] = eqs->aeq_dma;

@@ -164,7 +164,8 @@ static int qrdma_up(struct pci_dev *pdev)
 	dev->db_bar_start = pci_resource_start(pdev, QRDMA_BAR_DOORBELL);
 	/* The kernel's doorbell page (kernel CQ arming, later kernel SQs). */
 	dev->db_kernel = pci_iomap_range(pdev, QRDMA_BAR_DOORBELL,
-					 QRDMA_DB_PAGE_KERNEL * QRDMA_DB_PAGE_SIZE, QRDMA_DB_PAGE_SIZE);
+					 QRDMA_DB_PAGE_KERNEL * QRDMA_DB_PAGE_SIZE,
+					 QRDMA_DB_PAGE_SIZE);
 	if (!dev->db_kernel) {
 		ret = -ENOMEM;
 		goto err_unmap;

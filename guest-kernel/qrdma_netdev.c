@@ -141,7 +141,9 @@ static netdev_tx_t qrdma_start_xmit(struct sk_buff *skb, struct net_device *netd
 		dma = skb_frag_dma_map(d, frag, 0, len, DMA_TO_DEVICE);
 		if (dma_mapping_error(d, dma))
 			goto unmap;
-		qn->tx_slots[idx] = (struct qrdma_tx_slot){ .dma = dma, .len = len, .is_page = true };
+		qn->tx_slots[idx] = (struct qrdma_tx_slot){
+			.dma = dma, .len = len, .is_page = true
+		};
 		r->desc[idx].addr = cpu_to_le64(dma);
 		r->desc[idx].cmd = cpu_to_le64(len | (i == nfrags - 1 ? QRDMA_LAN_DESC_EOP : 0));
 	}
@@ -327,7 +329,8 @@ static int qrdma_ring_alloc(struct qrdma_netdev *qn, struct qrdma_ring *r, u32 l
 	if (!r->desc)
 		return -ENOMEM;
 	r->len = len;
-	r->next_to_use = r->next_to_clean = 0;
+	r->next_to_use = 0;
+	r->next_to_clean = 0;
 	return 0;
 }
 
@@ -472,7 +475,8 @@ static int qrdma_open(struct net_device *netdev)
 
 	qrdma_rx_refill(qn, GFP_KERNEL);
 	napi_enable(&qn->napi);
-	qrdma_wr32(qn->dev, QRDMA_REG_LAN_CTRL, QRDMA_LAN_CTRL_RX_ENABLE | QRDMA_LAN_CTRL_TX_ENABLE);
+	qrdma_wr32(qn->dev, QRDMA_REG_LAN_CTRL,
+		   QRDMA_LAN_CTRL_RX_ENABLE | QRDMA_LAN_CTRL_TX_ENABLE);
 	qrdma_set_rx_mode(netdev);
 	qrdma_arm_irq(qn);
 

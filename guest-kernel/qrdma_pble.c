@@ -125,7 +125,8 @@ int qrdma_pble_alloc(struct qrdma_dev *dev, struct qrdma_pble_list *pl, u32 npag
 err_runs:
 	while (i--)
 		qrdma_pble_run_free(dev, pl->leaf[i],
-				    min(npages - i * QRDMA_PBLE_LEAF_ENTRIES, QRDMA_PBLE_LEAF_ENTRIES));
+				    min(npages - i * QRDMA_PBLE_LEAF_ENTRIES,
+					QRDMA_PBLE_LEAF_ENTRIES));
 	qrdma_pble_run_free(dev, pl->first, pl->nroots);
 err_leaf:
 	kvfree(pl->leaf);

@@ -32,6 +32,7 @@ static const struct rdma_stat_desc qrdma_stat_descs[] = {
 	[QRDMA_STAT_REQ_CQE_FLUSH].name = "req_cqe_flush_error",	/* mlx5 */
 	[QRDMA_STAT_RESP_CQE_FLUSH].name = "resp_cqe_flush_error",	/* mlx5 */
 };
+
 static_assert(ARRAY_SIZE(qrdma_stat_descs) == QRDMA_STAT_NUM);
 
 static struct rdma_hw_stats *qrdma_alloc_hw_port_stats(struct ib_device *ibdev, u32 port_num)

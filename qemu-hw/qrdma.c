@@ -59,13 +59,18 @@ struct QrdmaState {
     NICConf conf;
     NICState *nic;
     QEMUTimer *pe_ready_timer;
-    QEMUTimer *dp_timer;        /* the transport's retransmit/ACK/RNR deadline */
+    /* the transport's retransmit/ACK/RNR deadline */
+    QEMUTimer *dp_timer;
     QEMUBH *work_bh;
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
-    bool gone;                  /* unrealized; the core may still be on its way out */
+    /* unrealized; the core may still be on its way out */
+    bool gone;
     char *board_id;
     char *backend;              /* backend=: sw (default) or verbs */
-    /* backend=verbs: the host device, its port, the host GID index guest GIDs map to */
+    /*
+     * backend=verbs: the host device, its port, the host GID index guest GIDs
+     * map to
+     */
     char *ibdev;
     uint8_t ibport;
     uint8_t ibgid_index;
@@ -96,7 +101,9 @@ static void qrdma_env_guest_error(void *opaque, const char *msg)
     qemu_log_mask(LOG_GUEST_ERROR, "qrdma: %s\n", msg);
 }
 
-/* The core's events (struct qrdma_trace_ev) as this directory's trace points. */
+/*
+ * The core's events (struct qrdma_trace_ev) as this directory's trace points.
+ */
 static void qrdma_env_trace(void *opaque, const struct qrdma_trace_ev *ev)
 {
     switch (ev->kind) {
@@ -104,7 +111,8 @@ static void qrdma_env_trace(void *opaque, const struct qrdma_trace_ev *ev)
         trace_qrdma_cqp_cmd(ev->a, ev->b, ev->name, ev->c, (uint32_t)ev->d);
         break;
     case QRDMA_TRACE_QP_STATE:
-        trace_qrdma_qp_state(ev->a, ev->name, ev->name2, ev->b ? "transport" : "MODIFY_QP");
+        trace_qrdma_qp_state(ev->a, ev->name, ev->name2,
+                             ev->b ? "transport" : "MODIFY_QP");
         break;
     case QRDMA_TRACE_CEQ_POST:
         trace_qrdma_ceq_post(ev->a, ev->d);
@@ -134,7 +142,8 @@ static void qrdma_env_schedule_pe_ready(void *opaque, uint64_t delay_ns)
     if (s->gone) {
         return;
     }
-    timer_mod(s->pe_ready_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
+    timer_mod(s->pe_ready_timer,
+              qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + delay_ns);
 }
 
 static bool qrdma_env_link_up(void *opaque)
@@ -155,7 +164,8 @@ static bool qrdma_env_link_up(void *opaque)
  * (MMIO, unassigned space) is refused, so a guest cannot aim the device at
  * another device's registers.
  */
-static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len, bool is_write)
+static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len,
+                               bool is_write)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
 
@@ -165,7 +175,8 @@ static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len, bool is
     RCU_READ_LOCK_GUARD();
     while (len) {
         hwaddr xlat, plen = len;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen, is_write,
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
+                                                   is_write,
                                                    MEMTXATTRS_UNSPECIFIED);
 
         if (!plen || !memory_region_is_ram(mr) || (is_write && mr->readonly)) {
@@ -177,7 +188,8 @@ static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len, bool is
     return true;
 }
 
-static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf,
+                              size_t len)
 {
     QrdmaState *s = opaque;
 
@@ -188,7 +200,8 @@ static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len
     return 0;
 }
 
-static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
+                               size_t len)
 {
     QrdmaState *s = opaque;
 
@@ -327,7 +340,10 @@ static void qrdma_env_rx_ready(void *opaque)
     }
 }
 
-/* The transport's clock is guest time: a stopped VM does not time out its peers' QPs. */
+/*
+ * The transport's clock is guest time: a stopped VM does not time out its
+ * peers' QPs.
+ */
 static uint64_t qrdma_env_now_ns(void *opaque)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -343,7 +359,8 @@ static void qrdma_env_timer_mod(void *opaque, uint64_t deadline_ns)
     if (deadline_ns == UINT64_MAX) {
         timer_del(s->dp_timer);
     } else {
-        timer_mod(s->dp_timer, deadline_ns > INT64_MAX ? INT64_MAX : (int64_t)deadline_ns);
+        timer_mod(s->dp_timer,
+                  deadline_ns > INT64_MAX ? INT64_MAX : (int64_t)deadline_ns);
     }
 }
 
@@ -377,7 +394,8 @@ static uint64_t qrdma_regs_read(void *opaque, hwaddr addr, unsigned size)
     return value;
 }
 
-static void qrdma_regs_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+static void qrdma_regs_write(void *opaque, hwaddr addr, uint64_t value,
+                             unsigned size)
 {
     QrdmaState *s = opaque;
 
@@ -404,12 +422,13 @@ static uint64_t qrdma_db_read(void *opaque, hwaddr addr, unsigned size)
     return qrdma_core_db_read(&s->core, addr, size);
 }
 
-static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t value,
+                           unsigned size)
 {
     QrdmaState *s = opaque;
 
-    trace_qrdma_db_write(addr / QRDMA_DB_PAGE_SIZE, addr % QRDMA_DB_PAGE_SIZE, size,
-                         (uint32_t)value);
+    trace_qrdma_db_write(addr / QRDMA_DB_PAGE_SIZE, addr % QRDMA_DB_PAGE_SIZE,
+                         size, (uint32_t)value);
     qrdma_core_db_write(&s->core, addr, size, value);
 }
 
@@ -434,7 +453,8 @@ static bool qrdma_net_can_receive(NetClientState *nc)
  * The core takes every frame (it holds LAN frames that find no buffer in
  * its own backlog, so RoCE frames never wait behind them in QEMU's queue).
  */
-static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf, size_t size)
+static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf,
+                                 size_t size)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
     size_t taken;
@@ -467,13 +487,14 @@ static NetClientInfo qrdma_net_info = {
  * (pci_device_reset -> qrdma_reset_hold), whoever writes it: the driver's
  * reset path, setpci, or a DMA aimed at our config space.
  */
-static void qrdma_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val, int len)
+static void qrdma_write_config(PCIDevice *pdev, uint32_t addr, uint32_t val,
+                               int len)
 {
     pci_default_write_config(pdev, addr, val, len);
     pcie_cap_flr_write_config(pdev, addr, val, len);
 }
 
-/* ---- backend=verbs --------------------------------------------------------- */
+/* ---- backend=verbs ------------------------------------------------------- */
 
 #ifdef QRDMA_HAVE_VERBS
 struct qrdma_ram_walk {
@@ -560,7 +581,9 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
         return true;
     }
     if (!s->ibdev || !s->ibdev[0]) {
-        error_setg(errp, "qrdma: backend=verbs needs ibdev=<host RDMA device> (e.g. rxe0)");
+        error_setg(
+            errp,
+            "qrdma: backend=verbs needs ibdev=<host RDMA device> (e.g. rxe0)");
         return false;
     }
     memset(&s->vcfg, 0, sizeof(s->vcfg));
@@ -568,7 +591,8 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
     s->vcfg.ibport = s->ibport;
     s->vcfg.gid_index = s->ibgid_index;
     WITH_RCU_READ_LOCK_GUARD() {
-        flatview_for_each_range(address_space_to_flatview(&address_space_memory),
+        flatview_for_each_range(address_space_to_flatview(
+                                    &address_space_memory),
                                 qrdma_ram_range, &w);
     }
     if (w.why[0]) {
@@ -576,12 +600,15 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
         return false;
     }
     if (!s->vcfg.nram) {
-        error_setg(errp, "qrdma: backend=verbs: no guest RAM in the memory map");
+        error_setg(errp,
+                   "qrdma: backend=verbs: no guest RAM in the memory map");
         return false;
     }
     if (ram_block_discard_disable(true)) {
-        error_setg(errp, "qrdma: backend=verbs pins guest RAM for the host NIC, which RAM "
-                   "discard in use (virtio-balloon, virtio-mem) does not allow");
+        error_setg(
+            errp,
+            "qrdma: backend=verbs pins guest RAM for the host NIC, which RAM "
+            "discard in use (virtio-balloon, virtio-mem) does not allow");
         return false;
     }
     s->discard_disabled = true;
@@ -635,7 +662,8 @@ static void qrdma_mig_block(QrdmaState *s)
     }
     error_setg(&s->mig_blocker, "qrdma: %s", err);
     if (migrate_add_blocker(&s->mig_blocker, NULL) < 0) {
-        warn_report("qrdma: migration is running: the device will refuse in pre_save");
+        warn_report(
+            "qrdma: migration is running: the device will refuse in pre_save");
     }
 }
 
@@ -668,16 +696,20 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     memcpy(s->cfg.mac, s->conf.macaddr.a, sizeof(s->cfg.mac));
     if (s->board_id) {
         if (strlen(s->board_id) >= QRDMA_BOARD_ID_LEN) {
-            error_setg(errp, "qrdma: board-id '%s' is longer than %u characters",
+            error_setg(errp,
+                       "qrdma: board-id '%s' is longer than %u characters",
                        s->board_id, QRDMA_BOARD_ID_LEN - 1);
             return;
         }
         pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), s->board_id);
     }
-    /* The core knows the backends and refuses one this build lacks, saying why. */
+    /*
+     * The core knows the backends and refuses one this build lacks, saying why.
+     */
     ret = qrdma_core_backend_from_name(s->backend ? s->backend : "sw");
     if (ret < 0) {
-        error_setg(errp, "qrdma: backend=%s: not a backend (sw or verbs)", s->backend);
+        error_setg(errp, "qrdma: backend=%s: not a backend (sw or verbs)",
+                   s->backend);
         return;
     }
     s->cfg.backend = ret;
@@ -702,15 +734,19 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->regs, OBJECT(s), &qrdma_regs_ops, s, "qrdma-regs",
                           QRDMA_BAR_REGS_SIZE);
-    pci_register_bar(pdev, QRDMA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->regs);
+    pci_register_bar(pdev, QRDMA_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
 
-    memory_region_init_io(&s->doorbells, OBJECT(s), &qrdma_db_ops, s, "qrdma-doorbells",
+    memory_region_init_io(&s->doorbells, OBJECT(s), &qrdma_db_ops, s,
+                          "qrdma-doorbells",
                           (uint64_t)s->cfg.db_pages * QRDMA_DB_PAGE_SIZE);
     pci_register_bar(pdev, QRDMA_BAR_DOORBELL,
-                     PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                         PCI_BASE_ADDRESS_MEM_TYPE_64,
                      &s->doorbells);
 
-    ret = msix_init_exclusive_bar(pdev, s->cfg.msix_vectors, QRDMA_BAR_MSIX, errp);
+    ret = msix_init_exclusive_bar(pdev, s->cfg.msix_vectors, QRDMA_BAR_MSIX,
+                                  errp);
     if (ret) {
         qrdma_core_fini(&s->core);
         qrdma_verbs_stop(s);
@@ -720,11 +756,14 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, v);
     }
 
-    s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer, s);
+    s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer,
+                                     s);
     s->dp_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_dp_timer, s);
-    s->work_bh = qemu_bh_new_guarded(qrdma_work_bh, s, &dev->mem_reentrancy_guard);
-    s->nic = qemu_new_nic(&qrdma_net_info, &s->conf, object_get_typename(OBJECT(s)),
-                          dev->id, &dev->mem_reentrancy_guard, s);
+    s->work_bh = qemu_bh_new_guarded(qrdma_work_bh, s,
+                                     &dev->mem_reentrancy_guard);
+    s->nic = qemu_new_nic(&qrdma_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
     qrdma_verbs_start(s);
     qrdma_mig_block(s);
@@ -772,7 +811,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     qrdma_core_reset(&s->core);
 }
 
-/* ---- live migration (docs/migration.md) ------------------------------------ */
+/* ---- live migration (docs/migration.md) ---------------------------------- */
 
 /*
  * The core's stream (qrdma_core_save) is the device's state; PCI config
@@ -863,7 +902,10 @@ static const Property qrdma_properties[] = {
      * migration is blocked; untested on a real device yet).
      */
     DEFINE_PROP_STRING("backend", QrdmaState, backend),
-    /* backend=verbs: host device, port, and the host GID index guest GIDs map to. */
+    /*
+     * backend=verbs: host device, port, and the host GID index guest GIDs map
+     * to.
+     */
     DEFINE_PROP_STRING("ibdev", QrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", QrdmaState, ibport, 1),
     DEFINE_PROP_UINT8("ibgid-index", QrdmaState, ibgid_index, 0),
@@ -871,27 +913,37 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),
     DEFINE_PROP_UINT32("max-pd", QrdmaState, cfg.max_pd, QRDMA_DEFAULT_MAX_PD),
-    DEFINE_PROP_UINT32("max-srq", QrdmaState, cfg.max_srq, QRDMA_DEFAULT_MAX_SRQ),
+    DEFINE_PROP_UINT32("max-srq", QrdmaState, cfg.max_srq,
+                       QRDMA_DEFAULT_MAX_SRQ),
     DEFINE_PROP_UINT32("max-ah", QrdmaState, cfg.max_ah, QRDMA_DEFAULT_MAX_AH),
-    DEFINE_PROP_UINT32("max-qp-wr", QrdmaState, cfg.max_qp_wr, QRDMA_DEFAULT_MAX_QP_WR),
-    DEFINE_PROP_UINT32("max-srq-wr", QrdmaState, cfg.max_srq_wr, QRDMA_DEFAULT_MAX_SRQ_WR),
-    DEFINE_PROP_UINT32("max-cqe", QrdmaState, cfg.max_cqe, QRDMA_DEFAULT_MAX_CQE),
+    DEFINE_PROP_UINT32("max-qp-wr", QrdmaState, cfg.max_qp_wr,
+                       QRDMA_DEFAULT_MAX_QP_WR),
+    DEFINE_PROP_UINT32("max-srq-wr", QrdmaState, cfg.max_srq_wr,
+                       QRDMA_DEFAULT_MAX_SRQ_WR),
+    DEFINE_PROP_UINT32("max-cqe", QrdmaState, cfg.max_cqe,
+                       QRDMA_DEFAULT_MAX_CQE),
     DEFINE_PROP_UINT32("max-send-sge", QrdmaState, cfg.max_send_sge,
                        QRDMA_DEFAULT_MAX_SEND_SGE),
     DEFINE_PROP_UINT32("max-recv-sge", QrdmaState, cfg.max_recv_sge,
                        QRDMA_DEFAULT_MAX_RECV_SGE),
-    DEFINE_PROP_UINT32("max-inline", QrdmaState, cfg.max_inline, QRDMA_DEFAULT_MAX_INLINE),
-    DEFINE_PROP_UINT32("max-rd-atom", QrdmaState, cfg.max_rd_atom, QRDMA_DEFAULT_MAX_RD_ATOM),
-    DEFINE_PROP_UINT32("max-mtu", QrdmaState, cfg.max_mtu, QRDMA_DEFAULT_MAX_MTU),
+    DEFINE_PROP_UINT32("max-inline", QrdmaState, cfg.max_inline,
+                       QRDMA_DEFAULT_MAX_INLINE),
+    DEFINE_PROP_UINT32("max-rd-atom", QrdmaState, cfg.max_rd_atom,
+                       QRDMA_DEFAULT_MAX_RD_ATOM),
+    DEFINE_PROP_UINT32("max-mtu", QrdmaState, cfg.max_mtu,
+                       QRDMA_DEFAULT_MAX_MTU),
     DEFINE_PROP_UINT32("gid-table-len", QrdmaState, cfg.gid_table_len,
                        QRDMA_DEFAULT_GID_TABLE_LEN),
-    DEFINE_PROP_UINT32("doorbell-pages", QrdmaState, cfg.db_pages, QRDMA_DEFAULT_DB_PAGES),
+    DEFINE_PROP_UINT32("doorbell-pages", QrdmaState, cfg.db_pages,
+                       QRDMA_DEFAULT_DB_PAGES),
     DEFINE_PROP_UINT32("msix-vectors", QrdmaState, cfg.msix_vectors,
                        QRDMA_DEFAULT_MSIX_VECTORS),
-    DEFINE_PROP_UINT32("max-ceq", QrdmaState, cfg.max_ceq, QRDMA_DEFAULT_MAX_CEQ),
+    DEFINE_PROP_UINT32("max-ceq", QrdmaState, cfg.max_ceq,
+                       QRDMA_DEFAULT_MAX_CEQ),
     DEFINE_PROP_UINT32("max-mcast-grp", QrdmaState, cfg.max_mcast_grp,
                        QRDMA_DEFAULT_MAX_MCAST_GRP),
-    DEFINE_PROP_UINT32("max-mcast-qp-attach", QrdmaState, cfg.max_mcast_qp_attach,
+    DEFINE_PROP_UINT32("max-mcast-qp-attach", QrdmaState,
+                       cfg.max_mcast_qp_attach,
                        QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH),
     DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
                        QRDMA_DEFAULT_LINK_SPEED_MBPS),
@@ -907,8 +959,10 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_UINT32("x-fault-loss-ppm", QrdmaState, cfg.fault.loss_ppm, 0),
     DEFINE_PROP_UINT32("x-fault-dup-ppm", QrdmaState, cfg.fault.dup_ppm, 0),
-    DEFINE_PROP_UINT32("x-fault-reorder-ppm", QrdmaState, cfg.fault.reorder_ppm, 0),
-    DEFINE_PROP_UINT32("x-fault-corrupt-ppm", QrdmaState, cfg.fault.corrupt_ppm, 0),
+    DEFINE_PROP_UINT32("x-fault-reorder-ppm", QrdmaState, cfg.fault.reorder_ppm,
+                       0),
+    DEFINE_PROP_UINT32("x-fault-corrupt-ppm", QrdmaState, cfg.fault.corrupt_ppm,
+                       0),
     DEFINE_PROP_UINT32("x-fault-delay-us", QrdmaState, cfg.fault.delay_us, 0),
     DEFINE_PROP_UINT64("x-fault-seed", QrdmaState, cfg.fault.seed, 1),
     /*

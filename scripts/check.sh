@@ -2,7 +2,9 @@
 # make check: every stage a submission must pass, with its timing.
 #   setup (apt) -> unit tests (plain, ASan+UBSan) -> fuzz smoke (libFuzzer,
 #   ASan+UBSan) -> driver against Linux 6.1
-#   -> QEMU -> qtests of the QEMU glue -> guest -> Debian packages (lintian)
+#   -> QEMU -> qtests of the QEMU glue -> guest -> upstream checkers (make
+#   lint; after the guest, whose kernel headers it also builds against)
+#   -> Debian packages (lintian)
 #   -> VM tests (test-packages.sh installs those packages in guests)
 # Ends with one "check: N passed, N failed" line summing the test counts.
 . "$(dirname "$0")/lib.sh"
@@ -26,6 +28,7 @@ run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qtest bash scripts/run-qtests.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage guest bash scripts/build-guest.sh || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage lint env QRDMA_LINT_NEED_GUEST=1 bash scripts/lint.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage deb bash scripts/build-deb.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
 

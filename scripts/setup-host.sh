@@ -15,6 +15,9 @@ HOST_PACKAGES=(
     mmdebstrap cpio xz-utils zstd dpkg-dev curl rsync lintian
     seabios qemu-system-data ipxe-qemu
     gnuplot-nox valgrind
+    # make lint: sparse for the kernel build's C=1; clang-format for
+    # scripts/qemu-style-wrap.py
+    sparse clang-format
 )
 
 stamp="$QRDMA_CACHE/host-setup.$(hash_inputs scripts/setup-host.sh scripts/lib.sh)"

@@ -7,8 +7,9 @@
  * WRITE and SEND ping-pongs (one way: half a round trip, median and 99th
  * percentile).
  *
- *   make build/bench/sw_bench      (or: cc -std=gnu11 -O2 -Ihost-backend/include \
- *      -Ihost-backend/sw host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o sw_bench)
+ *   make build/bench/sw_bench
+ *   (or: cc -std=gnu11 -O2 -Ihost-backend/include -Ihost-backend/sw \
+ *      host-backend/bench/sw_bench.c host-backend/sw/sw_*.c -o sw_bench)
  *   ./build/bench/sw_bench [seconds per case, default 1]
  *
  * After the table, one line per case for bench/report.py (make bench-native):
@@ -55,8 +56,8 @@ static uint64_t now_ns(void *o)
     return bench_wall_ns();
 }
 
-static int sge_rw(struct node *n, const struct qsw_sge *sge, unsigned nsge, uint64_t off,
-                  uint8_t *buf, uint32_t len, int write)
+static int sge_rw(struct node *n, const struct qsw_sge *sge, unsigned nsge,
+                  uint64_t off, uint8_t *buf, uint32_t len, int write)
 {
     for (unsigned i = 0; i < nsge && len; i++) {
         uint32_t c;
@@ -65,7 +66,8 @@ static int sge_rw(struct node *n, const struct qsw_sge *sge, unsigned nsge, uint
             off -= sge[i].length;
             continue;
         }
-        c = sge[i].length - (uint32_t)off < len ? sge[i].length - (uint32_t)off : len;
+        c = sge[i].length - (uint32_t)off < len ? sge[i].length - (uint32_t)off
+                                                : len;
         if (sge[i].addr + off + c > MEM_SIZE) {
             return -QSW_WC_LOC_PROT_ERR;
         }
@@ -81,14 +83,14 @@ static int sge_rw(struct node *n, const struct qsw_sge *sge, unsigned nsge, uint
     return len ? -QSW_WC_LOC_LEN_ERR : 0;
 }
 
-static int sge_read(void *o, struct qsw_qp *qp, const struct qsw_sge *s, unsigned n, uint64_t off,
-                    void *dst, uint32_t len)
+static int sge_read(void *o, struct qsw_qp *qp, const struct qsw_sge *s,
+                    unsigned n, uint64_t off, void *dst, uint32_t len)
 {
     return sge_rw(o, s, n, off, dst, len, 0);
 }
 
-static int sge_write(void *o, struct qsw_qp *qp, const struct qsw_sge *s, unsigned n, uint64_t off,
-                     const void *src, uint32_t len)
+static int sge_write(void *o, struct qsw_qp *qp, const struct qsw_sge *s,
+                     unsigned n, uint64_t off, const void *src, uint32_t len)
 {
     return sge_rw(o, s, n, off, (uint8_t *)src, len, 1);
 }
@@ -144,7 +146,8 @@ static void complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
     struct node *n = o;
 
     if (wc->status) {
-        fprintf(stderr, "completion error: %s\n", qsw_wc_status_str(wc->status));
+        fprintf(stderr, "completion error: %s\n",
+                qsw_wc_status_str(wc->status));
         exit(1);
     }
     if (wc->opcode >= QSW_WC_RECV) {
@@ -175,12 +178,17 @@ static const struct qsw_ops ops = {
     .complete = complete, .send_frame = send_frame, .now_ns = now_ns,
 };
 
-static const uint8_t gid0[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 1 };
-static const uint8_t gid1[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 2 };
+static const uint8_t gid0[16] = {
+    [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 1
+};
+static const uint8_t gid1[16] = {
+    [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 2
+};
 
 static void setup(enum qsw_mtu mtu)
 {
-    static const uint8_t mac[2][6] = { { 2, 0, 0, 0, 0, 1 }, { 2, 0, 0, 0, 0, 2 } };
+    static const uint8_t mac[2][6] = { { 2, 0, 0, 0, 0, 1 },
+                                       { 2, 0, 0, 0, 0, 2 } };
 
     for (int i = 0; i < 2; i++) {
         struct qsw_qp_attr a;
@@ -205,17 +213,20 @@ static void setup(enum qsw_mtu mtu)
         memcpy(a.av.dmac, mac[1 - i], 6);
         memcpy(a.av.dgid, i ? gid0 : gid1, 16);
         memcpy(a.av.sgid, i ? gid1 : gid0, 16);
-        qsw_qp_modify(n->qp, &a, QSW_QP_STATE | QSW_QP_AV | QSW_QP_PATH_MTU | QSW_QP_DEST_QPN |
-                                     QSW_QP_RQ_PSN | QSW_QP_MAX_DEST_RD_ATOMIC |
-                                     QSW_QP_MIN_RNR_TIMER);
+        qsw_qp_modify(n->qp, &a,
+                      QSW_QP_STATE | QSW_QP_AV | QSW_QP_PATH_MTU |
+                          QSW_QP_DEST_QPN | QSW_QP_RQ_PSN |
+                          QSW_QP_MAX_DEST_RD_ATOMIC | QSW_QP_MIN_RNR_TIMER);
         a.qp_state = QSW_QPS_RTS;
         a.sq_psn = 0;
         a.timeout = 14;
         a.retry_cnt = 7;
         a.rnr_retry = 7;
         a.max_rd_atomic = 16;
-        qsw_qp_modify(n->qp, &a, QSW_QP_STATE | QSW_QP_SQ_PSN | QSW_QP_TIMEOUT |
-                                     QSW_QP_RETRY_CNT | QSW_QP_RNR_RETRY | QSW_QP_MAX_QP_RD_ATOMIC);
+        qsw_qp_modify(n->qp, &a,
+                      QSW_QP_STATE | QSW_QP_SQ_PSN | QSW_QP_TIMEOUT |
+                          QSW_QP_RETRY_CNT | QSW_QP_RNR_RETRY |
+                          QSW_QP_MAX_QP_RD_ATOMIC);
     }
 }
 
@@ -228,8 +239,8 @@ static void teardown(void)
     ring_head = ring_tail = 0;
 }
 
-static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len, enum qsw_mtu mtu,
-                     double seconds)
+static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len,
+                     enum qsw_mtu mtu, double seconds)
 {
     struct qsw_send_wr wr;
     uint64_t posted = 0, t0, t1, done;
@@ -261,25 +272,32 @@ static void run_case(const char *name, enum qsw_wr_opcode op, uint32_t len, enum
             while (ring_head != ring_tail) {
                 unsigned slot = ring_head++ % RING;
 
-                qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot], ring_len[slot]);
+                qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot],
+                             ring_len[slot]);
             }
             qsw_engine_poll(b->eng, 256);
             while (ring_head != ring_tail) {
                 unsigned slot = ring_head++ % RING;
 
-                qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot], ring_len[slot]);
+                qsw_rx_frame(nodes[ring_to[slot]].eng, ring[slot],
+                             ring_len[slot]);
             }
         }
         t1 = bench_bw_ns();
     } while (t1 - t0 < (uint64_t)(seconds * 1e9));
     done = a->send_wcs;
     qsw_engine_stats(a->eng, &st);
-    printf("%-22s mtu %4u  %10.0f msg/s  %7.3f GB/s  (%" PRIu64 " frames, %" PRIu64 " retransmits)\n",
+    printf("%-22s mtu %4u  %10.0f msg/s  %7.3f GB/s  (%" PRIu64
+           " frames, %" PRIu64 " retransmits)\n",
            name, qsw_mtu_bytes(mtu), done / ((t1 - t0) / 1e9),
-           (double)done * len / ((t1 - t0) / 1e9) / 1e9, st.tx_frames, st.retransmits);
+           (double)done * len / ((t1 - t0) / 1e9) / 1e9, st.tx_frames,
+           st.retransmits);
     if (n_lines < 32) {
-        snprintf(lines[n_lines++], sizeof(lines[0]), "native sw %s %u %u %.0f %.4f - -",
-                 op == QSW_WR_RDMA_WRITE ? "write_bw" : op == QSW_WR_SEND ? "send_bw" : "read_bw",
+        snprintf(lines[n_lines++], sizeof(lines[0]),
+                 "native sw %s %u %u %.0f %.4f - -",
+                 op == QSW_WR_RDMA_WRITE ? "write_bw"
+                 : op == QSW_WR_SEND     ? "send_bw"
+                                         : "read_bw",
                  len, qsw_mtu_bytes(mtu), done / ((t1 - t0) / 1e9),
                  (double)done * len / ((t1 - t0) / 1e9) / 1e9);
     }
@@ -318,7 +336,8 @@ static int cmp_u64(const void *a, const void *b)
  * Ping-pong of 8-byte WRITEs (each side polls the memory the peer's WRITE
  * lands in) or SENDs (each side waits for its receive completion).
  */
-static void run_lat(const char *name, enum qsw_wr_opcode op, enum qsw_mtu mtu, double seconds)
+static void run_lat(const char *name, enum qsw_wr_opcode op, enum qsw_mtu mtu,
+                    double seconds)
 {
     static uint64_t rtt[LAT_SAMPLES];
     uint64_t t0, end, n = 0, v;
@@ -370,12 +389,15 @@ static void run_lat(const char *name, enum qsw_wr_opcode op, enum qsw_mtu mtu, d
         rtt[n++] = now_ns(NULL) - start;
     }
     qsort(rtt, n, sizeof(rtt[0]), cmp_u64);
-    printf("%-22s mtu %4u  %8.2f us median  %8.2f us p99 one way  (%" PRIu64 " round trips)\n",
-           name, qsw_mtu_bytes(mtu), rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3, n);
+    printf("%-22s mtu %4u  %8.2f us median  %8.2f us p99 one way  (%" PRIu64
+           " round trips)\n",
+           name, qsw_mtu_bytes(mtu), rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3,
+           n);
     if (n_lines < 32) {
-        snprintf(lines[n_lines++], sizeof(lines[0]), "native sw %s 8 %u - - %.3f %.3f",
-                 op == QSW_WR_RDMA_WRITE ? "write_lat" : "send_lat", qsw_mtu_bytes(mtu),
-                 rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3);
+        snprintf(lines[n_lines++], sizeof(lines[0]),
+                 "native sw %s 8 %u - - %.3f %.3f",
+                 op == QSW_WR_RDMA_WRITE ? "write_lat" : "send_lat",
+                 qsw_mtu_bytes(mtu), rtt[n / 2] / 2e3, rtt[n * 99 / 100] / 2e3);
     }
     teardown();
 }

@@ -55,7 +55,8 @@
 extern "C" {
 #endif
 
-#define QRDMA_BE_MAX_SGE        16      /* SGEs per send or receive work request */
+/* SGEs per send or receive work request */
+#define QRDMA_BE_MAX_SGE        16
 #define QRDMA_BE_MAX_INLINE     4096    /* inline bytes per send work request */
 #define QRDMA_BE_MCAST_MAX_QPS  64      /* QPs rx_mcast names for one frame */
 
@@ -85,7 +86,9 @@ enum qrdma_be_wc_status {
     QRDMA_BE_WC_GENERAL_ERR        = 21,
 };
 
-/* Completion opcode: the values of enum ibv_wc_opcode; >= RECV: receive side. */
+/*
+ * Completion opcode: the values of enum ibv_wc_opcode; >= RECV: receive side.
+ */
 enum qrdma_be_wc_opcode {
     QRDMA_BE_WC_SEND               = 0,
     QRDMA_BE_WC_RDMA_WRITE         = 1,
@@ -99,13 +102,20 @@ enum qrdma_be_wc_opcode {
     QRDMA_BE_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
-/* struct qrdma_be_wc.wc_flags: the values of enum ibv_wc_flags, and one of ours. */
+/*
+ * struct qrdma_be_wc.wc_flags: the values of enum ibv_wc_flags, and one of
+ * ours.
+ */
 #define QRDMA_BE_WC_GRH         (1u << 0)
 #define QRDMA_BE_WC_WITH_IMM    (1u << 1)
 #define QRDMA_BE_WC_WITH_INV    (1u << 3)
-#define QRDMA_BE_WC_SOLICITED   (1u << 16)  /* the message had the solicited-event bit */
+/* the message had the solicited-event bit */
+#define QRDMA_BE_WC_SOLICITED   (1u << 16)
 
-/* Send opcode: the values of enum ibv_wr_opcode (FAST_REG: the kernel's IB_WR_REG_MR). */
+/*
+ * Send opcode: the values of enum ibv_wr_opcode (FAST_REG: the kernel's
+ * IB_WR_REG_MR).
+ */
 enum qrdma_be_wr_opcode {
     QRDMA_BE_WR_RDMA_WRITE           = 0,
     QRDMA_BE_WR_RDMA_WRITE_WITH_IMM  = 1,
@@ -126,7 +136,9 @@ enum qrdma_be_wr_opcode {
 #define QRDMA_BE_SEND_SOLICITED (1u << 2)
 #define QRDMA_BE_SEND_INLINE    (1u << 3)
 
-/* Access rights: the values of enum ibv_access_flags (and of QRDMA_ACCESS_*). */
+/*
+ * Access rights: the values of enum ibv_access_flags (and of QRDMA_ACCESS_*).
+ */
 #define QRDMA_BE_ACCESS_LOCAL_WRITE   (1u << 0)
 #define QRDMA_BE_ACCESS_REMOTE_WRITE  (1u << 1)
 #define QRDMA_BE_ACCESS_REMOTE_READ   (1u << 2)
@@ -158,7 +170,9 @@ enum qrdma_be_mtu {
     QRDMA_BE_MTU_4096,
 };
 
-/* qp_modify mask: the values of enum ibv_qp_attr_mask (and of QRDMA_QP_ATTR_*). */
+/*
+ * qp_modify mask: the values of enum ibv_qp_attr_mask (and of QRDMA_QP_ATTR_*).
+ */
 #define QRDMA_BE_QP_ATTR_STATE              (1u << 0)
 #define QRDMA_BE_QP_ATTR_ACCESS_FLAGS       (1u << 3)
 #define QRDMA_BE_QP_ATTR_QKEY               (1u << 6)
@@ -174,13 +188,14 @@ enum qrdma_be_mtu {
 #define QRDMA_BE_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
 #define QRDMA_BE_QP_ATTR_DEST_QPN           (1u << 20)
 /* Every attribute a backend is given; the core passes no other bit. */
-#define QRDMA_BE_QP_ATTR_ALL                                                       \
-    (QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_ACCESS_FLAGS | QRDMA_BE_QP_ATTR_QKEY | \
-     QRDMA_BE_QP_ATTR_AV | QRDMA_BE_QP_ATTR_PATH_MTU | QRDMA_BE_QP_ATTR_TIMEOUT |  \
-     QRDMA_BE_QP_ATTR_RETRY_CNT | QRDMA_BE_QP_ATTR_RNR_RETRY |                     \
-     QRDMA_BE_QP_ATTR_RQ_PSN | QRDMA_BE_QP_ATTR_MAX_QP_RD_ATOMIC |                 \
-     QRDMA_BE_QP_ATTR_MIN_RNR_TIMER | QRDMA_BE_QP_ATTR_SQ_PSN |                    \
-     QRDMA_BE_QP_ATTR_MAX_DEST_RD_ATOMIC | QRDMA_BE_QP_ATTR_DEST_QPN)
+#define QRDMA_BE_QP_ATTR_ALL                                                   \
+    (QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_ACCESS_FLAGS |                  \
+     QRDMA_BE_QP_ATTR_QKEY | QRDMA_BE_QP_ATTR_AV | QRDMA_BE_QP_ATTR_PATH_MTU | \
+     QRDMA_BE_QP_ATTR_TIMEOUT | QRDMA_BE_QP_ATTR_RETRY_CNT |                   \
+     QRDMA_BE_QP_ATTR_RNR_RETRY | QRDMA_BE_QP_ATTR_RQ_PSN |                    \
+     QRDMA_BE_QP_ATTR_MAX_QP_RD_ATOMIC | QRDMA_BE_QP_ATTR_MIN_RNR_TIMER |      \
+     QRDMA_BE_QP_ATTR_SQ_PSN | QRDMA_BE_QP_ATTR_MAX_DEST_RD_ATOMIC |           \
+     QRDMA_BE_QP_ATTR_DEST_QPN)
 
 /*
  * Asynchronous events: the values of enum ibv_event_type. The event says
@@ -198,7 +213,10 @@ enum qrdma_be_event {
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
 };
 
-/* tp_event's events and the causes of a retransmission (the sw engine's numbering). */
+/*
+ * tp_event's events and the causes of a retransmission (the sw engine's
+ * numbering).
+ */
 enum qrdma_be_tp_event {
     QRDMA_BE_TP_RETRANSMIT = 0,
     QRDMA_BE_TP_NAK_SENT = 1,
@@ -217,9 +235,11 @@ enum qrdma_be_atomic_op {
     QRDMA_BE_ATOMIC_FETCH_ADD = 1,
 };
 
-/* ---- work requests and completions ----------------------------------------- */
+/* ---- work requests and completions --------------------------------------- */
 
-/* A scatter/gather element as the guest wrote it: an address in the MR of lkey. */
+/*
+ * A scatter/gather element as the guest wrote it: an address in the MR of lkey.
+ */
 struct qrdma_be_sge {
     uint64_t addr;
     uint32_t length;
@@ -235,7 +255,8 @@ struct qrdma_be_av {
     uint8_t dmac[6];
     uint8_t smac[6];            /* the port's station address */
     uint8_t dgid[16];
-    uint8_t sgid[16];           /* the entry sgid_index names in the guest's GID table */
+    /* the entry sgid_index names in the guest's GID table */
+    uint8_t sgid[16];
     uint8_t sgid_index;
     uint8_t traffic_class;
     uint8_t hop_limit;          /* 0 means 64 */
@@ -271,7 +292,10 @@ struct qrdma_be_bind_mw {
     uint64_t length;
 };
 
-/* One send WQE. wr_id is the core's (the SQ WQE index); the backend gives it back. */
+/*
+ * One send WQE. wr_id is the core's (the SQ WQE index); the backend gives it
+ * back.
+ */
 struct qrdma_be_send_wr {
     uint64_t wr_id;
     uint32_t opcode;            /* enum qrdma_be_wr_opcode */
@@ -280,7 +304,8 @@ struct qrdma_be_send_wr {
     struct qrdma_be_sge sg_list[QRDMA_BE_MAX_SGE];
     const void *inline_data;    /* INLINE: valid only during post_send */
     uint32_t inline_len;
-    uint32_t imm_data;          /* *_WITH_IMM: as the guest wrote it (network order, as verbs) */
+    /* *_WITH_IMM: as the guest wrote it (network order, as verbs) */
+    uint32_t imm_data;
     uint32_t invalidate_stag;   /* SEND_WITH_INV, LOCAL_INV */
     struct {
         uint64_t remote_addr;
@@ -297,11 +322,15 @@ struct qrdma_be_send_wr {
     struct {
         struct qrdma_be_av av;
         uint32_t remote_qpn;
-        uint32_t remote_qkey;   /* high bit set: the QP's own Q_Key (IBTA 10.2) */
+        /* high bit set: the QP's own Q_Key (IBTA 10.2) */
+        uint32_t remote_qkey;
     } ud;                       /* sends on a UD QP */
 };
 
-/* One receive WQE. wr_id is the core's (the RQ or SRQ WQE index); the backend gives it back. */
+/*
+ * One receive WQE. wr_id is the core's (the RQ or SRQ WQE index); the backend
+ * gives it back.
+ */
 struct qrdma_be_recv_wr {
     uint64_t wr_id;
     uint32_t num_sge;
@@ -313,15 +342,18 @@ struct qrdma_be_wc {
     uint64_t wr_id;             /* as the core gave it */
     uint32_t status;            /* enum qrdma_be_wc_status */
     uint32_t opcode;            /* enum qrdma_be_wc_opcode */
-    uint32_t byte_len;          /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
+    /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
+    uint32_t byte_len;
     uint32_t imm_data;          /* WITH_IMM */
-    uint32_t invalidated_stag;  /* WITH_INV: the wire rkey the peer sent (the guest's ib_mr.rkey) */
+    /* WITH_INV: the wire rkey the peer sent (the guest's ib_mr.rkey) */
+    uint32_t invalidated_stag;
     uint32_t src_qp;            /* UD receive: the sender's wire QPN */
-    uint32_t wc_flags;          /* QRDMA_BE_WC_GRH, _WITH_IMM, _WITH_INV, _SOLICITED */
+    /* QRDMA_BE_WC_GRH, _WITH_IMM, _WITH_INV, _SOLICITED */
+    uint32_t wc_flags;
     uint32_t vendor_err;        /* backend detail, 0 normally */
 };
 
-/* ---- objects ----------------------------------------------------------------- */
+/* ---- objects ------------------------------------------------------------- */
 
 /* Handles: each backend defines its own; the core only passes them back. */
 struct qrdma_be;
@@ -329,9 +361,13 @@ struct qrdma_be_qp;
 struct qrdma_be_srq;
 struct qrdma_mig;               /* qrdma_mig_stream.h */
 
-/* What the core knows at creation; the frame-carrying parts only matter to a backend that sends frames. */
+/*
+ * What the core knows at creation; the frame-carrying parts only matter to a
+ * backend that sends frames.
+ */
 struct qrdma_be_params {
-    uint8_t mac[6];             /* the port's station address at power-on (set_mac changes it) */
+    /* the port's station address at power-on (set_mac changes it) */
+    uint8_t mac[6];
     /*
      * RC: report RETRY_EXC_ERR only after the retries *and* this long
      * without progress (0: the retries alone, IBTA's rule).
@@ -380,7 +416,8 @@ struct qrdma_be_qp_attr {
     uint32_t qkey;
     uint32_t rq_psn, sq_psn;
     uint32_t dest_qp_num;       /* the peer's wire QPN */
-    uint32_t qp_access_flags;   /* QRDMA_BE_ACCESS_REMOTE_* the responder accepts */
+    /* QRDMA_BE_ACCESS_REMOTE_* the responder accepts */
+    uint32_t qp_access_flags;
     struct qrdma_be_av av;
     uint8_t max_rd_atomic, max_dest_rd_atomic;
     uint8_t min_rnr_timer;      /* 5-bit code, IBTA table 45 */
@@ -391,8 +428,10 @@ struct qrdma_be_qp_attr {
 /* An MR as a CQP command made it (REG_MR, ALLOC_STAG). */
 enum qrdma_be_mr_type {
     QRDMA_BE_MR_MEM = 0,        /* REG_MR: pages in PBLEs or contiguous */
-    QRDMA_BE_MR_FAST_REG = 1,   /* ALLOC_STAG: no translation until a FAST_REG WR */
-    QRDMA_BE_MR_DMA = 2,        /* REG_MR DMA: all of guest RAM, iova = guest-physical address */
+    /* ALLOC_STAG: no translation until a FAST_REG WR */
+    QRDMA_BE_MR_FAST_REG = 1,
+    /* REG_MR DMA: all of guest RAM, iova = guest-physical address */
+    QRDMA_BE_MR_DMA = 2,
 };
 
 struct qrdma_be_mr {
@@ -410,19 +449,23 @@ struct qrdma_be_mr {
  * what it knows and leaves the rest 0.
  */
 struct qrdma_be_stats {
-    uint64_t tx_pkts, tx_bytes;         /* RoCEv2 frames sent, Ethernet header to ICRC */
-    uint64_t rx_pkts, rx_bytes;         /* RoCEv2 frames handed to the transport */
+    /* RoCEv2 frames sent, Ethernet header to ICRC */
+    uint64_t tx_pkts, tx_bytes;
+    /* RoCEv2 frames handed to the transport */
+    uint64_t rx_pkts, rx_bytes;
     uint64_t retrans_pkts;              /* request packets sent again */
     uint64_t local_ack_timeouts;        /* retransmit timer expiries */
     uint64_t seq_naks_rcvd;             /* PSN sequence error NAKs received */
     uint64_t rnr_naks_rcvd, rnr_naks_sent;
-    uint64_t duplicate_requests;        /* responder: requests with an old PSN */
-    uint64_t out_of_sequence;           /* responder: requests past the expected PSN */
+    /* responder: requests with an old PSN */
+    uint64_t duplicate_requests;
+    /* responder: requests past the expected PSN */
+    uint64_t out_of_sequence;
     uint64_t icrc_errors;               /* frames dropped for a bad ICRC */
     uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
 };
 
-/* ---- the core's side: callbacks ---------------------------------------------- */
+/* ---- the core's side: callbacks ------------------------------------------ */
 
 /*
  * What the core provides; `opaque` is the value given to create. Every
@@ -439,34 +482,48 @@ struct qrdma_be_stats {
  * three are NULL when the embedding cannot map guest memory.
  */
 struct qrdma_be_callbacks {
-    int (*mr_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                   void *dst, uint32_t len, uint32_t access);
-    int (*mr_write)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                    const void *src, uint32_t len, uint32_t access);
+    int (*mr_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                   uint64_t iova, void *dst, uint32_t len, uint32_t access);
+    int (*mr_write)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                    uint64_t iova, const void *src, uint32_t len,
+                    uint32_t access);
     /* The checks alone, for a whole range before any data moves. */
-    int (*mr_check)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                    uint64_t len, uint32_t access);
-    /* One 8-byte atomic at iova (8-byte aligned) through an rkey (REMOTE_ATOMIC); *orig gets the old value. */
-    int (*mr_atomic)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                     enum qrdma_be_atomic_op op, uint64_t compare_add, uint64_t swap,
-                     uint64_t *orig);
+    int (*mr_check)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                    uint64_t iova, uint64_t len, uint32_t access);
+    /*
+     * One 8-byte atomic at iova (8-byte aligned) through an rkey
+     * (REMOTE_ATOMIC); *orig gets the old value.
+     */
+    int (*mr_atomic)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                     uint64_t iova, enum qrdma_be_atomic_op op,
+                     uint64_t compare_add, uint64_t swap, uint64_t *orig);
     /*
      * Where [iova, iova+len) of MR stag lies in guest-physical memory: fn
      * for each piece in order (a backend that registers guest memory with
      * a host NIC builds its mapping from them). 0, the first non-zero fn
      * returned, or -EACCES when the MR refuses the range.
      */
-    int (*mr_gpa_walk)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, uint64_t len,
-                       int (*fn)(void *arg, uint64_t gpa, uint64_t len), void *arg);
-    /* A FAST_REG WR runs (in SQ order): the MR gets its new translation. 0 or -EINVAL. */
-    int (*fast_reg)(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg *fr);
+    int (*mr_gpa_walk)(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova,
+                       uint64_t len,
+                       int (*fn)(void *arg, uint64_t gpa, uint64_t len),
+                       void *arg);
+    /*
+     * A FAST_REG WR runs (in SQ order): the MR gets its new translation. 0 or
+     * -EINVAL.
+     */
+    int (*fast_reg)(void *opaque, uint32_t pd,
+                    const struct qrdma_be_fast_reg *fr);
     /*
      * LOCAL_INV at the requester, SEND_WITH_INV at the responder, by QP
      * qp_id: a fast-register MR or a type 2 window. 0 or -EINVAL.
      */
     int (*invalidate)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag);
-    /* A BIND_MW WR of QP qp_id runs (in SQ order). 0 or -EINVAL (the WR fails with MW_BIND_ERR). */
-    int (*bind_mw)(void *opaque, uint32_t pd, uint32_t qp_id, const struct qrdma_be_bind_mw *bind);
+    /*
+     * A BIND_MW WR of QP qp_id runs (in SQ order). 0 or -EINVAL (the WR fails
+     * with MW_BIND_ERR).
+     */
+    int (*bind_mw)(void *opaque, uint32_t pd, uint32_t qp_id,
+                   const struct qrdma_be_bind_mw *bind);
 
     /*
      * The next receive WQE of QP qp_id (from its RQ, or from its SRQ):
@@ -488,12 +545,19 @@ struct qrdma_be_callbacks {
      * SQ order; a signaled one also retires the earlier unsignaled WRs.
      * Errors always complete.
      */
-    void (*complete)(void *opaque, uint32_t qp_id, const struct qrdma_be_wc *wc);
+    void (*complete)(void *opaque, uint32_t qp_id,
+                     const struct qrdma_be_wc *wc);
     void (*event)(void *opaque, enum qrdma_be_event ev, uint32_t id);
-    /* post_send refused a WR of qp_id with -ENOSPC and a slot is free again (once per refusal streak). */
+    /*
+     * post_send refused a WR of qp_id with -ENOSPC and a slot is free again
+     * (once per refusal streak).
+     */
     void (*sq_space)(void *opaque, uint32_t qp_id);
 
-    /* One Ethernet frame (no FCS) onto the device's wire; the buffer is valid during the call. */
+    /*
+     * One Ethernet frame (no FCS) onto the device's wire; the buffer is valid
+     * during the call.
+     */
     void (*frame_out)(void *opaque, const void *frame, size_t len);
     /*
      * Zero-copy transmit (docs/backends.md): the host memory behind
@@ -518,11 +582,11 @@ struct qrdma_be_callbacks {
      * a NAK or RNR NAK for psn sent or received (detail: its AETH
      * syndrome). Rare events only.
      */
-    void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
-                     uint32_t detail);
+    void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
+                     uint32_t psn, uint32_t detail);
 };
 
-/* ---- the backend's side: ops ------------------------------------------------- */
+/* ---- the backend's side: ops --------------------------------------------- */
 
 /*
  * Optional ops may be NULL; the core then does without (see each). Every
@@ -535,9 +599,12 @@ struct qrdma_be_callbacks {
  * RC, UD, UC, atomics and wire identifiers every backend carries.
  */
 #define QRDMA_BE_CARRIES_SRQ        0x01u   /* shared receive queues */
-#define QRDMA_BE_CARRIES_FAST_REG   0x02u   /* FAST_REG, LOCAL_INV, SEND_WITH_INV */
-#define QRDMA_BE_CARRIES_MW         0x04u   /* memory windows (bind_mw, window rkeys) */
-#define QRDMA_BE_CARRIES_STATS      0x08u   /* the transport's port counters (stats) */
+/* FAST_REG, LOCAL_INV, SEND_WITH_INV */
+#define QRDMA_BE_CARRIES_FAST_REG   0x02u
+/* memory windows (bind_mw, window rkeys) */
+#define QRDMA_BE_CARRIES_MW         0x04u
+/* the transport's port counters (stats) */
+#define QRDMA_BE_CARRIES_STATS      0x08u
 
 struct qrdma_be_ops {
     const char *name;           /* the device's backend= value */
@@ -547,7 +614,8 @@ struct qrdma_be_ops {
      * A backend for one device. NULL with a reason in err (at most
      * err_len bytes with the NUL) when it cannot be made.
      */
-    struct qrdma_be *(*create)(const struct qrdma_be_callbacks *cb, void *opaque,
+    struct qrdma_be *(*create)(const struct qrdma_be_callbacks *cb,
+                               void *opaque,
                                const struct qrdma_be_params *params, char *err,
                                size_t err_len);
     /*
@@ -576,7 +644,8 @@ struct qrdma_be_ops {
     int (*qp_modify)(struct qrdma_be *be, struct qrdma_be_qp *qp,
                      const struct qrdma_be_qp_attr *attr, uint32_t mask);
     /* The QP's state now: a backend moves a QP to ERR or SQE by itself. */
-    enum qrdma_be_qp_state (*qp_state)(struct qrdma_be *be, struct qrdma_be_qp *qp);
+    enum qrdma_be_qp_state (*qp_state)(struct qrdma_be *be,
+                                       struct qrdma_be_qp *qp);
     /* No completions: the core flushes its own rings. */
     void (*qp_destroy)(struct qrdma_be *be, struct qrdma_be_qp *qp);
 
@@ -638,8 +707,10 @@ struct qrdma_be_ops {
      * the core's table at each access (the mr_* callbacks). A FAST_REG or
      * LOCAL_INV re-registers or invalidates in SQ order as a send WR.
      */
-    int (*mr_register)(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey);
-    int (*mr_alloc_stag)(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey);
+    int (*mr_register)(struct qrdma_be *be, const struct qrdma_be_mr *mr,
+                       uint32_t *rkey);
+    int (*mr_alloc_stag)(struct qrdma_be *be, const struct qrdma_be_mr *mr,
+                         uint32_t *rkey);
     void (*mr_deregister)(struct qrdma_be *be, uint32_t stag);
 
     /*
@@ -681,7 +752,9 @@ struct qrdma_be_ops {
     void (*rx_mcast)(struct qrdma_be *be, const void *frame, size_t len,
                      struct qrdma_be_qp *const *qps, unsigned n);
 
-    /* Optional: the counters (NULL: the device reports the transport's as 0). */
+    /*
+     * Optional: the counters (NULL: the device reports the transport's as 0).
+     */
     void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);
 
     /*

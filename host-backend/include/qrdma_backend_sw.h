@@ -16,7 +16,10 @@
 extern "C" {
 #endif
 
-/* The engine of a sw backend (NULL for NULL): its statistics, its fault injection. */
+/*
+ * The engine of a sw backend (NULL for NULL): its statistics, its fault
+ * injection.
+ */
 struct qsw_engine *qrdma_be_sw_engine(struct qrdma_be *be);
 /* The engine's QP behind a sw backend's QP handle (NULL for NULL). */
 struct qsw_qp *qrdma_be_sw_qp(struct qrdma_be_qp *qp);

@@ -41,13 +41,16 @@ struct qrdma_be_verbs_ram {
 
 #define QRDMA_BE_VERBS_MAX_RAM 16
 
-struct qrdma_vb_verbs;          /* the libibverbs calls used (host-backend/verbs/vb_verbs.h) */
+/* the libibverbs calls used (host-backend/verbs/vb_verbs.h) */
+struct qrdma_vb_verbs;
 
 /* qrdma_be_params.backend_config of backend=verbs. */
 struct qrdma_be_verbs_config {
-    const char *ibdev;          /* host device name (ibv_get_device_name), e.g. "rxe0" */
+    /* host device name (ibv_get_device_name), e.g. "rxe0" */
+    const char *ibdev;
     uint8_t ibport;             /* host port, 1-based */
-    uint8_t gid_index;          /* the host GID index every guest GID index maps to */
+    /* the host GID index every guest GID index maps to */
+    uint8_t gid_index;
     unsigned nram;
     struct qrdma_be_verbs_ram ram[QRDMA_BE_VERBS_MAX_RAM];
     /* NULL: libibverbs itself (vb_libibverbs.c); tests pass a mock. */

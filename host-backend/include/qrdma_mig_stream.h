@@ -30,10 +30,14 @@ struct qrdma_mig {
     uint8_t *buf;
     size_t len, cap;
     size_t sec_start;           /* the open section's header */
-    /* Loading: the stream, the next byte, the end of the open section's payload. */
+    /*
+     * Loading: the stream, the next byte, the end of the open section's
+     * payload.
+     */
     const uint8_t *in;
     size_t in_len, pos, sec_end;
-    unsigned sec_version;       /* the open section's version as the stream has it */
+    /* the open section's version as the stream has it */
+    unsigned sec_version;
     const char *section;        /* the open section's name, for messages */
     /* Guest time at the save or the load: timers travel as time remaining. */
     uint64_t now_ns;
@@ -47,8 +51,8 @@ static inline void qrdma_mig_init_save(struct qrdma_mig *m, uint64_t now_ns)
     m->now_ns = now_ns;
 }
 
-static inline void qrdma_mig_init_load(struct qrdma_mig *m, const void *buf, size_t len,
-                                       uint64_t now_ns)
+static inline void qrdma_mig_init_load(struct qrdma_mig *m, const void *buf,
+                                       size_t len, uint64_t now_ns)
 {
     memset(m, 0, sizeof(*m));
     m->loading = true;
@@ -64,10 +68,11 @@ static inline bool qrdma_mig_failed(const struct qrdma_mig *m)
 }
 
 /* Record the first failure: "section S, field F: why". */
-static inline void qrdma_mig_fail(struct qrdma_mig *m, int error, const char *field,
-                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static inline void qrdma_mig_fail(struct qrdma_mig *m, int error, const char *field,
-                                  const char *fmt, ...)
+static inline void qrdma_mig_fail(struct qrdma_mig *m, int error,
+                                  const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline void qrdma_mig_fail(struct qrdma_mig *m, int error,
+                                  const char *field, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -76,7 +81,8 @@ static inline void qrdma_mig_fail(struct qrdma_mig *m, int error, const char *fi
         return;
     }
     m->error = error;
-    n = snprintf(m->msg, sizeof(m->msg), "section %s, field %s: ", m->section ? m->section : "header",
+    n = snprintf(m->msg, sizeof(m->msg),
+                 "section %s, field %s: ", m->section ? m->section : "header",
                  field);
     if (n < 0 || (size_t)n >= sizeof(m->msg)) {
         return;
@@ -86,8 +92,12 @@ static inline void qrdma_mig_fail(struct qrdma_mig *m, int error, const char *fi
     va_end(ap);
 }
 
-/* CRC-32, IEEE 802.3 polynomial (reflected), with the usual pre- and post-inversion. */
-static inline uint32_t qrdma_mig_crc32(uint32_t crc, const uint8_t *p, size_t len)
+/*
+ * CRC-32, IEEE 802.3 polynomial (reflected), with the usual pre- and
+ * post-inversion.
+ */
+static inline uint32_t qrdma_mig_crc32(uint32_t crc, const uint8_t *p,
+                                       size_t len)
 {
     static uint32_t tab[256];
     static bool ready;
@@ -127,7 +137,10 @@ static inline uint64_t qrdma_mig_get_le(const uint8_t *p, unsigned n)
     return v;
 }
 
-/* Saving: room for n more bytes; false (and the failure recorded) if out of memory. */
+/*
+ * Saving: room for n more bytes; false (and the failure recorded) if out of
+ * memory.
+ */
 static inline bool qrdma_mig_reserve(struct qrdma_mig *m, size_t n)
 {
     size_t cap = m->cap ? m->cap : 4096;
@@ -153,7 +166,8 @@ static inline bool qrdma_mig_reserve(struct qrdma_mig *m, size_t n)
 }
 
 /* A byte string of n bytes, the same length both ways. */
-static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field, void *p, size_t n)
+static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field,
+                                   void *p, size_t n)
 {
     if (m->error) {
         return;
@@ -166,7 +180,8 @@ static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field, void 
         return;
     }
     if (n > m->sec_end - m->pos) {
-        qrdma_mig_fail(m, -EINVAL, field, "the section ends %zu bytes into it, %zu short",
+        qrdma_mig_fail(m, -EINVAL, field,
+                       "the section ends %zu bytes into it, %zu short",
                        m->sec_end - m->pos, n);
         return;
     }
@@ -174,8 +189,8 @@ static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field, void 
     m->pos += n;
 }
 
-static inline uint64_t qrdma_mig_uint(struct qrdma_mig *m, const char *field, uint64_t v,
-                                      unsigned n)
+static inline uint64_t qrdma_mig_uint(struct qrdma_mig *m, const char *field,
+                                      uint64_t v, unsigned n)
 {
     uint8_t b[8];
 
@@ -184,40 +199,46 @@ static inline uint64_t qrdma_mig_uint(struct qrdma_mig *m, const char *field, ui
     return m->loading && !m->error ? qrdma_mig_get_le(b, n) : v;
 }
 
-static inline void qrdma_mig_u8(struct qrdma_mig *m, const char *field, uint8_t *v)
+static inline void qrdma_mig_u8(struct qrdma_mig *m, const char *field,
+                                uint8_t *v)
 {
     *v = (uint8_t)qrdma_mig_uint(m, field, *v, 1);
 }
 
-static inline void qrdma_mig_u16(struct qrdma_mig *m, const char *field, uint16_t *v)
+static inline void qrdma_mig_u16(struct qrdma_mig *m, const char *field,
+                                 uint16_t *v)
 {
     *v = (uint16_t)qrdma_mig_uint(m, field, *v, 2);
 }
 
-static inline void qrdma_mig_u32(struct qrdma_mig *m, const char *field, uint32_t *v)
+static inline void qrdma_mig_u32(struct qrdma_mig *m, const char *field,
+                                 uint32_t *v)
 {
     *v = (uint32_t)qrdma_mig_uint(m, field, *v, 4);
 }
 
-static inline void qrdma_mig_u64(struct qrdma_mig *m, const char *field, uint64_t *v)
+static inline void qrdma_mig_u64(struct qrdma_mig *m, const char *field,
+                                 uint64_t *v)
 {
     *v = qrdma_mig_uint(m, field, *v, 8);
 }
 
-static inline void qrdma_mig_bool(struct qrdma_mig *m, const char *field, bool *v)
+static inline void qrdma_mig_bool(struct qrdma_mig *m, const char *field,
+                                  bool *v)
 {
     uint64_t x = qrdma_mig_uint(m, field, *v, 1);
 
     if (m->loading && !m->error && x > 1) {
-        qrdma_mig_fail(m, -EINVAL, field, "%llu is not a boolean", (unsigned long long)x);
+        qrdma_mig_fail(m, -EINVAL, field, "%llu is not a boolean",
+                       (unsigned long long)x);
         return;
     }
     *v = x;
 }
 
 /* A value that must not exceed max: loading refuses a larger one by name. */
-static inline void qrdma_mig_u32_max(struct qrdma_mig *m, const char *field, uint32_t *v,
-                                     uint32_t max)
+static inline void qrdma_mig_u32_max(struct qrdma_mig *m, const char *field,
+                                     uint32_t *v, uint32_t max)
 {
     uint32_t x = (uint32_t)qrdma_mig_uint(m, field, *v, 4);
 
@@ -228,8 +249,8 @@ static inline void qrdma_mig_u32_max(struct qrdma_mig *m, const char *field, uin
     *v = x;
 }
 
-static inline void qrdma_mig_u8_max(struct qrdma_mig *m, const char *field, uint8_t *v,
-                                    uint8_t max)
+static inline void qrdma_mig_u8_max(struct qrdma_mig *m, const char *field,
+                                    uint8_t *v, uint8_t max)
 {
     uint8_t x = (uint8_t)qrdma_mig_uint(m, field, *v, 1);
 
@@ -240,13 +261,17 @@ static inline void qrdma_mig_u8_max(struct qrdma_mig *m, const char *field, uint
     *v = x;
 }
 
-/* A field the device has and the stream must agree with (a property, a size). */
-static inline void qrdma_mig_u32_same(struct qrdma_mig *m, const char *field, uint32_t v)
+/*
+ * A field the device has and the stream must agree with (a property, a size).
+ */
+static inline void qrdma_mig_u32_same(struct qrdma_mig *m, const char *field,
+                                      uint32_t v)
 {
     uint32_t x = (uint32_t)qrdma_mig_uint(m, field, v, 4);
 
     if (m->loading && !m->error && x != v) {
-        qrdma_mig_fail(m, -EINVAL, field, "the stream has %u, this device %u", x, v);
+        qrdma_mig_fail(m, -EINVAL, field, "the stream has %u, this device %u",
+                       x, v);
     }
 }
 
@@ -254,8 +279,8 @@ static inline void qrdma_mig_u32_same(struct qrdma_mig *m, const char *field, ui
  * A deadline on the guest clock (0: not armed), carried as the time left
  * (or, with past, an instant before now, as the time since).
  */
-static inline void qrdma_mig_deadline(struct qrdma_mig *m, const char *field, uint64_t *t,
-                                      bool past)
+static inline void qrdma_mig_deadline(struct qrdma_mig *m, const char *field,
+                                      uint64_t *t, bool past)
 {
     uint64_t rel = 0;
 
@@ -280,9 +305,10 @@ static inline void qrdma_mig_deadline(struct qrdma_mig *m, const char *field, ui
     }
 }
 
-/* ---- framing ------------------------------------------------------------------ */
+/* ---- framing ------------------------------------------------------------- */
 
-static inline void qrdma_mig_header(struct qrdma_mig *m, unsigned if_major, unsigned if_minor)
+static inline void qrdma_mig_header(struct qrdma_mig *m, unsigned if_major,
+                                    unsigned if_minor)
 {
     uint8_t h[QRDMA_MIG_HDR_LEN];
 
@@ -296,7 +322,8 @@ static inline void qrdma_mig_header(struct qrdma_mig *m, unsigned if_major, unsi
         return;
     }
     if (m->in_len < sizeof(h)) {
-        qrdma_mig_fail(m, -EINVAL, "magic", "%zu bytes: too short for a qrdma stream", m->in_len);
+        qrdma_mig_fail(m, -EINVAL, "magic",
+                       "%zu bytes: too short for a qrdma stream", m->in_len);
         return;
     }
     memcpy(h, m->in, sizeof(h));
@@ -306,10 +333,13 @@ static inline void qrdma_mig_header(struct qrdma_mig *m, unsigned if_major, unsi
     } else if (qrdma_mig_get_le(h + 8, 2) != QRDMA_MIG_FORMAT) {
         qrdma_mig_fail(m, -EINVAL, "format", "format %u, this build reads %u",
                        (unsigned)qrdma_mig_get_le(h + 8, 2), QRDMA_MIG_FORMAT);
-    } else if (qrdma_mig_get_le(h + 10, 2) != if_major || qrdma_mig_get_le(h + 12, 2) != if_minor) {
-        qrdma_mig_fail(m, -EINVAL, "interface", "from interface %u.%u, this device is %u.%u",
-                       (unsigned)qrdma_mig_get_le(h + 10, 2), (unsigned)qrdma_mig_get_le(h + 12, 2),
-                       if_major, if_minor);
+    } else if (qrdma_mig_get_le(h + 10, 2) != if_major ||
+               qrdma_mig_get_le(h + 12, 2) != if_minor) {
+        qrdma_mig_fail(m, -EINVAL, "interface",
+                       "from interface %u.%u, this device is %u.%u",
+                       (unsigned)qrdma_mig_get_le(h + 10, 2),
+                       (unsigned)qrdma_mig_get_le(h + 12, 2), if_major,
+                       if_minor);
     } else if (qrdma_mig_get_le(h + 14, 2)) {
         qrdma_mig_fail(m, -EINVAL, "reserved", "not zero");
     }
@@ -321,8 +351,8 @@ static inline void qrdma_mig_header(struct qrdma_mig *m, unsigned if_major, unsi
  * know, checks its CRC and version, and bounds the reads that follow to
  * its payload. Returns the section's version in the stream (0 on failure).
  */
-static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, const char *name,
-                                         unsigned version)
+static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag,
+                                         const char *name, unsigned version)
 {
     if (m->error) {
         return 0;
@@ -334,7 +364,8 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
             qrdma_mig_put_le(m->buf + m->len, tag, 4);
             qrdma_mig_put_le(m->buf + m->len + 4, version, 2);
             qrdma_mig_put_le(m->buf + m->len + 6, 0, 2);
-            m->len += QRDMA_MIG_SEC_HDR_LEN;  /* length and CRC when it closes */
+            /* length and CRC when it closes */
+            m->len += QRDMA_MIG_SEC_HDR_LEN;
         }
         return version;
     }
@@ -343,7 +374,8 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
         uint32_t t, flags, len, crc;
 
         if (m->in_len - m->pos < QRDMA_MIG_SEC_HDR_LEN) {
-            qrdma_mig_fail(m, -EINVAL, "tag", "the stream ends before the section");
+            qrdma_mig_fail(m, -EINVAL, "tag",
+                           "the stream ends before the section");
             return 0;
         }
         t = (uint32_t)qrdma_mig_get_le(h, 4);
@@ -352,11 +384,14 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
         len = (uint32_t)qrdma_mig_get_le(h + 8, 4);
         crc = (uint32_t)qrdma_mig_get_le(h + 12, 4);
         if (len > m->in_len - m->pos - QRDMA_MIG_SEC_HDR_LEN) {
-            qrdma_mig_fail(m, -EINVAL, "length", "%u bytes, beyond the stream's end", len);
+            qrdma_mig_fail(m, -EINVAL, "length",
+                           "%u bytes, beyond the stream's end", len);
             return 0;
         }
-        if (qrdma_mig_crc32(qrdma_mig_crc32(0, h, 12), h + QRDMA_MIG_SEC_HDR_LEN, len) != crc) {
-            qrdma_mig_fail(m, -EINVAL, "crc", "checksum mismatch: the stream is corrupt");
+        if (qrdma_mig_crc32(qrdma_mig_crc32(0, h, 12),
+                            h + QRDMA_MIG_SEC_HDR_LEN, len) != crc) {
+            qrdma_mig_fail(m, -EINVAL, "crc",
+                           "checksum mismatch: the stream is corrupt");
             return 0;
         }
         if (flags & ~QRDMA_MIG_SEC_FLAGS) {
@@ -364,7 +399,8 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
             return 0;
         }
         if (t != tag && (flags & QRDMA_MIG_SEC_OPTIONAL)) {
-            m->pos += QRDMA_MIG_SEC_HDR_LEN + len;  /* a later version's extra: skip it */
+            /* a later version's extra: skip it */
+            m->pos += QRDMA_MIG_SEC_HDR_LEN + len;
             continue;
         }
         if (t != tag) {
@@ -375,12 +411,15 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
                 have[i] = have[i] >= 0x20 && have[i] < 0x7f ? have[i] : '?';
             }
             have[4] = 0;
-            qrdma_mig_fail(m, -EINVAL, "tag", "found section '%s' (0x%08x), which this build "
-                           "cannot skip", have, t);
+            qrdma_mig_fail(m, -EINVAL, "tag",
+                           "found section '%s' (0x%08x), which this build "
+                           "cannot skip",
+                           have, t);
             return 0;
         }
         if (m->sec_version == 0 || m->sec_version > version) {
-            qrdma_mig_fail(m, -EINVAL, "version", "version %u, this build reads up to %u",
+            qrdma_mig_fail(m, -EINVAL, "version",
+                           "version %u, this build reads up to %u",
                            m->sec_version, version);
             return 0;
         }
@@ -390,7 +429,10 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag, cons
     }
 }
 
-/* Close the open section: saving fills in its length and CRC; loading wants it all read. */
+/*
+ * Close the open section: saving fills in its length and CRC; loading wants it
+ * all read.
+ */
 static inline void qrdma_mig_section_end(struct qrdma_mig *m)
 {
     if (m->error) {
@@ -405,20 +447,27 @@ static inline void qrdma_mig_section_end(struct qrdma_mig *m)
             return;
         }
         qrdma_mig_put_le(h + 8, len, 4);
-        qrdma_mig_put_le(h + 12, qrdma_mig_crc32(qrdma_mig_crc32(0, h, 12),
-                                                 h + QRDMA_MIG_SEC_HDR_LEN, len), 4);
+        qrdma_mig_put_le(h + 12,
+                         qrdma_mig_crc32(qrdma_mig_crc32(0, h, 12),
+                                         h + QRDMA_MIG_SEC_HDR_LEN, len),
+                         4);
     } else if (m->pos != m->sec_end) {
-        qrdma_mig_fail(m, -EINVAL, "length", "%zu bytes left over", m->sec_end - m->pos);
+        qrdma_mig_fail(m, -EINVAL, "length", "%zu bytes left over",
+                       m->sec_end - m->pos);
         return;
     }
     m->sec_end = m->in_len;
     m->section = NULL;
 }
 
-/* Does the next section carry tag? (Loading: for sections only some streams have.) */
+/*
+ * Does the next section carry tag? (Loading: for sections only some streams
+ * have.)
+ */
 static inline bool qrdma_mig_next_is(const struct qrdma_mig *m, uint32_t tag)
 {
-    return m->loading && !m->error && m->in_len - m->pos >= QRDMA_MIG_SEC_HDR_LEN &&
+    return m->loading && !m->error &&
+           m->in_len - m->pos >= QRDMA_MIG_SEC_HDR_LEN &&
            (uint32_t)qrdma_mig_get_le(m->in + m->pos, 4) == tag;
 }
 

@@ -36,11 +36,13 @@ extern "C" {
 #endif
 
 #define QSW_MAX_SGE         16      /* SGEs per send or receive WR */
-#define QSW_DEFAULT_INLINE  256     /* inline bytes per send WR unless qsw_qp_cap says */
+/* inline bytes per send WR unless qsw_qp_cap says */
+#define QSW_DEFAULT_INLINE  256
 #define QSW_MAX_INLINE      4096
 #define QSW_MAX_SQ_DEPTH    32768
 #define QSW_UDP_PORT        4791
-#define QSW_GRH_BYTES       40      /* UD: header room at the start of a receive buffer */
+/* UD: header room at the start of a receive buffer */
+#define QSW_GRH_BYTES       40
 
 /* Return codes of the API: 0 or a negative errno-like value. */
 enum qsw_err {
@@ -48,8 +50,10 @@ enum qsw_err {
     QSW_EINVAL  = 22,   /* bad argument or state transition */
     QSW_ENOMEM  = 12,   /* allocation failed or the send queue is full */
     QSW_EEXIST  = 17,   /* QPN already in use */
-    QSW_ENOENT  = 2,    /* get_recv: no receive WR (the responder sends RNR NAK) */
-    QSW_EIO     = 5,    /* get_recv: the receive queue is broken (a local QP error) */
+    /* get_recv: no receive WR (the responder sends RNR NAK) */
+    QSW_ENOENT  = 2,
+    /* get_recv: the receive queue is broken (a local QP error) */
+    QSW_EIO     = 5,
     QSW_EACCES  = 13,   /* a key callback refused the access */
 };
 
@@ -88,7 +92,8 @@ enum qsw_wc_opcode {
     QSW_WC_FETCH_ADD          = 4,
     QSW_WC_BIND_MW            = 5,
     QSW_WC_LOCAL_INV          = 6,
-    QSW_WC_REG_MR             = 10,     /* the kernel's IB_WC_REG_MR; not in ibv_wc_opcode */
+    /* the kernel's IB_WC_REG_MR; not in ibv_wc_opcode */
+    QSW_WC_REG_MR             = 10,
     QSW_WC_RECV               = 128,
     QSW_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -112,7 +117,8 @@ enum qsw_wr_opcode {
     QSW_WR_LOCAL_INV            = 7,
     QSW_WR_BIND_MW              = 8,
     QSW_WR_SEND_WITH_INV        = 9,
-    QSW_WR_REG_MR               = 0x20, /* the kernel's IB_WR_REG_MR (fast register) */
+    /* the kernel's IB_WR_REG_MR (fast register) */
+    QSW_WR_REG_MR               = 0x20,
 };
 
 /* send_flags: the values of enum ibv_send_flags. */
@@ -127,7 +133,8 @@ enum qsw_wr_opcode {
 #define QSW_ACCESS_REMOTE_READ    (1u << 2)
 #define QSW_ACCESS_REMOTE_ATOMIC  (1u << 3)
 
-enum qsw_qp_type { QSW_QPT_RC = 2, QSW_QPT_UC = 3, QSW_QPT_UD = 4 };   /* ibv_qp_type */
+/* ibv_qp_type */
+enum qsw_qp_type { QSW_QPT_RC = 2, QSW_QPT_UC = 3, QSW_QPT_UD = 4 };
 
 /* QP state: the values of enum ibv_qp_state. */
 enum qsw_qp_state {
@@ -141,13 +148,22 @@ enum qsw_qp_state {
 };
 
 /* Path MTU: the values of enum ibv_mtu. */
-enum qsw_mtu { QSW_MTU_256 = 1, QSW_MTU_512, QSW_MTU_1024, QSW_MTU_2048, QSW_MTU_4096 };
+enum qsw_mtu {
+    QSW_MTU_256 = 1,
+    QSW_MTU_512,
+    QSW_MTU_1024,
+    QSW_MTU_2048,
+    QSW_MTU_4096
+};
 
 /* Asynchronous events: the values of enum ibv_event_type. */
 enum qsw_event {
-    QSW_EV_QP_FATAL          = 1,   /* transport error not tied to a WR; QP is in ERR */
-    QSW_EV_QP_REQ_ERR        = 2,   /* responder saw an invalid request; QP is in ERR */
-    QSW_EV_QP_ACCESS_ERR     = 3,   /* responder saw a remote access violation; QP is in ERR */
+    /* transport error not tied to a WR; QP is in ERR */
+    QSW_EV_QP_FATAL          = 1,
+    /* responder saw an invalid request; QP is in ERR */
+    QSW_EV_QP_REQ_ERR        = 2,
+    /* responder saw a remote access violation; QP is in ERR */
+    QSW_EV_QP_ACCESS_ERR     = 3,
     QSW_EV_COMM_EST          = 4,   /* first packet received in RTR */
     QSW_EV_SQ_DRAINED        = 5,   /* SQD reached with nothing outstanding */
     QSW_EV_QP_LAST_WQE_REACHED = 16,
@@ -189,7 +205,8 @@ struct qsw_av {
     uint8_t smac[6];
     uint8_t dgid[16];
     uint8_t sgid[16];
-    uint8_t traffic_class;  /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN) */
+    /* IPv4 TOS / IPv6 traffic class (DSCP << 2 | ECN) */
+    uint8_t traffic_class;
     uint8_t hop_limit;      /* IPv4 TTL / IPv6 hop limit; 0 means 64 */
     uint32_t flow_label;    /* 20 bits; also chooses the UDP source port */
 };
@@ -229,7 +246,8 @@ struct qsw_send_wr {
     uint32_t send_flags;    /* QSW_SEND_* */
     uint32_t num_sge;
     struct qsw_sge sg_list[QSW_MAX_SGE];
-    const void *inline_data;    /* QSW_SEND_INLINE: the payload, copied at post */
+    /* QSW_SEND_INLINE: the payload, copied at post */
+    const void *inline_data;
     uint32_t inline_len;
     uint32_t imm_data;          /* network byte order, as ibv_send_wr */
     uint32_t invalidate_rkey;   /* SEND_WITH_INV, LOCAL_INV */
@@ -248,7 +266,8 @@ struct qsw_send_wr {
     struct {
         struct qsw_av av;
         uint32_t remote_qpn;
-        uint32_t remote_qkey;   /* high bit set: use the QP's own Q_Key (IBTA 10.2) */
+        /* high bit set: use the QP's own Q_Key (IBTA 10.2) */
+        uint32_t remote_qkey;
     } ud;
 };
 
@@ -261,8 +280,10 @@ struct qsw_recv_wr {
 struct qsw_wc {
     uint64_t wr_id;
     uint32_t status;            /* enum qsw_wc_status */
-    uint32_t opcode;            /* enum qsw_wc_opcode; >= QSW_WC_RECV: receive side */
-    uint32_t byte_len;          /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
+    /* enum qsw_wc_opcode; >= QSW_WC_RECV: receive side */
+    uint32_t opcode;
+    /* receive: payload bytes (UD: plus the 40 GRH bytes, as verbs) */
+    uint32_t byte_len;
     uint32_t imm_data;          /* network byte order */
     uint32_t invalidated_rkey;
     uint32_t qp_num;
@@ -301,8 +322,10 @@ struct qsw_qp;
  */
 /* Transport events the engine reports to qsw_ops.trace. */
 enum qsw_trace {
-    QSW_TRACE_RETRANSMIT,   /* go-back-N from psn; detail: enum qsw_retransmit_cause */
-    QSW_TRACE_NAK_SENT,     /* a NAK or RNR NAK for psn; detail: the AETH syndrome */
+    /* go-back-N from psn; detail: enum qsw_retransmit_cause */
+    QSW_TRACE_RETRANSMIT,
+    /* a NAK or RNR NAK for psn; detail: the AETH syndrome */
+    QSW_TRACE_NAK_SENT,
     QSW_TRACE_NAK_RCVD,     /* the same, received */
 };
 
@@ -313,20 +336,26 @@ enum qsw_retransmit_cause {
 };
 
 struct qsw_ops {
-    int (*sge_read)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
-                    uint64_t off, void *dst, uint32_t len);
-    int (*sge_write)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
-                     uint64_t off, const void *src, uint32_t len);
-    int (*rkey_check)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
-                      uint64_t len, uint32_t access);
-    int (*rkey_read)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
-                     void *dst, uint32_t len);
-    int (*rkey_write)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
-                      const void *src, uint32_t len);
-    /* 8 bytes at va (8-byte aligned, checked by the engine); *orig gets the old value. */
-    int (*rkey_atomic)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t rkey, uint64_t va,
-                       enum qsw_atomic_op op, uint64_t compare_add, uint64_t swap,
-                       uint64_t *orig);
+    int (*sge_read)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge,
+                    unsigned nsge, uint64_t off, void *dst, uint32_t len);
+    int (*sge_write)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge,
+                     unsigned nsge, uint64_t off, const void *src,
+                     uint32_t len);
+    int (*rkey_check)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                      uint32_t rkey, uint64_t va, uint64_t len,
+                      uint32_t access);
+    int (*rkey_read)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                     uint32_t rkey, uint64_t va, void *dst, uint32_t len);
+    int (*rkey_write)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                      uint32_t rkey, uint64_t va, const void *src,
+                      uint32_t len);
+    /*
+     * 8 bytes at va (8-byte aligned, checked by the engine); *orig gets the old
+     * value.
+     */
+    int (*rkey_atomic)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                       uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+                       uint64_t compare_add, uint64_t swap, uint64_t *orig);
     /*
      * Pop the next receive WR of the QP (its RQ or SRQ): 0; -QSW_ENOENT when
      * there is none; -QSW_EIO when the next one cannot be used (the embedder
@@ -337,18 +366,29 @@ struct qsw_ops {
     int (*get_recv)(void *opaque, struct qsw_qp *qp, struct qsw_recv_wr *out);
     void (*complete)(void *opaque, struct qsw_qp *qp, const struct qsw_wc *wc);
     void (*qp_event)(void *opaque, struct qsw_qp *qp, enum qsw_event ev);
-    /* One Ethernet frame, without FCS; the buffer is only valid during the call. */
+    /*
+     * One Ethernet frame, without FCS; the buffer is only valid during the
+     * call.
+     */
     void (*send_frame)(void *opaque, const void *frame, size_t len);
     uint64_t (*now_ns)(void *opaque);
-    /* Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV): 0 or error. */
-    int (*invalidate)(void *opaque, struct qsw_qp *qp, uint32_t pd, uint32_t key);
-    /* REG_MR at the requester, in send-queue order: 0 or error (optional; without it REG_MR fails). */
+    /*
+     * Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV):
+     * 0 or error.
+     */
+    int (*invalidate)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                      uint32_t key);
+    /*
+     * REG_MR at the requester, in send-queue order: 0 or error (optional;
+     * without it REG_MR fails).
+     */
     int (*reg_mr)(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg);
     /*
      * BIND_MW at the requester, in send-queue order: 0, or an error that
      * completes the WR with MW_BIND_ERR (optional; without it BIND_MW fails).
      */
-    int (*bind_mw)(void *opaque, struct qsw_qp *qp, uint32_t pd, const struct qsw_bind_mw *bind);
+    int (*bind_mw)(void *opaque, struct qsw_qp *qp, uint32_t pd,
+                   const struct qsw_bind_mw *bind);
     /*
      * Optional: qsw_post_send() refused a WR of qp because its send queue
      * was full, and a slot is free again. Called once per refusal streak,
@@ -382,8 +422,10 @@ struct qsw_ops {
 
 /* Capacities chosen at QP creation (NULL: defaults). */
 struct qsw_qp_cap {
-    uint32_t max_send_wr;       /* send queue slots, rounded up to a power of two; default 256 */
-    uint32_t max_inline;        /* inline bytes per WR; default QSW_DEFAULT_INLINE */
+    /* send queue slots, rounded up to a power of two; default 256 */
+    uint32_t max_send_wr;
+    /* inline bytes per WR; default QSW_DEFAULT_INLINE */
+    uint32_t max_inline;
 };
 
 struct qsw_qp_attr {
@@ -394,9 +436,11 @@ struct qsw_qp_attr {
     uint32_t rq_psn;
     uint32_t sq_psn;
     uint32_t dest_qp_num;
-    uint32_t qp_access_flags;   /* QSW_ACCESS_REMOTE_* accepted by the responder */
+    /* QSW_ACCESS_REMOTE_* accepted by the responder */
+    uint32_t qp_access_flags;
     struct qsw_av av;
-    uint8_t max_rd_atomic;      /* outstanding READ/ATOMIC as requester (0 counts as 1) */
+    /* outstanding READ/ATOMIC as requester (0 counts as 1) */
+    uint8_t max_rd_atomic;
     uint8_t max_dest_rd_atomic; /* responder resources (0 counts as 1) */
     uint8_t min_rnr_timer;      /* 5-bit RNR NAK timer code (IBTA table 45) */
     uint8_t timeout;            /* 4.096 us * 2^timeout, 0: infinite */
@@ -404,7 +448,10 @@ struct qsw_qp_attr {
     uint8_t rnr_retry;          /* 0..7, 7: infinite */
 };
 
-/* Fault injection on the engine's transmit side (tests, and a debug knob of the device). */
+/*
+ * Fault injection on the engine's transmit side (tests, and a debug knob of the
+ * device).
+ */
 struct qsw_fault {
     uint32_t loss_ppm;          /* drop a frame */
     uint32_t dup_ppm;           /* send it twice */
@@ -412,46 +459,62 @@ struct qsw_fault {
     uint32_t corrupt_ppm;       /* flip one byte after the Ethernet header */
     uint64_t delay_ns;          /* fixed delay for every frame */
     uint64_t reorder_window_ns; /* default 50 us */
-    uint64_t seed;              /* PRNG seed: the same seed gives the same faults */
+    /* PRNG seed: the same seed gives the same faults */
+    uint64_t seed;
 };
 
 struct qsw_stats {
     uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
-    uint64_t tx_acks, tx_naks_seq, tx_naks_err, tx_rnr_naks, tx_read_resp, tx_atomic_acks;
+    uint64_t tx_acks, tx_naks_seq, tx_naks_err, tx_rnr_naks, tx_read_resp,
+        tx_atomic_acks;
     uint64_t rx_acks, rx_naks_seq, rx_naks_err, rx_rnr_naks;
     uint64_t retransmits;       /* packets sent again by go-back-N */
     uint64_t timeouts;          /* retransmit timer expiries */
-    uint64_t stall_retries;     /* timeouts retried past retry_cnt, within the stall floor */
+    /* timeouts retried past retry_cnt, within the stall floor */
+    uint64_t stall_retries;
     uint64_t duplicates;        /* duplicate requests seen by the responder */
-    uint64_t dup_responses;     /* duplicate or stale responses seen by the requester */
+    /* duplicate or stale responses seen by the requester */
+    uint64_t dup_responses;
     uint64_t completions;
     /* requests the responder began to execute (the first packet of each) */
     uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
     /* receive drops by reason */
-    uint64_t drop_not_roce;     /* not Ethernet II / IP / UDP 4791, or not our MAC */
-    uint64_t drop_malformed;    /* truncated, bad lengths, bad IP checksum, TVer, pad, opcode */
+    /* not Ethernet II / IP / UDP 4791, or not our MAC */
+    uint64_t drop_not_roce;
+    /* truncated, bad lengths, bad IP checksum, TVer, pad, opcode */
+    uint64_t drop_malformed;
     uint64_t drop_icrc;
     uint64_t drop_unknown_qp;
-    uint64_t drop_bad_state;    /* QP not in a state to receive, type/opcode mismatch */
-    uint64_t drop_addr;         /* RC/UC: source or destination address not the QP's */
-    uint64_t drop_out_of_seq;   /* requests past the expected PSN (after the one NAK) */
+    /* QP not in a state to receive, type/opcode mismatch */
+    uint64_t drop_bad_state;
+    /* RC/UC: source or destination address not the QP's */
+    uint64_t drop_addr;
+    /* requests past the expected PSN (after the one NAK) */
+    uint64_t drop_out_of_seq;
     uint64_t drop_qkey;         /* UD: Q_Key mismatch */
     uint64_t drop_no_recv;      /* UD: no receive WR */
-    uint64_t drop_uc;           /* UC: packet of a message broken by a PSN gap */
+    /* UC: packet of a message broken by a PSN gap */
+    uint64_t drop_uc;
     uint64_t drop_mcast;        /* multicast: not a UD SEND to QPN 0xffffff */
-    uint64_t rx_mcast_copies;   /* multicast: copies handed to attached QPs (Q_Key still checked) */
+    /* multicast: copies handed to attached QPs (Q_Key still checked) */
+    uint64_t rx_mcast_copies;
     /* fault injection */
     uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted;
 };
 
 struct qsw_engine;
 
-struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque, const uint8_t mac[6]);
+struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque,
+                                  const uint8_t mac[6]);
 /* Frees all QPs too, without completions. */
 void qsw_engine_free(struct qsw_engine *eng);
 void qsw_engine_set_mac(struct qsw_engine *eng, const uint8_t mac[6]);
-/* NULL or all rates zero turns fault injection off; frames held back are then sent. */
-void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *fault);
+/*
+ * NULL or all rates zero turns fault injection off; frames held back are then
+ * sent.
+ */
+void qsw_engine_set_fault(struct qsw_engine *eng,
+                          const struct qsw_fault *fault);
 /*
  * Stall floor: an RC requester reports RETRY_EXC_ERR only when its
  * retry_cnt retries have run out *and* it has gone at least floor_ns
@@ -463,12 +526,17 @@ void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *fault)
  */
 void qsw_engine_set_stall_floor(struct qsw_engine *eng, uint64_t floor_ns);
 
-/* A QP in RESET; NULL for a bad argument, a QPN in use (24-bit, unique per engine) or no memory. */
-struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_type type,
-                             uint32_t pd, const struct qsw_qp_cap *cap, void *user);
+/*
+ * A QP in RESET; NULL for a bad argument, a QPN in use (24-bit, unique per
+ * engine) or no memory.
+ */
+struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn,
+                             enum qsw_qp_type type, uint32_t pd,
+                             const struct qsw_qp_cap *cap, void *user);
 /* Destroys without completions (the embedder flushes its own queues). */
 void qsw_qp_destroy(struct qsw_qp *qp);
-int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *attr, uint32_t mask);
+int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *attr,
+                  uint32_t mask);
 int qsw_qp_query(struct qsw_qp *qp, struct qsw_qp_attr *attr);
 void *qsw_qp_user(const struct qsw_qp *qp);
 uint32_t qsw_qp_num(const struct qsw_qp *qp);
@@ -511,7 +579,8 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget);
 void qsw_engine_stats(struct qsw_engine *eng, struct qsw_stats *stats);
 
 /* Helpers of general use. */
-uint32_t qsw_mtu_bytes(enum qsw_mtu mtu);               /* 0 for an invalid value */
+/* 0 for an invalid value */
+uint32_t qsw_mtu_bytes(enum qsw_mtu mtu);
 uint64_t qsw_rnr_timer_ns(unsigned code);              /* IBTA table 45 */
 const char *qsw_wc_status_str(enum qsw_wc_status st);
 

@@ -105,7 +105,8 @@ struct sw_be {
     void *opaque;
     struct qrdma_be_params params;
     struct qsw_engine *eng;
-    struct sw_be_qp *qps;       /* every QP, so that reset and destroy free them */
+    /* every QP, so that reset and destroy free them */
+    struct sw_be_qp *qps;
 };
 
 /*
@@ -114,7 +115,8 @@ struct sw_be {
  */
 struct sw_be_qp {
     struct sw_be_qp *next, **prev;
-    struct qsw_qp *tp;          /* NULL only after a failed RESET, until qp_destroy */
+    /* NULL only after a failed RESET, until qp_destroy */
+    struct qsw_qp *tp;
     uint32_t qp_id, type, pd;
     struct qsw_qp_cap cap;
 };
@@ -134,15 +136,16 @@ static struct sw_be_qp *qp_of_tp(struct qsw_qp *tp)
     return qsw_qp_user(tp);
 }
 
-/* ---- the engine's callbacks, onto the core's ----------------------------------- */
+/* ---- the engine's callbacks, onto the core's ----------------------------- */
 
 /*
  * Gather (dst) or scatter (src) len bytes at byte offset off of an SGE
  * list, piece by piece through the core's MR table; 0 or minus the
  * completion status.
  */
-static int sge_copy(struct sw_be *sw, struct qsw_qp *tp, const struct qsw_sge *sge,
-                    unsigned nsge, uint64_t off, uint8_t *dst, const uint8_t *src, uint32_t len)
+static int sge_copy(struct sw_be *sw, struct qsw_qp *tp,
+                    const struct qsw_sge *sge, unsigned nsge, uint64_t off,
+                    uint8_t *dst, const uint8_t *src, uint32_t len)
 {
     struct sw_be_qp *qp = qp_of_tp(tp);
     uint32_t done = 0;
@@ -161,7 +164,8 @@ static int sge_copy(struct sw_be *sw, struct qsw_qp *tp, const struct qsw_sge *s
             n = len - done;
         }
         err = dst ? sw->cb.mr_read(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey,
-                                   sge[i].addr + off, dst + done, (uint32_t)n, 0)
+                                   sge[i].addr + off, dst + done, (uint32_t)n,
+                                   0)
                   : sw->cb.mr_write(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey,
                                     sge[i].addr + off, src + done, (uint32_t)n,
                                     QRDMA_BE_ACCESS_LOCAL_WRITE);
@@ -174,8 +178,9 @@ static int sge_copy(struct sw_be *sw, struct qsw_qp *tp, const struct qsw_sge *s
     return done == len ? 0 : -QSW_WC_LOC_LEN_ERR;
 }
 
-static int cb_sge_read(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge, unsigned nsge,
-                       uint64_t off, void *dst, uint32_t len)
+static int cb_sge_read(void *opaque, struct qsw_qp *tp,
+                       const struct qsw_sge *sge, unsigned nsge, uint64_t off,
+                       void *dst, uint32_t len)
 {
     return sge_copy(opaque, tp, sge, nsge, off, dst, NULL, len);
 }
@@ -238,53 +243,69 @@ static int cb_sge_write(void *opaque, struct qsw_qp *tp, const struct qsw_sge *s
     return sge_copy(opaque, tp, sge, nsge, off, NULL, src, len);
 }
 
-/* The responder's accesses through an rkey: the QP goes along (type 2 windows). */
-static int cb_rkey_check(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey, uint64_t va,
-                         uint64_t len, uint32_t access)
+/*
+ * The responder's accesses through an rkey: the QP goes along (type 2 windows).
+ */
+static int cb_rkey_check(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                         uint32_t rkey, uint64_t va, uint64_t len,
+                         uint32_t access)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_check(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, len, access)
-           ? -QSW_EACCES : 0;
+    return sw->cb.mr_check(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, len,
+                           access)
+               ? -QSW_EACCES
+               : 0;
 }
 
-static int cb_rkey_read(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey, uint64_t va,
-                        void *dst, uint32_t len)
+static int cb_rkey_read(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                        uint32_t rkey, uint64_t va, void *dst, uint32_t len)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_read(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, dst, len,
-                          QRDMA_BE_ACCESS_REMOTE_READ) ? -QSW_EACCES : 0;
+    return sw->cb.mr_read(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, dst,
+                          len, QRDMA_BE_ACCESS_REMOTE_READ)
+               ? -QSW_EACCES
+               : 0;
 }
 
-static int cb_rkey_write(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey,
-                         uint64_t va, const void *src, uint32_t len)
+static int cb_rkey_write(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                         uint32_t rkey, uint64_t va, const void *src,
+                         uint32_t len)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.mr_write(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, src, len,
-                           QRDMA_BE_ACCESS_REMOTE_WRITE) ? -QSW_EACCES : 0;
+    return sw->cb.mr_write(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va, src,
+                           len, QRDMA_BE_ACCESS_REMOTE_WRITE)
+               ? -QSW_EACCES
+               : 0;
 }
 
-static int cb_rkey_atomic(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t rkey,
-                          uint64_t va, enum qsw_atomic_op op, uint64_t compare_add,
-                          uint64_t swap, uint64_t *orig)
+static int cb_rkey_atomic(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                          uint32_t rkey, uint64_t va, enum qsw_atomic_op op,
+                          uint64_t compare_add, uint64_t swap, uint64_t *orig)
 {
     struct sw_be *sw = opaque;
 
     return sw->cb.mr_atomic(sw->opaque, pd, qp_of_tp(tp)->qp_id, rkey, va,
-                            (enum qrdma_be_atomic_op)op, compare_add, swap, orig)
-           ? -QSW_EACCES : 0;
+                            (enum qrdma_be_atomic_op)op, compare_add, swap,
+                            orig)
+               ? -QSW_EACCES
+               : 0;
 }
 
-static int cb_invalidate(void *opaque, struct qsw_qp *tp, uint32_t pd, uint32_t key)
+static int cb_invalidate(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                         uint32_t key)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.invalidate(sw->opaque, pd, qp_of_tp(tp)->qp_id, key) ? -QSW_EINVAL : 0;
+    return sw->cb.invalidate(sw->opaque, pd, qp_of_tp(tp)->qp_id, key)
+               ? -QSW_EINVAL
+               : 0;
 }
 
-static int cb_bind_mw(void *opaque, struct qsw_qp *tp, uint32_t pd, const struct qsw_bind_mw *b)
+static int cb_bind_mw(void *opaque, struct qsw_qp *tp, uint32_t pd,
+                      const struct qsw_bind_mw *b)
 {
     struct sw_be *sw = opaque;
     const struct qrdma_be_bind_mw bind = {
@@ -296,7 +317,9 @@ static int cb_bind_mw(void *opaque, struct qsw_qp *tp, uint32_t pd, const struct
         .length = b->length,
     };
 
-    return sw->cb.bind_mw(sw->opaque, pd, qp_of_tp(tp)->qp_id, &bind) ? -QSW_EINVAL : 0;
+    return sw->cb.bind_mw(sw->opaque, pd, qp_of_tp(tp)->qp_id, &bind)
+               ? -QSW_EINVAL
+               : 0;
 }
 
 static int cb_reg_mr(void *opaque, uint32_t pd, const struct qsw_reg_mr *reg)
@@ -340,7 +363,8 @@ static int cb_get_recv(void *opaque, struct qsw_qp *tp, struct qsw_recv_wr *out)
     return 0;
 }
 
-static void cb_complete(void *opaque, struct qsw_qp *tp, const struct qsw_wc *wc)
+static void cb_complete(void *opaque, struct qsw_qp *tp,
+                        const struct qsw_wc *wc)
 {
     struct sw_be *sw = opaque;
     const struct qrdma_be_wc be_wc = {
@@ -365,12 +389,13 @@ static void cb_qp_event(void *opaque, struct qsw_qp *tp, enum qsw_event ev)
     sw->cb.event(sw->opaque, (enum qrdma_be_event)ev, qp_of_tp(tp)->qp_id);
 }
 
-static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev, uint32_t psn,
-                     uint32_t detail)
+static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev,
+                     uint32_t psn, uint32_t detail)
 {
     struct sw_be *sw = opaque;
 
-    sw->cb.tp_event(sw->opaque, qp_of_tp(tp)->qp_id, (enum qrdma_be_tp_event)ev, psn, detail);
+    sw->cb.tp_event(sw->opaque, qp_of_tp(tp)->qp_id, (enum qrdma_be_tp_event)ev,
+                    psn, detail);
 }
 
 static void cb_send_frame(void *opaque, const void *frame, size_t len)
@@ -423,9 +448,12 @@ static const struct qsw_ops sw_engine_ops = {
     .trace = cb_trace,
 };
 
-/* ---- lifecycle ----------------------------------------------------------------- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
-/* An engine as the params say: the power-on MAC, faults (all zero: off), the stall floor. */
+/*
+ * An engine as the params say: the power-on MAC, faults (all zero: off), the
+ * stall floor.
+ */
 static struct qsw_engine *engine_new(struct sw_be *sw)
 {
     const struct qrdma_be_params *p = &sw->params;
@@ -465,9 +493,10 @@ static void qps_free(struct sw_be *sw)
     }
 }
 
-static struct qrdma_be *sw_create(const struct qrdma_be_callbacks *cb, void *opaque,
-                                  const struct qrdma_be_params *params, char *err,
-                                  size_t err_len)
+static struct qrdma_be *sw_create(const struct qrdma_be_callbacks *cb,
+                                  void *opaque,
+                                  const struct qrdma_be_params *params,
+                                  char *err, size_t err_len)
 {
     struct sw_be *sw = calloc(1, sizeof(*sw));
 
@@ -490,7 +519,10 @@ fail:
     return NULL;
 }
 
-/* The engine frees its QPs without completions; a new one starts from the params. */
+/*
+ * The engine frees its QPs without completions; a new one starts from the
+ * params.
+ */
 static int sw_reset(struct qrdma_be *be)
 {
     struct sw_be *sw = sw_of(be);
@@ -512,9 +544,10 @@ static void sw_destroy(struct qrdma_be *be)
     free(sw);
 }
 
-/* ---- QPs ------------------------------------------------------------------------- */
+/* ---- QPs ----------------------------------------------------------------- */
 
-static int sw_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
+static int sw_qp_create(struct qrdma_be *be,
+                        const struct qrdma_be_qp_init *init,
                         struct qrdma_be_qp **out, uint32_t *qpn)
 {
     struct sw_be *sw = sw_of(be);
@@ -528,9 +561,11 @@ static int sw_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     qp->pd = init->pd;
     qp->cap.max_send_wr = init->max_send_wr;
     qp->cap.max_inline = init->max_inline;
-    /* The engine's QPN is the core's QP ID: peers address the guest's QP by it. */
-    qp->tp = qsw_qp_create(sw->eng, init->qp_id, (enum qsw_qp_type)qp->type, qp->pd, &qp->cap,
-                           qp);
+    /*
+     * The engine's QPN is the core's QP ID: peers address the guest's QP by it.
+     */
+    qp->tp = qsw_qp_create(sw->eng, init->qp_id, (enum qsw_qp_type)qp->type,
+                           qp->pd, &qp->cap, qp);
     if (!qp->tp) {
         free(qp);
         return -ENOMEM;
@@ -564,7 +599,8 @@ static int sw_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *handle,
     struct sw_be_qp *qp = qp_of(handle);
     struct qsw_qp_attr a;
 
-    if ((mask & QRDMA_BE_QP_ATTR_STATE) && attr->qp_state == QRDMA_BE_QPS_RESET) {
+    if ((mask & QRDMA_BE_QP_ATTR_STATE) &&
+        attr->qp_state == QRDMA_BE_QPS_RESET) {
         /*
          * A new engine QP: nothing of the old one's queue, PSNs, timers or
          * responder resources survives, and the QPN (the QP ID) stays.
@@ -572,8 +608,8 @@ static int sw_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *handle,
         if (qp->tp) {
             qsw_qp_destroy(qp->tp);
         }
-        qp->tp = qsw_qp_create(sw->eng, qp->qp_id, (enum qsw_qp_type)qp->type, qp->pd, &qp->cap,
-                               qp);
+        qp->tp = qsw_qp_create(sw->eng, qp->qp_id, (enum qsw_qp_type)qp->type,
+                               qp->pd, &qp->cap, qp);
         return qp->tp ? 0 : -ENOMEM;
     }
     if (!qp->tp) {
@@ -599,11 +635,13 @@ static int sw_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *handle,
     return qsw_qp_modify(qp->tp, &a, mask & QRDMA_BE_QP_ATTR_ALL) ? -EINVAL : 0;
 }
 
-static enum qrdma_be_qp_state sw_qp_state(struct qrdma_be *be, struct qrdma_be_qp *handle)
+static enum qrdma_be_qp_state sw_qp_state(struct qrdma_be *be,
+                                          struct qrdma_be_qp *handle)
 {
     struct sw_be_qp *qp = qp_of(handle);
 
-    return qp->tp ? (enum qrdma_be_qp_state)qsw_qp_state(qp->tp) : QRDMA_BE_QPS_ERR;
+    return qp->tp ? (enum qrdma_be_qp_state)qsw_qp_state(qp->tp)
+                  : QRDMA_BE_QPS_ERR;
 }
 
 static void sw_qp_destroy(struct qrdma_be *be, struct qrdma_be_qp *handle)
@@ -620,7 +658,7 @@ static void sw_qp_destroy(struct qrdma_be *be, struct qrdma_be_qp *handle)
     free(qp);
 }
 
-/* ---- work ------------------------------------------------------------------------- */
+/* ---- work ---------------------------------------------------------------- */
 
 static int sw_post_send(struct qrdma_be *be, struct qrdma_be_qp *handle,
                         const struct qrdma_be_send_wr *wr)
@@ -633,7 +671,10 @@ static int sw_post_send(struct qrdma_be *be, struct qrdma_be_qp *handle,
     if (!qp->tp || wr->num_sge > QSW_MAX_SGE) {
         return -EINVAL;
     }
-    /* Every field but the SGEs past num_sge and, off UD, the UD part: the engine reads neither. */
+    /*
+     * Every field but the SGEs past num_sge and, off UD, the UD part: the
+     * engine reads neither.
+     */
     w.wr_id = wr->wr_id;
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;
@@ -709,15 +750,18 @@ static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
 }
 
 _Static_assert((int)QRDMA_BE_TP_RETRANSMIT == (int)QSW_TRACE_RETRANSMIT &&
-               (int)QRDMA_BE_TP_NAK_SENT == (int)QSW_TRACE_NAK_SENT &&
-               (int)QRDMA_BE_TP_NAK_RCVD == (int)QSW_TRACE_NAK_RCVD &&
-               (int)QRDMA_BE_RETRANSMIT_TIMEOUT == (int)QSW_RETRANSMIT_TIMEOUT &&
-               (int)QRDMA_BE_RETRANSMIT_NAK == (int)QSW_RETRANSMIT_NAK &&
-               (int)QRDMA_BE_RETRANSMIT_RNR == (int)QSW_RETRANSMIT_RNR,
+                   (int)QRDMA_BE_TP_NAK_SENT == (int)QSW_TRACE_NAK_SENT &&
+                   (int)QRDMA_BE_TP_NAK_RCVD == (int)QSW_TRACE_NAK_RCVD &&
+                   (int)QRDMA_BE_RETRANSMIT_TIMEOUT ==
+                       (int)QSW_RETRANSMIT_TIMEOUT &&
+                   (int)QRDMA_BE_RETRANSMIT_NAK == (int)QSW_RETRANSMIT_NAK &&
+                   (int)QRDMA_BE_RETRANSMIT_RNR == (int)QSW_RETRANSMIT_RNR,
                "the contract's transport events are the engine's");
 
-/* The engine's counters under the device's names (docs/hw-spec.md section 20). */
-/* ---- saved state (sw_mig.c, docs/migration.md) ---------------------------------- */
+/*
+ * The engine's counters under the device's names (docs/hw-spec.md section 20).
+ */
+/* ---- saved state (sw_mig.c, docs/migration.md) --------------------------- */
 
 /*
  * The engine's section, then one section per QP (its core QP ID first).
@@ -733,7 +777,8 @@ static int sw_mig(struct qrdma_be *be, struct qrdma_mig *m)
     for (qp = sw->qps; qp; qp = qp->next) {
         n++;
     }
-    qrdma_mig_section(m, QRDMA_MIG_SEC_SW_ENGINE, "sw.engine", QRDMA_MIG_V_SW_ENGINE);
+    qrdma_mig_section(m, QRDMA_MIG_SEC_SW_ENGINE, "sw.engine",
+                      QRDMA_MIG_V_SW_ENGINE);
     qsw_engine_mig(sw->eng, m);
     qrdma_mig_u32_same(m, "engine.qps", n);
     qrdma_mig_section_end(m);
@@ -747,14 +792,18 @@ static int sw_mig(struct qrdma_be *be, struct qrdma_mig *m)
             break;
         }
         if (m->loading) {
-            for (qp = sw->qps; qp && qp->qp_id != qp_id; qp = qp->next) {
+            qp = sw->qps;
+            while (qp && qp->qp_id != qp_id) {
+                qp = qp->next;
             }
             if (!qp || !qp->tp) {
-                qrdma_mig_fail(m, -EINVAL, "qp_id", "QP %u does not exist here", qp_id);
+                qrdma_mig_fail(m, -EINVAL, "qp_id", "QP %u does not exist here",
+                               qp_id);
                 break;
             }
         } else if (!qp->tp) {
-            qrdma_mig_fail(m, -EIO, "qp_id", "QP %u lost its transport at a reset", qp_id);
+            qrdma_mig_fail(m, -EIO, "qp_id",
+                           "QP %u lost its transport at a reset", qp_id);
             break;
         }
         qsw_qp_mig(qp->tp, m);
@@ -793,8 +842,8 @@ static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
 
 const struct qrdma_be_ops qrdma_be_sw_ops = {
     .name = "sw",
-    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG | QRDMA_BE_CARRIES_MW |
-               QRDMA_BE_CARRIES_STATS,
+    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
+               QRDMA_BE_CARRIES_MW | QRDMA_BE_CARRIES_STATS,
     .create = sw_create,
     .reset = sw_reset,
     .destroy = sw_destroy,
@@ -805,7 +854,10 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .post_send = sw_post_send,
     /* Receive WQEs are pulled (get_recv) when a message needs one. */
     .recv_doorbell = NULL,
-    /* Memory goes through the core's MR table at each access: nothing to mirror. */
+    /*
+     * Memory goes through the core's MR table at each access: nothing to
+     * mirror.
+     */
     .mr_register = NULL,
     .mr_alloc_stag = NULL,
     .mr_deregister = NULL,
@@ -818,7 +870,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .stats = sw_stats,
 };
 
-/* ---- for tests and benchmarks ------------------------------------------------------ */
+/* ---- for tests and benchmarks -------------------------------------------- */
 
 struct qsw_engine *qrdma_be_sw_engine(struct qrdma_be *be)
 {

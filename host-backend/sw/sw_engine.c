@@ -20,7 +20,7 @@ uint64_t qsw_now(struct qsw_engine *eng)
     return eng->now;
 }
 
-/* ---- helpers of general use ------------------------------------------------ */
+/* ---- helpers of general use ---------------------------------------------- */
 
 uint32_t qsw_mtu_bytes(enum qsw_mtu mtu)
 {
@@ -29,9 +29,10 @@ uint32_t qsw_mtu_bytes(enum qsw_mtu mtu)
 
 /* IBTA vol. 1 table 45: RNR NAK timer field encoding, in us. */
 static const uint32_t rnr_us[32] = {
-    655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
-    2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
-    163840, 245760, 327680, 491520,
+    655360, 10,    20,    30,     40,     60,     80,     120,
+    160,    240,   320,   480,    640,    960,    1280,   1920,
+    2560,   3840,  5120,  7680,   10240,  15360,  20480,  30720,
+    40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
 uint64_t qsw_rnr_timer_ns(unsigned code)
@@ -42,22 +43,38 @@ uint64_t qsw_rnr_timer_ns(unsigned code)
 const char *qsw_wc_status_str(enum qsw_wc_status st)
 {
     static const char *const names[] = {
-        "success", "local length error", "local QP operation error",
-        "local EE context operation error", "local protection error", "WR flushed",
-        "memory window bind error", "bad response error", "local access error",
-        "remote invalid request error", "remote access error", "remote operation error",
-        "transport retry counter exceeded", "RNR retry counter exceeded",
-        "local RDD violation error", "remote invalid RD request", "operation aborted",
-        "invalid EE context number", "invalid EE context state", "fatal error",
-        "response timeout error", "general error",
+        "success",
+        "local length error",
+        "local QP operation error",
+        "local EE context operation error",
+        "local protection error",
+        "WR flushed",
+        "memory window bind error",
+        "bad response error",
+        "local access error",
+        "remote invalid request error",
+        "remote access error",
+        "remote operation error",
+        "transport retry counter exceeded",
+        "RNR retry counter exceeded",
+        "local RDD violation error",
+        "remote invalid RD request",
+        "operation aborted",
+        "invalid EE context number",
+        "invalid EE context state",
+        "fatal error",
+        "response timeout error",
+        "general error",
     };
 
-    return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st] : "unknown";
+    return (unsigned)st < sizeof(names) / sizeof(names[0]) ? names[st]
+                                                           : "unknown";
 }
 
-/* ---- engine ----------------------------------------------------------------- */
+/* ---- engine -------------------------------------------------------------- */
 
-struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque, const uint8_t mac[6])
+struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque,
+                                  const uint8_t mac[6])
 {
     struct qsw_engine *eng;
 
@@ -123,7 +140,8 @@ void qsw_engine_set_stall_floor(struct qsw_engine *eng, uint64_t floor_ns)
 
 void qsw_engine_set_fault(struct qsw_engine *eng, const struct qsw_fault *f)
 {
-    if (!f || !(f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_ns)) {
+    if (!f || !(f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm ||
+                f->delay_ns)) {
         eng->fault_on = false;
         memset(&eng->fault, 0, sizeof(eng->fault));
         qsw_fault_flush(eng, true);
@@ -142,7 +160,7 @@ void qsw_engine_stats(struct qsw_engine *eng, struct qsw_stats *stats)
     *stats = eng->st;
 }
 
-/* ---- lists ---------------------------------------------------------------- */
+/* ---- lists --------------------------------------------------------------- */
 
 void qsw_qp_activate(struct qsw_qp *qp)
 {
@@ -198,7 +216,9 @@ static void active_remove(struct qsw_qp *qp)
     qp->anext = NULL;
 }
 
-/* Keeps the QP on the timer list exactly while one of its deadlines is armed. */
+/*
+ * Keeps the QP on the timer list exactly while one of its deadlines is armed.
+ */
 void qsw_qp_timer_update(struct qsw_qp *qp)
 {
     struct qsw_engine *eng = qp->eng;
@@ -226,7 +246,7 @@ void qsw_qp_timer_update(struct qsw_qp *qp)
     }
 }
 
-/* ---- QPs --------------------------------------------------------------------- */
+/* ---- QPs ----------------------------------------------------------------- */
 
 struct qsw_qp *qsw_qp_lookup(struct qsw_engine *eng, uint32_t qpn)
 {
@@ -257,16 +277,18 @@ int qsw_res_alloc(struct qsw_qp *qp, unsigned n)
     return 0;
 }
 
-struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn, enum qsw_qp_type type,
-                             uint32_t pd, const struct qsw_qp_cap *cap, void *user)
+struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn,
+                             enum qsw_qp_type type, uint32_t pd,
+                             const struct qsw_qp_cap *cap, void *user)
 {
     uint32_t depth = cap && cap->max_send_wr ? cap->max_send_wr : 256;
     uint32_t inl = cap ? cap->max_inline : QSW_DEFAULT_INLINE;
     uint32_t n = 1, b;
     struct qsw_qp *qp;
 
-    if ((type != QSW_QPT_RC && type != QSW_QPT_UC && type != QSW_QPT_UD) || qpn > PSN_MASK ||
-        depth > QSW_MAX_SQ_DEPTH || inl > QSW_MAX_INLINE || qsw_qp_lookup(eng, qpn)) {
+    if ((type != QSW_QPT_RC && type != QSW_QPT_UC && type != QSW_QPT_UD) ||
+        qpn > PSN_MASK || depth > QSW_MAX_SQ_DEPTH || inl > QSW_MAX_INLINE ||
+        qsw_qp_lookup(eng, qpn)) {
         return NULL;
     }
     while (n < depth) {
@@ -318,7 +340,8 @@ void qsw_qp_destroy(struct qsw_qp *qp)
     active_remove(qp);
     qp->comp.rto_deadline = qp->comp.rnr_deadline = 0;
     qsw_qp_timer_update(qp);
-    for (pp = &eng->htab[qpn_hash(qp->qpn) & eng->hmask]; *pp; pp = &(*pp)->hnext) {
+    for (pp = &eng->htab[qpn_hash(qp->qpn) & eng->hmask]; *pp;
+         pp = &(*pp)->hnext) {
         if (*pp == qp) {
             *pp = qp->hnext;
             break;
@@ -337,7 +360,10 @@ size_t qsw_qp_host_bytes(const struct qsw_qp *qp)
 
 void *qsw_qp_user(const struct qsw_qp *qp) { return qp->user; }
 uint32_t qsw_qp_num(const struct qsw_qp *qp) { return qp->qpn; }
-enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp) { return (enum qsw_qp_state)qp->state; }
+enum qsw_qp_state qsw_qp_state(const struct qsw_qp *qp)
+{
+    return (enum qsw_qp_state)qp->state;
+}
 
 static void qp_reset(struct qsw_qp *qp)
 {
@@ -398,14 +424,21 @@ void qsw_qp_to_sqe(struct qsw_qp *qp)
     qsw_req_flush(qp);
 }
 
-/* The transport's states and QP types are the verbs values the table is indexed by. */
+/*
+ * The transport's states and QP types are the verbs values the table is indexed
+ * by.
+ */
 #define SAME_STATE(s) ((int)QSW_QPS_##s == (int)QRDMA_QPS_##s)
-_Static_assert(SAME_STATE(RESET) && SAME_STATE(INIT) && SAME_STATE(RTR) && SAME_STATE(RTS) &&
-               SAME_STATE(SQD) && SAME_STATE(SQE) && SAME_STATE(ERR),
+_Static_assert(SAME_STATE(RESET) && SAME_STATE(INIT) && SAME_STATE(RTR) &&
+                   SAME_STATE(RTS) && SAME_STATE(SQD) && SAME_STATE(SQE) &&
+                   SAME_STATE(ERR),
                "QP states are ibv_qp_state");
 #undef SAME_STATE
 
-/* IBTA 10.3.1: the transitions of qrdma_qp_transitions[], the device's table too. */
+/*
+ * IBTA 10.3.1: the transitions of qrdma_qp_transitions[], the device's table
+ * too.
+ */
 static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
 {
     unsigned kind = type == QSW_QPT_RC ? QRDMA_QPK_RC
@@ -426,7 +459,8 @@ static bool transition_ok(uint8_t type, unsigned cur, unsigned next)
 static bool sq_unstarted(const struct qsw_qp *qp)
 {
     return qp->sq_head == qp->sq_cur && qp->req.psn == qp->comp.psn &&
-           (qp->sq_cur == qp->sq_tail || qp->sq[qp->sq_cur & qp->sq_mask].state == WQE_PENDING);
+           (qp->sq_cur == qp->sq_tail ||
+            qp->sq[qp->sq_cur & qp->sq_mask].state == WQE_PENDING);
 }
 
 int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
@@ -440,11 +474,13 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
         return -QSW_EINVAL;
     }
     if (connected && cur == QSW_QPS_INIT && next == QSW_QPS_RTR &&
-        (mask & (QSW_QP_AV | QSW_QP_PATH_MTU | QSW_QP_DEST_QPN | QSW_QP_RQ_PSN)) !=
+        (mask &
+         (QSW_QP_AV | QSW_QP_PATH_MTU | QSW_QP_DEST_QPN | QSW_QP_RQ_PSN)) !=
             (QSW_QP_AV | QSW_QP_PATH_MTU | QSW_QP_DEST_QPN | QSW_QP_RQ_PSN)) {
         return -QSW_EINVAL;
     }
-    if (connected && cur == QSW_QPS_RTR && next == QSW_QPS_RTS && !(mask & QSW_QP_SQ_PSN)) {
+    if (connected && cur == QSW_QPS_RTR && next == QSW_QPS_RTS &&
+        !(mask & QSW_QP_SQ_PSN)) {
         return -QSW_EINVAL;
     }
     if (((mask & QSW_QP_PATH_MTU) && !qsw_mtu_bytes(a->path_mtu)) ||
@@ -508,7 +544,8 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
         qp->attr.dest_qp_num = a->dest_qp_num;
     }
     if (mask & (QSW_QP_AV | QSW_QP_DEST_QPN)) {
-        qp->sport = qsw_udp_sport(qp->attr.av.flow_label, qp->qpn, qp->attr.dest_qp_num);
+        qp->sport = qsw_udp_sport(qp->attr.av.flow_label, qp->qpn,
+                                  qp->attr.dest_qp_num);
     }
     if (next == cur) {
         return 0;
@@ -547,7 +584,7 @@ int qsw_qp_query(struct qsw_qp *qp, struct qsw_qp_attr *attr)
     return 0;
 }
 
-/* ---- posting ------------------------------------------------------------------ */
+/* ---- posting ------------------------------------------------------------- */
 
 static uint32_t wr_kind(uint32_t opcode)
 {
@@ -578,8 +615,8 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
     if (qp->state == QSW_QPS_RESET || wr->num_sge > QSW_MAX_SGE) {
         return -QSW_EINVAL;
     }
-    if (!kind && wr->opcode != QSW_WR_LOCAL_INV && wr->opcode != QSW_WR_REG_MR &&
-        wr->opcode != QSW_WR_BIND_MW) {
+    if (!kind && wr->opcode != QSW_WR_LOCAL_INV &&
+        wr->opcode != QSW_WR_REG_MR && wr->opcode != QSW_WR_BIND_MW) {
         return -QSW_EINVAL;
     }
     /* IBTA ch. 10: which operations each service type carries */
@@ -591,8 +628,8 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
         return -QSW_EINVAL;
     }
     if (wr->send_flags & QSW_SEND_INLINE) {
-        if (wr->inline_len > qp->max_inline || kind == M_READ || kind == M_ATOMIC ||
-            (wr->inline_len && !wr->inline_data)) {
+        if (wr->inline_len > qp->max_inline || kind == M_READ ||
+            kind == M_ATOMIC || (wr->inline_len && !wr->inline_data)) {
             return -QSW_EINVAL;
         }
         len = wr->inline_len;
@@ -600,7 +637,8 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
         for (uint32_t i = 0; i < wr->num_sge; i++) {
             len += wr->sg_list[i].length;
         }
-        if (len > 0x80000000ull) {              /* IBTA: messages up to 2^31 bytes */
+        /* IBTA: messages up to 2^31 bytes */
+        if (len > 0x80000000ull) {
             return -QSW_EINVAL;
         }
     }
@@ -632,7 +670,7 @@ int qsw_post_send(struct qsw_qp *qp, const struct qsw_send_wr *wr)
     return 0;
 }
 
-/* ---- receive ------------------------------------------------------------------ */
+/* ---- receive ------------------------------------------------------------- */
 
 void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len)
 {
@@ -651,14 +689,17 @@ void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len)
         return;
     }
     svc = pkt.opcode >> 5;                  /* 0 RC, 1 UC, 3 UD */
-    if ((svc == 0 && qp->type != QSW_QPT_RC) || (svc == 1 && qp->type != QSW_QPT_UC) ||
+    if ((svc == 0 && qp->type != QSW_QPT_RC) ||
+        (svc == 1 && qp->type != QSW_QPT_UC) ||
         (svc == 3 && qp->type != QSW_QPT_UD) || qp->state < QSW_QPS_RTR ||
-        qp->state == QSW_QPS_ERR || ((pkt.mask & M_RESP) && qp->state == QSW_QPS_RTR)) {
+        qp->state == QSW_QPS_ERR ||
+        ((pkt.mask & M_RESP) && qp->state == QSW_QPS_RTR)) {
         eng->st.drop_bad_state++;
         return;
     }
-    if (qp->type != QSW_QPT_UD && (memcmp(pkt.sgid, qp->attr.av.dgid, 16) != 0 ||
-                                   memcmp(pkt.dgid, qp->attr.av.sgid, 16) != 0)) {
+    if (qp->type != QSW_QPT_UD &&
+        (memcmp(pkt.sgid, qp->attr.av.dgid, 16) != 0 ||
+         memcmp(pkt.dgid, qp->attr.av.sgid, 16) != 0)) {
         eng->st.drop_addr++;
         return;
     }
@@ -676,7 +717,10 @@ void qsw_rx_frame(struct qsw_engine *eng, const void *frame, size_t len)
     }
 }
 
-/* IBTA 10.5 / A17: a multicast datagram is a UD SEND to the multicast QPN, delivered to each member. */
+/*
+ * IBTA 10.5 / A17: a multicast datagram is a UD SEND to the multicast QPN,
+ * delivered to each member.
+ */
 #define QPN_MULTICAST 0xffffffu
 
 void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
@@ -690,7 +734,8 @@ void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
     if (qsw_parse_mcast(eng, frame, len, &pkt)) {
         return;
     }
-    if (pkt.opcode >> 5 != 3 || !(pkt.mask & M_SEND) || pkt.dqpn != QPN_MULTICAST) {
+    if (pkt.opcode >> 5 != 3 || !(pkt.mask & M_SEND) ||
+        pkt.dqpn != QPN_MULTICAST) {
         eng->st.drop_mcast++;
         return;
     }
@@ -712,7 +757,7 @@ void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
     }
 }
 
-/* ---- poll -------------------------------------------------------------------------- */
+/* ---- poll ---------------------------------------------------------------- */
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -743,8 +788,12 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
         if (used == quantum) {
             qsw_qp_activate(qp);            /* more to do: back of the line */
         }
-        /* not right after a go-back whose resend has not started (see sq_unstarted) */
-        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent && sq_unstarted(qp)) {
+        /*
+         * not right after a go-back whose resend has not started (see
+         * sq_unstarted)
+         */
+        if (qp->state == QSW_QPS_SQD && !qp->req.drained_sent &&
+            sq_unstarted(qp)) {
             qp->req.drained_sent = true;
             qp_event(qp, QSW_EV_SQ_DRAINED);
         }

@@ -35,22 +35,26 @@ static bool hit(struct qsw_engine *eng, uint32_t ppm)
     return ppm && rnd(eng) % 1000000u < ppm;
 }
 
-static void hold(struct qsw_engine *eng, const uint8_t *frame, size_t len, uint64_t at,
-                 bool corrupt)
+static void hold(struct qsw_engine *eng, const uint8_t *frame, size_t len,
+                 uint64_t at, bool corrupt)
 {
     struct qsw_held *h = malloc(sizeof(*h) + len), **pp;
 
     if (!h) {
-        return;                             /* out of memory: the frame is lost */
+        /* out of memory: the frame is lost */
+        return;
     }
     memcpy(h->data, frame, len);
     h->len = len;
     h->at = at;
     if (corrupt && len > ETH_HLEN) {
-        h->data[ETH_HLEN + rnd(eng) % (len - ETH_HLEN)] ^= (uint8_t)(1u << (rnd(eng) % 8));
+        h->data[ETH_HLEN + rnd(eng) % (len - ETH_HLEN)] ^=
+            (uint8_t)(1u << (rnd(eng) % 8));
         eng->st.fault_corrupted++;
     }
-    for (pp = &eng->held; *pp && (*pp)->at <= at; pp = &(*pp)->next) {
+    pp = &eng->held;
+    while (*pp && (*pp)->at <= at) {
+        pp = &(*pp)->next;
     }
     h->next = *pp;
     *pp = h;

@@ -18,30 +18,62 @@
 
 /* ---- byte order ---------------------------------------------------------- */
 
-static inline uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t ld24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+static inline uint16_t ld16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+static inline uint32_t ld24(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
 static inline uint32_t ld32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+           p[3];
 }
-static inline uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) << 32 | ld32(p + 4); }
-static inline void st16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = (uint8_t)v; }
-static inline void st24(uint8_t *p, uint32_t v) { p[0] = v >> 16; p[1] = v >> 8; p[2] = (uint8_t)v; }
+static inline uint64_t ld64(const uint8_t *p)
+{
+    return (uint64_t)ld32(p) << 32 | ld32(p + 4);
+}
+static inline void st16(uint8_t *p, uint16_t v)
+{
+    p[0] = v >> 8;
+    p[1] = (uint8_t)v;
+}
+static inline void st24(uint8_t *p, uint32_t v)
+{
+    p[0] = v >> 16;
+    p[1] = v >> 8;
+    p[2] = (uint8_t)v;
+}
 static inline void st32(uint8_t *p, uint32_t v)
 {
     p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = (uint8_t)v;
 }
-static inline void st64(uint8_t *p, uint64_t v) { st32(p, v >> 32); st32(p + 4, (uint32_t)v); }
+static inline void st64(uint8_t *p, uint64_t v)
+{
+    st32(p, v >> 32);
+    st32(p + 4, (uint32_t)v);
+}
 
 /* ---- PSN arithmetic: 24 bits, compared in a half window (IBTA 9.7.1) ----- */
 
 #define PSN_MASK 0xffffffu
-static inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & PSN_MASK; }
-static inline uint32_t psn_sub(uint32_t a, uint32_t b) { return (a - b) & PSN_MASK; }
+static inline uint32_t psn_add(uint32_t a, uint32_t n)
+{
+    return (a + n) & PSN_MASK;
+}
+static inline uint32_t psn_sub(uint32_t a, uint32_t b)
+{
+    return (a - b) & PSN_MASK;
+}
 /* <0, 0, >0 as a is before, equal to, after b */
-static inline int32_t psn_cmp(uint32_t a, uint32_t b) { return (int32_t)((a - b) << 8); }
+static inline int32_t psn_cmp(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8);
+}
 
-/* ---- wire layouts --------------------------------------------------------- */
+/* ---- wire layouts -------------------------------------------------------- */
 
 #define ETH_HLEN        14
 #define ETHERTYPE_IPV4  0x0800
@@ -73,7 +105,8 @@ static inline int32_t psn_cmp(uint32_t a, uint32_t b) { return (int32_t)((a - b)
 #define AETH_ACK        0x00
 #define AETH_RNR_NAK    0x20
 #define AETH_NAK        0x60
-#define AETH_CREDIT_INVALID 0x1f    /* ACK without end-to-end credit information */
+/* ACK without end-to-end credit information */
+#define AETH_CREDIT_INVALID 0x1f
 #define NAK_PSN_SEQ     0
 #define NAK_INV_REQ     1
 #define NAK_REM_ACCESS  2
@@ -81,12 +114,29 @@ static inline int32_t psn_cmp(uint32_t a, uint32_t b) { return (int32_t)((a - b)
 
 /* Opcodes (IBTA 9.2): RC 0x00-0x17, UC 0x20-0x2b, UD 0x64-0x65. */
 enum {
-    OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_LAST_IMM,
-    OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_WRITE_FIRST, OP_WRITE_MIDDLE, OP_WRITE_LAST,
-    OP_WRITE_LAST_IMM, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM, OP_READ_REQ,
-    OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST, OP_READ_RESP_ONLY,
-    OP_ACK, OP_ATOMIC_ACK, OP_CMP_SWAP, OP_FETCH_ADD,
-    OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
+    OP_SEND_FIRST = 0x00,
+    OP_SEND_MIDDLE,
+    OP_SEND_LAST,
+    OP_SEND_LAST_IMM,
+    OP_SEND_ONLY,
+    OP_SEND_ONLY_IMM,
+    OP_WRITE_FIRST,
+    OP_WRITE_MIDDLE,
+    OP_WRITE_LAST,
+    OP_WRITE_LAST_IMM,
+    OP_WRITE_ONLY,
+    OP_WRITE_ONLY_IMM,
+    OP_READ_REQ,
+    OP_READ_RESP_FIRST,
+    OP_READ_RESP_MIDDLE,
+    OP_READ_RESP_LAST,
+    OP_READ_RESP_ONLY,
+    OP_ACK,
+    OP_ATOMIC_ACK,
+    OP_CMP_SWAP,
+    OP_FETCH_ADD,
+    OP_SEND_LAST_INV = 0x16,
+    OP_SEND_ONLY_INV = 0x17,
 };
 #define OP_UC   0x20
 #define OP_UD   0x60
@@ -134,7 +184,8 @@ void qsw_crc32_init(uint32_t tab[8][256]);
 /* The process's tables, built on first use (thread-safe). */
 const uint32_t (*qsw_crc32_tables(void))[256];
 /* No pre- or post-inversion; any length, any alignment. */
-uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len);
+uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc,
+                          const void *buf, size_t len);
 /*
  * The implementations, chosen once per process: the widest carry-less
  * multiply this CPU has (x86-64), else tables. Tests force each one.
@@ -149,9 +200,14 @@ enum qsw_crc_impl {
 extern const char *const qsw_crc_impl_name[QSW_CRC_NIMPL];
 bool qsw_crc32_supported(enum qsw_crc_impl impl);
 enum qsw_crc_impl qsw_crc32_impl(void);
-/* For tests and benchmarks: switch the whole process; -ENOTSUP if this CPU or build lacks it. */
+/*
+ * For tests and benchmarks: switch the whole process; -ENOTSUP if this CPU or
+ * build lacks it.
+ */
 int qsw_crc32_select(enum qsw_crc_impl impl);
-/* The folding constants x^n mod P(x), as the code uses them (see sw_proto.c). */
+/*
+ * The folding constants x^n mod P(x), as the code uses them (see sw_proto.c).
+ */
 struct qsw_crc_xpow {
     unsigned n;
     uint64_t k;
@@ -164,10 +220,11 @@ extern const size_t qsw_crc_nxpow;
  * LRH, then the IP/UDP/BTH headers with the variant fields set to ones,
  * then the rest unchanged; the result goes on the wire little-endian.
  */
-uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6);
+uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len,
+                  bool ipv6);
 uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 
-/* ---- engine and QP -------------------------------------------------------- */
+/* ---- engine and QP ------------------------------------------------------- */
 
 /* Payload pieces of one frame sent mapped (qsw_ops.sge_map); more: the payload is copied. */
 #define QSW_TX_IOV_MAX  16
@@ -186,8 +243,10 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 #define QSW_MAX_UNACKED 256     /* request PSNs in flight before the requester waits */
 #define QSW_ACKREQ_EVERY 32     /* AckReq at least this often within long messages */
 #define QSW_MIN_CWND    8       /* the send window never shrinks below this */
-#define QSW_ACK_EVERY   16      /* responder ACKs unprompted after this many packets */
-#define QSW_QP_QUANTUM  16      /* frames a QP sends before the next QP's turn */
+/* responder ACKs unprompted after this many packets */
+#define QSW_ACK_EVERY   16
+/* frames a QP sends before the next QP's turn */
+#define QSW_QP_QUANTUM  16
 
 /*
  * PENDING: not started, PSNs and MTU assigned when it starts. INFLIGHT: its
@@ -204,9 +263,13 @@ struct qsw_wqe {
     uint8_t *inl;               /* inline payload (QSW_SEND_INLINE) */
     uint32_t len;               /* message bytes */
     uint32_t first_psn, last_psn, npkts;
-    uint32_t mtu;               /* path MTU when it started: its packets keep this size even
-                                   when a modify changes the MTU before they are all acked */
-    uint32_t mask;              /* M_SEND / M_WRITE / M_READ / M_ATOMIC, 0: local */
+    /*
+     * path MTU when it started: its packets keep this size even when a
+     * modify changes the MTU before they are all acked
+     */
+    uint32_t mtu;
+    /* M_SEND / M_WRITE / M_READ / M_ATOMIC, 0: local */
+    uint32_t mask;
     uint8_t state;
     uint8_t status;
 };
@@ -216,10 +279,12 @@ struct qsw_res {
     uint8_t type;               /* RES_* */
     bool active;                /* responses still to send */
     uint32_t first_psn, last_psn;
-    uint32_t start_psn, cur_psn;    /* this run of responses: from start_psn, next cur_psn */
+    /* this run of responses: from start_psn, next cur_psn */
+    uint32_t start_psn, cur_psn;
     uint64_t va;
     uint32_t rkey, len;
-    uint32_t mtu;               /* READ: response size, the path MTU when it was accepted */
+    /* READ: response size, the path MTU when it was accepted */
+    uint32_t mtu;
     uint64_t orig;              /* ATOMIC: the value returned */
 };
 #define RES_NONE   0
@@ -247,13 +312,16 @@ struct qsw_qp {
     uint8_t *inl_pool;
     uint32_t max_inline;
     uint32_t sq_mask, sq_head, sq_cur, sq_tail;     /* free-running */
-    bool sq_waiting;            /* a post found the queue full: ops.sq_space when not */
+    /* a post found the queue full: ops.sq_space when not */
+    bool sq_waiting;
 
     struct {
         uint32_t psn;           /* next PSN to send */
         uint32_t noack;         /* packets since the last AckReq */
-        uint32_t hi_psn;        /* first PSN never sent: below it, a send is a retransmit */
-        bool stopped;           /* a local error: send nothing more, let the completer finish */
+        /* first PSN never sent: below it, a send is a retransmit */
+        uint32_t hi_psn;
+        /* a local error: send nothing more, let the completer finish */
+        bool stopped;
         unsigned rd_atomic;     /* outstanding READ/ATOMIC */
         bool drained_sent;
         /*
@@ -271,16 +339,21 @@ struct qsw_qp {
         uint64_t rto_deadline;  /* 0: not armed */
         uint64_t rnr_deadline;  /* 0: not waiting */
         uint32_t rnr_psn;
-        bool rewound;           /* resent from comp.psn, no progress since: missing
-                                   responses, stale ACKs and NAKs for it do not rewind again */
+        /*
+         * resent from comp.psn, no progress since: missing responses, stale
+         * ACKs and NAKs for it do not rewind again
+         */
+        bool rewound;
         bool stalled;           /* a retry since the last progress */
-        uint64_t stall_since;   /* then: when the requester last saw progress, about */
+        /* then: when the requester last saw progress, about */
+        uint64_t stall_since;
     } comp;
     struct {
         uint32_t psn;           /* expected PSN */
         uint32_t msn;
         bool nak_sent;          /* NAK (seq or RNR) sent for psn */
-        uint32_t in_msg;        /* 0, M_SEND or M_WRITE: a multi-packet message in progress */
+        /* 0, M_SEND or M_WRITE: a multi-packet message in progress */
+        uint32_t in_msg;
         bool have_wr;
         bool uc_drop;           /* UC: drop until the next FIRST/ONLY */
         struct qsw_recv_wr wr;
@@ -291,7 +364,8 @@ struct qsw_qp {
         uint8_t ack_syn;
         uint32_t ack_psn;
         uint32_t since_ack;
-        bool fatal;             /* a fatal NAK waits for earlier responses to leave */
+        /* a fatal NAK waits for earlier responses to leave */
+        bool fatal;
         uint8_t fatal_syn, fatal_ev;
         uint32_t fatal_psn;
         struct qsw_res *res;
@@ -344,8 +418,11 @@ struct qsw_pkt {
 /* sw_engine.c */
 uint64_t qsw_now(struct qsw_engine *eng);
 
-/* A transport event for the embedder's tracer, if it has one (qsw_ops.trace). */
-static inline void qsw_trace(struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn, uint32_t detail)
+/*
+ * A transport event for the embedder's tracer, if it has one (qsw_ops.trace).
+ */
+static inline void qsw_trace(struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn,
+                             uint32_t detail)
 {
     if (qp->eng->ops.trace) {
         qp->eng->ops.trace(qp->eng->opaque, qp, ev, psn, detail);
@@ -380,7 +457,10 @@ int qsw_parse(struct qsw_engine *eng, const uint8_t *frame, size_t len, struct q
 /* The same for a frame to a multicast Ethernet address (qsw_rx_mcast). */
 int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *frame, size_t len,
                     struct qsw_pkt *pkt);
-/* Is gid a multicast GID (::ffff:224.0.0.0/100, ff00::/8)? Then mac gets its Ethernet address. */
+/*
+ * Is gid a multicast GID (::ffff:224.0.0.0/100, ff00::/8)? Then mac gets its
+ * Ethernet address.
+ */
 bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
 bool qsw_gid_is_v4(const uint8_t gid[16]);
 uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
@@ -389,7 +469,10 @@ uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn);
 struct qrdma_mig;
 void qsw_engine_mig(struct qsw_engine *eng, struct qrdma_mig *m);
 void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m);
-/* The responder's resources: n entries (0 counts as 1), kept when already so many. */
+/*
+ * The responder's resources: n entries (0 counts as 1), kept when already so
+ * many.
+ */
 int qsw_res_alloc(struct qsw_qp *qp, unsigned n);
 
 /* sw_fault.c */

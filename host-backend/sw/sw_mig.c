@@ -67,7 +67,8 @@ static void mig_wqe(struct qsw_qp *qp, struct qrdma_mig *m, struct qsw_wqe *w)
     if (wr->send_flags & QSW_SEND_INLINE) {
         qrdma_mig_bytes(m, "wqe.inline", w->inl, wr->inline_len);
     }
-    wr->inline_data = NULL;     /* the payload is in w->inl, as post_send left it */
+    /* the payload is in w->inl, as post_send left it */
+    wr->inline_data = NULL;
     qrdma_mig_u32(m, "wqe.imm_data", &wr->imm_data);
     qrdma_mig_u32(m, "wqe.invalidate_rkey", &wr->invalidate_rkey);
     qrdma_mig_u64(m, "wqe.rdma.remote_addr", &wr->rdma.remote_addr);
@@ -160,21 +161,25 @@ void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m)
             ok |= qp->mtu == mtu_bytes[i];
         }
         if (!ok) {
-            qrdma_mig_fail(m, -EINVAL, "qp.mtu", "%u is not a path MTU", qp->mtu);
+            qrdma_mig_fail(m, -EINVAL, "qp.mtu", "%u is not a path MTU",
+                           qp->mtu);
         }
     }
     qrdma_mig_u16(m, "qp.sport", &qp->sport);
     qrdma_mig_bool(m, "qp.ipv6", &qp->ipv6);
     qrdma_mig_bool(m, "qp.comm_est", &qp->comm_est);
 
-    /* Send queue: every WQE from the oldest not completed to the newest posted. */
+    /*
+     * Send queue: every WQE from the oldest not completed to the newest posted.
+     */
     qrdma_mig_u32(m, "sq.head", &qp->sq_head);
     qrdma_mig_u32(m, "sq.cur", &qp->sq_cur);
     qrdma_mig_u32(m, "sq.tail", &qp->sq_tail);
     if (m->loading && !m->error &&
-        (qp->sq_tail - qp->sq_head > qp->sq_mask + 1 || qp->sq_cur - qp->sq_head >
-         qp->sq_tail - qp->sq_head)) {
-        qrdma_mig_fail(m, -EINVAL, "sq.tail", "head %u, cur %u, tail %u do not fit %u slots",
+        (qp->sq_tail - qp->sq_head > qp->sq_mask + 1 ||
+         qp->sq_cur - qp->sq_head > qp->sq_tail - qp->sq_head)) {
+        qrdma_mig_fail(m, -EINVAL, "sq.tail",
+                       "head %u, cur %u, tail %u do not fit %u slots",
                        qp->sq_head, qp->sq_cur, qp->sq_tail, qp->sq_mask + 1);
     }
     qrdma_mig_bool(m, "sq.waiting", &qp->sq_waiting);
@@ -234,7 +239,8 @@ void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m)
     qrdma_mig_u32_max(m, "resp.nres", &nres, 256);
     qrdma_mig_u32_max(m, "resp.res_next", &res_next, nres ? nres - 1 : 0);
     if (m->loading && !m->error && qsw_res_alloc(qp, nres)) {
-        qrdma_mig_fail(m, -ENOMEM, "resp.nres", "out of memory for %u resources", nres);
+        qrdma_mig_fail(m, -ENOMEM, "resp.nres",
+                       "out of memory for %u resources", nres);
     }
     if (m->loading && !m->error && qp->resp.nres != nres) {
         qrdma_mig_fail(m, -EINVAL, "resp.nres", "%u resources", nres);

@@ -15,19 +15,19 @@
 
 #define SEND_F  (M_REQ | M_SEND | M_PAYLOAD)
 #define WRITE_F (M_REQ | M_WRITE | M_PAYLOAD)
-#define RC_UC_REQUESTS(b)                                                      \
-    [(b) + OP_SEND_FIRST]     = SEND_F | M_FIRST,                              \
-    [(b) + OP_SEND_MIDDLE]    = SEND_F | M_MIDDLE,                             \
-    [(b) + OP_SEND_LAST]      = SEND_F | M_LAST,                               \
-    [(b) + OP_SEND_LAST_IMM]  = SEND_F | M_LAST | M_IMM,                       \
-    [(b) + OP_SEND_ONLY]      = SEND_F | M_FIRST | M_LAST,                     \
-    [(b) + OP_SEND_ONLY_IMM]  = SEND_F | M_FIRST | M_LAST | M_IMM,             \
-    [(b) + OP_WRITE_FIRST]    = WRITE_F | M_FIRST | M_RETH,                    \
-    [(b) + OP_WRITE_MIDDLE]   = WRITE_F | M_MIDDLE,                            \
-    [(b) + OP_WRITE_LAST]     = WRITE_F | M_LAST,                              \
-    [(b) + OP_WRITE_LAST_IMM] = WRITE_F | M_LAST | M_IMM,                      \
-    [(b) + OP_WRITE_ONLY]     = WRITE_F | M_FIRST | M_LAST | M_RETH,           \
-    [(b) + OP_WRITE_ONLY_IMM] = WRITE_F | M_FIRST | M_LAST | M_RETH | M_IMM
+#define RC_UC_REQUESTS(b)                                                   \
+    [(b) + OP_SEND_FIRST]     = (SEND_F | M_FIRST),                         \
+    [(b) + OP_SEND_MIDDLE]    = (SEND_F | M_MIDDLE),                        \
+    [(b) + OP_SEND_LAST]      = (SEND_F | M_LAST),                          \
+    [(b) + OP_SEND_LAST_IMM]  = (SEND_F | M_LAST | M_IMM),                  \
+    [(b) + OP_SEND_ONLY]      = (SEND_F | M_FIRST | M_LAST),                \
+    [(b) + OP_SEND_ONLY_IMM]  = (SEND_F | M_FIRST | M_LAST | M_IMM),        \
+    [(b) + OP_WRITE_FIRST]    = (WRITE_F | M_FIRST | M_RETH),               \
+    [(b) + OP_WRITE_MIDDLE]   = (WRITE_F | M_MIDDLE),                       \
+    [(b) + OP_WRITE_LAST]     = (WRITE_F | M_LAST),                         \
+    [(b) + OP_WRITE_LAST_IMM] = (WRITE_F | M_LAST | M_IMM),                 \
+    [(b) + OP_WRITE_ONLY]     = (WRITE_F | M_FIRST | M_LAST | M_RETH),      \
+    [(b) + OP_WRITE_ONLY_IMM] = (WRITE_F | M_FIRST | M_LAST | M_RETH | M_IMM)
 
 const uint32_t qsw_opmask[256] = {
     RC_UC_REQUESTS(0),
@@ -35,7 +35,8 @@ const uint32_t qsw_opmask[256] = {
     [OP_READ_RESP_FIRST]  = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_AETH,
     [OP_READ_RESP_MIDDLE] = M_RESP | M_READ | M_PAYLOAD | M_MIDDLE,
     [OP_READ_RESP_LAST]   = M_RESP | M_READ | M_PAYLOAD | M_LAST | M_AETH,
-    [OP_READ_RESP_ONLY]   = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_LAST | M_AETH,
+    [OP_READ_RESP_ONLY]   = M_RESP | M_READ | M_PAYLOAD | M_FIRST | M_LAST |
+                            M_AETH,
     [OP_ACK]              = M_RESP | M_ACK | M_AETH,
     [OP_ATOMIC_ACK]       = M_RESP | M_ATOMIC | M_AETH | M_ATMACK,
     [OP_CMP_SWAP]         = M_REQ | M_ATOMIC | M_FIRST | M_LAST | M_ATMETH,
@@ -47,7 +48,7 @@ const uint32_t qsw_opmask[256] = {
     [OP_UD + OP_SEND_ONLY_IMM] = SEND_F | M_FIRST | M_LAST | M_DETH | M_IMM,
 };
 
-/* ---- CRC32 ----------------------------------------------------------------- */
+/* ---- CRC32 --------------------------------------------------------------- */
 
 void qsw_crc32_init(uint32_t tab[8][256])
 {
@@ -85,14 +86,16 @@ const uint32_t (*qsw_crc32_tables(void))[256]
 }
 
 /* Slicing by 8; the portable code and the tail of short runs. */
-static uint32_t crc32_table(const uint32_t tab[8][256], uint32_t crc, const uint8_t *p, size_t len)
+static uint32_t crc32_table(const uint32_t tab[8][256], uint32_t crc,
+                            const uint8_t *p, size_t len)
 {
     while (len >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                             (uint32_t)p[3] << 24);
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                             (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
 
-        crc = tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^ tab[5][(lo >> 16) & 0xff] ^
-              tab[4][lo >> 24] ^ tab[3][p[4]] ^ tab[2][p[5]] ^ tab[1][p[6]] ^ tab[0][p[7]];
+        crc = tab[7][lo & 0xff] ^ tab[6][(lo >> 8) & 0xff] ^
+              tab[5][(lo >> 16) & 0xff] ^ tab[4][lo >> 24] ^ tab[3][p[4]] ^
+              tab[2][p[5]] ^ tab[1][p[6]] ^ tab[0][p[7]];
         p += 8;
         len -= 8;
     }
@@ -106,14 +109,15 @@ static uint32_t crc32_table(const uint32_t tab[8][256], uint32_t crc, const uint
  * x^n mod P(x) for the folds below, bit-reflected and shifted left by one
  * (bit j holds the coefficient of x^(32-j)); the unit tests recompute them.
  */
-#define CRC_XPOWS(X)                                                           \
-    X(64, 0x163cd6124) X(96, 0x0ccaa009e) X(160, 0x1751997d0)                   \
-    X(224, 0x15a546366) X(288, 0x0f1da05aa) X(352, 0x174359406)                 \
-    X(416, 0x03db1ecdc) X(480, 0x1c6e41596) X(544, 0x154442bd4)                 \
-    X(736, 0x18cb44e58) X(800, 0x0df068dc2) X(992, 0x14a7fe880)                 \
-    X(1056, 0x1e88ef372) X(1504, 0x12e958ac4) X(1568, 0x1821d8bc0)              \
+#define CRC_XPOWS(X)                                                         \
+    X(64, 0x163cd6124) X(96, 0x0ccaa009e) X(160, 0x1751997d0)                \
+    X(224, 0x15a546366) X(288, 0x0f1da05aa) X(352, 0x174359406)              \
+    X(416, 0x03db1ecdc) X(480, 0x1c6e41596) X(544, 0x154442bd4)              \
+    X(736, 0x18cb44e58) X(800, 0x0df068dc2) X(992, 0x14a7fe880)              \
+    X(1056, 0x1e88ef372) X(1504, 0x12e958ac4) X(1568, 0x1821d8bc0)           \
     X(2016, 0x1322d1430) X(2080, 0x11542778a)
-#define X(n, k) static const uint64_t crc_x##n = k##ull;
+#define X(n, k) \
+    static const uint64_t crc_x##n = k##ull;
 CRC_XPOWS(X)
 #undef X
 #define X(n, k) { n, crc_x##n },
@@ -121,13 +125,17 @@ const struct qsw_crc_xpow qsw_crc_xpow[] = { CRC_XPOWS(X) };
 #undef X
 const size_t qsw_crc_nxpow = sizeof(qsw_crc_xpow) / sizeof(qsw_crc_xpow[0]);
 
-/* The CRC state after the initial 0xffffffff and the ICRC's 8 bytes of ones (LRH). */
+/*
+ * The CRC state after the initial 0xffffffff and the ICRC's 8 bytes of ones
+ * (LRH).
+ */
 #define ICRC_LRH_STATE 0xdebb20e3u
 /* The folds start from one 16-byte lane; shorter runs go by table. */
 #define CRC_FOLD_MIN 16
 
-#if defined(__x86_64__) && \
-    (defined(__clang__) ? __clang_major__ >= 8 : defined(__GNUC__) && __GNUC__ >= 10)
+#if defined(__x86_64__) &&                     \
+    (defined(__clang__) ? __clang_major__ >= 8 \
+                        : defined(__GNUC__) && __GNUC__ >= 10)
 #include <immintrin.h>
 #define HAVE_CLMUL_CRC 1
 
@@ -154,9 +162,11 @@ const size_t qsw_crc_nxpow = sizeof(qsw_crc_xpow) / sizeof(qsw_crc_xpow[0]);
 
 /* pshufb indexes: 0..15 at offsets 16..31, 0x80 (a zero byte) around them */
 static const uint8_t crc_shuffle[48] __attribute__((aligned(16))) = {
-    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
 };
 
 /* x folded forward by the distance of k, plus d */
@@ -190,18 +200,23 @@ uint32_t crc_finish128(__m128i x, const uint8_t *p, size_t len)
     }
     if (len) {
         __m128i up = _mm_loadu_si128((const __m128i *)(crc_shuffle + len));
-        __m128i down = _mm_loadu_si128((const __m128i *)(crc_shuffle + 16 + len));
+        __m128i down = _mm_loadu_si128(
+            (const __m128i *)(crc_shuffle + 16 + len));
         __m128i last = _mm_loadu_si128((const __m128i *)(p + len - 16));
 
         x = fold128(_mm_shuffle_epi8(x, up), k128,
                     _mm_blendv_epi8(_mm_shuffle_epi8(x, down), last, down));
     }
     /* 128 -> 96 bits: the low half (x^127..x^64) times x^96 */
-    x = _mm_xor_si128(_mm_clmulepi64_si128(x, k64_96, 0x00), _mm_srli_si128(x, 8));
+    x = _mm_xor_si128(_mm_clmulepi64_si128(x, k64_96, 0x00),
+                      _mm_srli_si128(x, 8));
     /* 96 -> 64 bits: the low 32 bits times x^64 */
-    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), k64_96, 0x10),
+    x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), k64_96,
+                                           0x10),
                       _mm_srli_si128(x, 4));
-    /* Barrett: quotient from the high 32 coefficients, minus quotient times P */
+    /*
+     * Barrett: quotient from the high 32 coefficients, minus quotient times P
+     */
     t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), barrett, 0x10);
     t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), barrett, 0x00);
     return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x, t), 1);
@@ -213,11 +228,13 @@ uint32_t crc_finish128(__m128i x, const uint8_t *p, size_t len)
  * would stall the wide loads that follow).
  */
 TARGET_CLMUL
-static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t len,
+                                  const uint8_t *mask)
 {
 #define LD(q, i) _mm_loadu_si128((const __m128i *)((q) + (i)))
     const __m128i k128 = _mm_set_epi64x(K(96), K(160));
-    __m128i x = _mm_xor_si128(_mm_or_si128(LD(p, 0), LD(mask, 0)), _mm_cvtsi32_si128((int)crc));
+    __m128i x = _mm_xor_si128(_mm_or_si128(LD(p, 0), LD(mask, 0)),
+                              _mm_cvtsi32_si128((int)crc));
     size_t off = 16;
 
     for (; off + 16 <= len; off += 16) {
@@ -227,7 +244,8 @@ static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t len, co
     if (off < len) {
         uint8_t last[16] __attribute__((aligned(16)));
 
-        _mm_store_si128((__m128i *)last, _mm_or_si128(LD(p, len - 16), LD(mask, len - 16)));
+        _mm_store_si128((__m128i *)last,
+                        _mm_or_si128(LD(p, len - 16), LD(mask, len - 16)));
         return crc_finish128(x, last + 16 - (len - off), len - off);
     }
     return crc_finish128(x, p + off, 0);
@@ -238,11 +256,13 @@ static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t len, co
  * The long-run implementations: len >= 64, the first 64 bytes ORed with
  * mask[0..64) as they are read.
  */
-typedef uint32_t crc_fold_fn(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask);
+typedef uint32_t crc_fold_fn(uint32_t crc, const uint8_t *p, size_t len,
+                             const uint8_t *mask);
 
 /* 128-bit PCLMULQDQ, four lanes folding 512 bits at a time. */
 TARGET_CLMUL
-static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len,
+                            const uint8_t *mask)
 {
 #define LD(q, i) _mm_loadu_si128((const __m128i *)((q) + 16 * (i)))
 #define LDM(i) _mm_or_si128(LD(p, i), LD(mask, i))
@@ -270,12 +290,16 @@ static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t len, const ui
 
 /* 256-bit VPCLMULQDQ (AVX2): two lanes per register, four registers. */
 TARGET_V256
-static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len,
+                                 const uint8_t *mask)
 {
-#define LD(q, i) _mm256_loadu_si256((const __m256i *)((q) + 32 * (i)))
+#define LD(q, i) _mm256_loadu_si256((const void *)((q) + 32 * (i)))
 #define KK(lo, hi) _mm256_set_epi64x(K(hi), K(lo), K(hi), K(lo))
-#define FOLD(y, k, d) _mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128((y), (k), 0x00), \
-                                                        _mm256_clmulepi64_epi128((y), (k), 0x11)), (d))
+#define FOLD(y, k, d)                                               \
+    _mm256_xor_si256(                                               \
+        _mm256_xor_si256(_mm256_clmulepi64_epi128((y), (k), 0x00),  \
+                         _mm256_clmulepi64_epi128((y), (k), 0x11)), \
+        (d))
     const __m256i k256 = KK(288, 224);
     __m256i y0 = _mm256_xor_si256(_mm256_or_si256(LD(p, 0), LD(mask, 0)),
                                   _mm256_set_epi64x(0, 0, 0, crc));
@@ -308,8 +332,10 @@ static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len, con
         p += 32;
         len -= 32;
     }
-    return crc_finish128(fold128(_mm256_castsi256_si128(y1), _mm_set_epi64x(K(96), K(160)),
-                                 _mm256_extracti128_si256(y1, 1)), p, len);
+    return crc_finish128(fold128(_mm256_castsi256_si128(y1),
+                                 _mm_set_epi64x(K(96), K(160)),
+                                 _mm256_extracti128_si256(y1, 1)),
+                         p, len);
 #undef LD
 #undef KK
 #undef FOLD
@@ -317,15 +343,21 @@ static uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t *p, size_t len, con
 
 /* 512-bit VPCLMULQDQ (AVX-512): four lanes per register, four registers. */
 TARGET_V512
-static uint32_t crc32_vpclmul512(uint32_t crc, const uint8_t *p, size_t len, const uint8_t *mask)
+static uint32_t crc32_vpclmul512(uint32_t crc, const uint8_t *p, size_t len,
+                                 const uint8_t *mask)
 {
 #define LD(q, i) _mm512_loadu_si512((const void *)((q) + 64 * (i)))
-#define KK(lo, hi) _mm512_set_epi64(K(hi), K(lo), K(hi), K(lo), K(hi), K(lo), K(hi), K(lo))
-#define FOLD(z, k, d) _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128((z), (k), 0x00), \
-                                                _mm512_clmulepi64_epi128((z), (k), 0x11), (d), 0x96)
+#define KK(lo, hi) \
+    _mm512_set_epi64(K(hi), K(lo), K(hi), K(lo), K(hi), K(lo), K(hi), K(lo))
+#define FOLD(z, k, d)                                                        \
+    _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128((z), (k), 0x00),      \
+                              _mm512_clmulepi64_epi128((z), (k), 0x11), (d), \
+                              0x96)
     const __m512i k512 = KK(544, 480);
-    __m512i z0 = _mm512_ternarylogic_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, crc),
-                                           LD(p, 0), LD(mask, 0), 0x1e);   /* a ^ (b | c) */
+    __m512i z0 =
+        _mm512_ternarylogic_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, crc),
+                                  /* a ^ (b | c) */
+                                  LD(p, 0), LD(mask, 0), 0x1e);
     __m512i t;
     __m128i x;
 
@@ -345,7 +377,8 @@ static uint32_t crc32_vpclmul512(uint32_t crc, const uint8_t *p, size_t len, con
             p += 256;
             len -= 256;
         }
-        z0 = FOLD(z0, KK(1568, 1504), FOLD(z1, KK(1056, 992), FOLD(z2, k512, z3)));
+        z0 = FOLD(z0, KK(1568, 1504),
+                  FOLD(z1, KK(1056, 992), FOLD(z2, k512, z3)));
     }
     while (len >= 64) {
         z0 = FOLD(z0, k512, LD(p, 0));
@@ -357,12 +390,15 @@ static uint32_t crc32_vpclmul512(uint32_t crc, const uint8_t *p, size_t len, con
      * extracts: GCC 12's plain ones (and its cast) read an "undefined"
      * register that -Winit-self (QEMU's flags) reports.
      */
-    t = FOLD(z0, _mm512_set_epi64(0, 0, K(96), K(160), K(224), K(288), K(352), K(416)),
+    t = FOLD(z0,
+             _mm512_set_epi64(0, 0, K(96), K(160), K(224), K(288), K(352),
+                              K(416)),
              _mm512_setzero_si512());
     x = _mm_xor_si128(_mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, t, 0),
                                     _mm512_maskz_extracti32x4_epi32(0xf, t, 1)),
                       _mm_xor_si128(_mm512_maskz_extracti32x4_epi32(0xf, t, 2),
-                                    _mm512_maskz_extracti32x4_epi32(0xf, z0, 3)));
+                                    _mm512_maskz_extracti32x4_epi32(0xf, z0,
+                                                                    3)));
     return crc_finish128(x, p, len);
 #undef LD
 #undef KK
@@ -391,12 +427,15 @@ bool qsw_crc32_supported(enum qsw_crc_impl impl)
     case QSW_CRC_TABLE:
         return true;
     case QSW_CRC_CLMUL:
-        return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+        return __builtin_cpu_supports("pclmul") &&
+               __builtin_cpu_supports("sse4.1");
     case QSW_CRC_VPCLMUL256:
-        return qsw_crc32_supported(QSW_CRC_CLMUL) && __builtin_cpu_supports("vpclmulqdq") &&
+        return qsw_crc32_supported(QSW_CRC_CLMUL) &&
+               __builtin_cpu_supports("vpclmulqdq") &&
                __builtin_cpu_supports("avx2");
     case QSW_CRC_VPCLMUL512:
-        return qsw_crc32_supported(QSW_CRC_CLMUL) && __builtin_cpu_supports("vpclmulqdq") &&
+        return qsw_crc32_supported(QSW_CRC_CLMUL) &&
+               __builtin_cpu_supports("vpclmulqdq") &&
                __builtin_cpu_supports("avx512f");
     default:
         return false;
@@ -406,7 +445,10 @@ bool qsw_crc32_supported(enum qsw_crc_impl impl)
 #endif
 }
 
-/* The implementation in use, the fastest supported unless a test chose one; -1 until known. */
+/*
+ * The implementation in use, the fastest supported unless a test chose one; -1
+ * until known.
+ */
 static int crc_impl = -1;
 
 static enum qsw_crc_impl crc_impl_get(void)
@@ -439,7 +481,10 @@ int qsw_crc32_select(enum qsw_crc_impl impl)
 }
 
 #ifdef HAVE_CLMUL_CRC
-/* What the ICRC sets to ones (IBTA Annex A17.3.3), as OR masks; zeros to 80 bytes. */
+/*
+ * What the ICRC sets to ones (IBTA Annex A17.3.3), as OR masks; zeros to 80
+ * bytes.
+ */
 static const uint8_t crc_mask_none[80] __attribute__((aligned(64)));
 static const uint8_t icrc_mask_v4[80] __attribute__((aligned(64))) = {
     [1] = 0xff,                             /* TOS */
@@ -449,20 +494,24 @@ static const uint8_t icrc_mask_v4[80] __attribute__((aligned(64))) = {
     [IPV4_HLEN + UDP_HLEN + 4] = 0xff,                  /* BTH resv8a */
 };
 static const uint8_t icrc_mask_v6[80] __attribute__((aligned(64))) = {
-    [0] = 0x0f, [1] = 0xff, [2] = 0xff, [3] = 0xff,     /* traffic class, flow label */
+    /* traffic class, flow label */
+    [0] = 0x0f, [1] = 0xff, [2] = 0xff, [3] = 0xff,
     [7] = 0xff,                             /* hop limit */
     [IPV6_HLEN + 6] = 0xff, [IPV6_HLEN + 7] = 0xff,     /* UDP checksum */
     [IPV6_HLEN + UDP_HLEN + 4] = 0xff,                  /* BTH resv8a */
 };
 
-static uint32_t crc32_clmul_masked(enum qsw_crc_impl impl, uint32_t crc, const uint8_t *p,
-                                   size_t len, const uint8_t *mask)
+static uint32_t crc32_clmul_masked(enum qsw_crc_impl impl, uint32_t crc,
+                                   const uint8_t *p, size_t len,
+                                   const uint8_t *mask)
 {
-    return len >= 64 ? crc_folds[impl](crc, p, len, mask) : crc32_clmul_short(crc, p, len, mask);
+    return len >= 64 ? crc_folds[impl](crc, p, len, mask)
+                     : crc32_clmul_short(crc, p, len, mask);
 }
 #endif
 
-uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc, const void *buf, size_t len)
+uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc,
+                          const void *buf, size_t len)
 {
 #ifdef HAVE_CLMUL_CRC
     enum qsw_crc_impl impl = crc_impl_get();
@@ -534,11 +583,13 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum)
     return (uint16_t)~sum;
 }
 
-/* ---- addresses --------------------------------------------------------------- */
+/* ---- addresses ----------------------------------------------------------- */
 
 bool qsw_gid_is_v4(const uint8_t gid[16])
 {
-    static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+    static const uint8_t prefix[12] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+    };
 
     return memcmp(gid, prefix, sizeof(prefix)) == 0;
 }
@@ -562,7 +613,7 @@ uint16_t qsw_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)
     return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ (fl >> 14)));
 }
 
-/* ---- transmit ----------------------------------------------------------------- */
+/* ---- transmit ------------------------------------------------------------ */
 
 static const uint8_t zero_mac[6];
 
@@ -575,7 +626,8 @@ bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6])
 {
     static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
-    if (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) && (gid[12] & 0xf0) == 0xe0) {
+    if (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) &&
+        (gid[12] & 0xf0) == 0xe0) {
         mac[0] = 0x01;
         mac[1] = 0x00;
         mac[2] = 0x5e;
@@ -592,11 +644,15 @@ bool qsw_mcast_mac(const uint8_t gid[16], uint8_t mac[6])
     return false;
 }
 
-uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6)
+uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av,
+                      bool ipv6)
 {
     uint8_t *f = eng->tx;
 
-    /* A datagram to a group goes to the group's address, whatever the AH's DMAC says. */
+    /*
+     * A datagram to a group goes to the group's address, whatever the AH's DMAC
+     * says.
+     */
     if (!qsw_mcast_mac(av->dgid, f)) {
         memcpy(f, av->dmac, 6);
     }
@@ -605,12 +661,14 @@ uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6
     return f + ETH_HLEN + (ipv6 ? IPV6_HLEN : IPV4_HLEN) + UDP_HLEN;
 }
 
-void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dqpn, bool ackreq,
-                uint32_t psn)
+void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad,
+                uint32_t dqpn, bool ackreq, uint32_t psn)
 {
     bth[0] = opcode;
-    bth[1] = (se ? BTH_SE : 0) | (uint8_t)(pad << BTH_PAD_SHIFT);   /* M = 0, TVer = 0 */
-    bth[2] = 0xff;                                                   /* default P_Key */
+    /* M = 0, TVer = 0 */
+    bth[1] = (se ? BTH_SE : 0) | (uint8_t)(pad << BTH_PAD_SHIFT);
+    /* default P_Key */
+    bth[2] = 0xff;
     bth[3] = 0xff;
     bth[4] = 0;
     st24(bth + 5, dqpn);
@@ -634,7 +692,8 @@ static inline __attribute__((always_inline)) unsigned tx_ip_udp(struct qsw_engin
     uint8_t hop = av->hop_limit ? av->hop_limit : 64;
 
     if (ipv6) {
-        uint32_t w = 6u << 28 | (uint32_t)av->traffic_class << 20 | (av->flow_label & 0xfffff);
+        uint32_t w = 6u << 28 | (uint32_t)av->traffic_class << 20 |
+                     (av->flow_label & 0xfffff);
 
         st32(l3, w);
         st16(l3 + 4, (uint16_t)udp_len);
@@ -804,22 +863,24 @@ static void gid_from_v4(uint8_t gid[16], const uint8_t *a)
  * or -1 with the drop counted. Frames may carry Ethernet padding: lengths
  * come from the IP header.
  */
-static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt,
-                 bool mcast);
+static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len,
+                 struct qsw_pkt *pkt, bool mcast);
 
-int qsw_parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt)
+int qsw_parse(struct qsw_engine *eng, const uint8_t *f, size_t len,
+              struct qsw_pkt *pkt)
 {
     return parse(eng, f, len, pkt, false);
 }
 
-int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt)
+int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *f, size_t len,
+                    struct qsw_pkt *pkt)
 {
     return parse(eng, f, len, pkt, true);
 }
 
 /* Unicast frames to our station address; multicast ones to a group address. */
-static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qsw_pkt *pkt,
-                 bool mcast)
+static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len,
+                 struct qsw_pkt *pkt, bool mcast)
 {
     struct qsw_stats *st = &eng->st;
     const uint8_t *l3 = f + ETH_HLEN, *udp, *bth;
@@ -843,9 +904,11 @@ static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qs
         }
         iphl = IPV4_HLEN;
         l3_len = ld16(l3 + 2);
-        if (l3[0] != 0x45 || l3_len > len - ETH_HLEN || l3_len < IPV4_HLEN + UDP_HLEN ||
-            (ld16(l3 + 6) & 0x3fff) || qsw_ip_csum(l3, IPV4_HLEN, 0) != 0) {
-            goto malformed;                 /* options, fragments, bad lengths or checksum */
+        if (l3[0] != 0x45 || l3_len > len - ETH_HLEN ||
+            l3_len < IPV4_HLEN + UDP_HLEN || (ld16(l3 + 6) & 0x3fff) ||
+            qsw_ip_csum(l3, IPV4_HLEN, 0) != 0) {
+            /* options, fragments, bad lengths or checksum */
+            goto malformed;
         }
         pkt->ipv6 = false;
         gid_from_v4(pkt->sgid, l3 + 12);
@@ -860,7 +923,8 @@ static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qs
         }
         iphl = IPV6_HLEN;
         l3_len = IPV6_HLEN + (size_t)ld16(l3 + 4);
-        if ((l3[0] >> 4) != 6 || l3_len > len - ETH_HLEN || l3_len < IPV6_HLEN + UDP_HLEN) {
+        if ((l3[0] >> 4) != 6 || l3_len > len - ETH_HLEN ||
+            l3_len < IPV6_HLEN + UDP_HLEN) {
             goto malformed;
         }
         pkt->ipv6 = true;
@@ -884,8 +948,9 @@ static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qs
     m = qsw_opmask[bth[0]];
     pad = (bth[1] >> BTH_PAD_SHIFT) & 3;
     hl = hdr_len(m);
-    if (!m || (tp_len & 3) || (bth[1] & BTH_TVER_MASK) != 0 || (ld16(bth + 2) & 0x7fff) != 0x7fff ||
-        hl > tp_len || (!(m & M_PAYLOAD) && (tp_len != hl || pad)) || pad > tp_len - hl) {
+    if (!m || (tp_len & 3) || (bth[1] & BTH_TVER_MASK) != 0 ||
+        (ld16(bth + 2) & 0x7fff) != 0x7fff || hl > tp_len ||
+        (!(m & M_PAYLOAD) && (tp_len != hl || pad)) || pad > tp_len - hl) {
         goto malformed;
     }
     icrc = qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len,
@@ -893,8 +958,8 @@ static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len, struct qs
     {
         const uint8_t *ic = bth + tp_len;
 
-        if (icrc != ((uint32_t)ic[0] | (uint32_t)ic[1] << 8 | (uint32_t)ic[2] << 16 |
-                     (uint32_t)ic[3] << 24)) {
+        if (icrc != ((uint32_t)ic[0] | (uint32_t)ic[1] << 8 |
+                     (uint32_t)ic[2] << 16 | (uint32_t)ic[3] << 24)) {
             st->drop_icrc++;
             return -1;
         }

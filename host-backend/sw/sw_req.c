@@ -85,7 +85,8 @@ static void comp_run(struct qsw_qp *qp)
         if (w->state != WQE_DONE) {
             break;
         }
-        if (qp->type == QSW_QPT_RC && (w->mask & (M_READ | M_ATOMIC)) && qp->req.rd_atomic) {
+        if (qp->type == QSW_QPT_RC && (w->mask & (M_READ | M_ATOMIC)) &&
+            qp->req.rd_atomic) {
             qp->req.rd_atomic--;
         }
         qp->sq_head++;
@@ -115,14 +116,17 @@ static void req_fail(struct qsw_qp *qp, uint32_t status)
      * guide: a long message that filled the send window leaves sq_cur on
      * its own WQE, the oldest, though its packets are on the wire.
      */
-    for (i = qp->sq_head; i != qp->sq_tail && wqe_at(qp, i)->state == WQE_DONE; i++) {
+    i = qp->sq_head;
+    while (i != qp->sq_tail && wqe_at(qp, i)->state == WQE_DONE) {
+        i++;
     }
     if (i != qp->sq_tail && wqe_at(qp, i)->state != WQE_PENDING) {
         struct qsw_wqe *w = wqe_at(qp, i);
 
         w->state = WQE_DONE;
         w->status = (uint8_t)status;
-        comp_run(qp);                   /* reports the error and moves the QP to ERR */
+        /* reports the error and moves the QP to ERR */
+        comp_run(qp);
         qsw_qp_to_error(qp, 0);
     } else {
         qsw_qp_to_error(qp, QSW_EV_QP_FATAL);   /* no WR to report it on */
@@ -160,7 +164,9 @@ static void rewind_to(struct qsw_qp *qp, uint32_t psn)
         }
     }
     /* the new cursor: the first WQE that is not done */
-    for (i = qp->sq_head; i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE; i++) {
+    i = qp->sq_head;
+    while (i != qp->sq_cur && wqe_at(qp, i)->state == WQE_DONE) {
+        i++;
     }
     qp->sq_cur = i;
     /*
@@ -205,7 +211,10 @@ static uint32_t ackreq_every(const struct qsw_qp *qp)
     return n < 1 ? 1 : n > QSW_ACKREQ_EVERY ? QSW_ACKREQ_EVERY : n;
 }
 
-/* A loss: half the window (a timeout: the minimum) goes on; the rest is resent later. */
+/*
+ * A loss: half the window (a timeout: the minimum) goes on; the rest is resent
+ * later.
+ */
 static void cwnd_cut(struct qsw_qp *qp, bool timeout)
 {
     uint32_t half = qp->req.cwnd / 2;
@@ -260,12 +269,17 @@ static void retry(struct qsw_qp *qp, bool timeout)
     struct qsw_engine *eng = qp->eng;
 
     if (!qp->comp.stalled) {
-        /* The first retry since progress: the timer (or the NAK's PSN) was armed one RTO ago. */
+        /*
+         * The first retry since progress: the timer (or the NAK's PSN) was
+         * armed one RTO ago.
+         */
         qp->comp.stalled = true;
-        qp->comp.stall_since = eng->now - (eng->now < rto_ns(qp) ? eng->now : rto_ns(qp));
+        qp->comp.stall_since = eng->now -
+                               (eng->now < rto_ns(qp) ? eng->now : rto_ns(qp));
     }
     if (!qp->comp.retry_left) {
-        if (!timeout || eng->now - qp->comp.stall_since >= eng->stall_floor_ns) {
+        if (!timeout ||
+            eng->now - qp->comp.stall_since >= eng->stall_floor_ns) {
             req_fail(qp, QSW_WC_RETRY_EXC_ERR);
             return;
         }
@@ -283,7 +297,7 @@ static void retry(struct qsw_qp *qp, bool timeout)
     rewind_to(qp, qp->comp.psn);
 }
 
-/* ---- requester ------------------------------------------------------------------ */
+/* ---- requester ----------------------------------------------------------- */
 
 static uint32_t npkts_of(const struct qsw_qp *qp, const struct qsw_wqe *w)
 {
@@ -299,10 +313,12 @@ static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
 
     if (w->mask == M_WRITE) {
         if (first && last) {
-            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_ONLY_IMM : OP_WRITE_ONLY;
+            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_ONLY_IMM
+                                                    : OP_WRITE_ONLY;
         }
         if (last) {
-            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_LAST_IMM : OP_WRITE_LAST;
+            return op == QSW_WR_RDMA_WRITE_WITH_IMM ? OP_WRITE_LAST_IMM
+                                                    : OP_WRITE_LAST;
         }
         return first ? OP_WRITE_FIRST : OP_WRITE_MIDDLE;
     }
@@ -354,9 +370,11 @@ static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint3
 static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
 {
     struct qsw_engine *eng = qp->eng;
-    const struct qsw_av *av = qp->type == QSW_QPT_UD ? &w->wr.ud.av : &qp->attr.av;
+    const struct qsw_av *av = qp->type == QSW_QPT_UD ? &w->wr.ud.av
+                                                     : &qp->attr.av;
     bool ipv6 = qp->type == QSW_QPT_UD ? !qsw_gid_is_v4(av->dgid) : qp->ipv6;
-    uint32_t dqpn = qp->type == QSW_QPT_UD ? w->wr.ud.remote_qpn & PSN_MASK : qp->attr.dest_qp_num;
+    uint32_t dqpn = qp->type == QSW_QPT_UD ? w->wr.ud.remote_qpn & PSN_MASK
+                                           : qp->attr.dest_qp_num;
     uint16_t sport = qp->type == QSW_QPT_UD ?
                      qsw_udp_sport(av->flow_label, qp->qpn, dqpn) : qp->sport;
     uint32_t psn = qp->req.psn, idx = psn_sub(psn, w->first_psn);
@@ -406,7 +424,9 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
         }
         m = qsw_opmask[opcode];
         if (m & M_DETH) {
-            uint32_t qkey = w->wr.ud.remote_qkey & 0x80000000u ? qp->attr.qkey : w->wr.ud.remote_qkey;
+            uint32_t qkey = w->wr.ud.remote_qkey & 0x80000000u
+                                ? qp->attr.qkey
+                                : w->wr.ud.remote_qkey;
 
             st32(h, qkey);
             st32(h + 4, qp->qpn & PSN_MASK);    /* reserved byte, then SrcQP */
@@ -455,7 +475,9 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
              (w->mask == M_SEND || w->wr.opcode == QSW_WR_RDMA_WRITE_WITH_IMM);
         qp->req.psn = psn_add(psn, 1);
     }
-    /* IBTA 9.7.2: AckReq on the last packet, and now and then in long messages */
+    /*
+     * IBTA 9.7.2: AckReq on the last packet, and now and then in long messages
+     */
     /*
      * AckReq also on the packet that fills the window and on the last one
      * of a resend: their ACKs are what reopen the window.
@@ -494,13 +516,17 @@ static void local_op(struct qsw_qp *qp, struct qsw_wqe *w)
     int ret;
 
     if (w->wr.opcode == QSW_WR_REG_MR) {
-        ret = eng->ops.reg_mr ? eng->ops.reg_mr(eng->opaque, qp->pd, &w->wr.reg) : -1;
+        ret = eng->ops.reg_mr ? eng->ops.reg_mr(eng->opaque, qp->pd, &w->wr.reg)
+                              : -1;
     } else if (w->wr.opcode == QSW_WR_BIND_MW) {
-        ret = eng->ops.bind_mw ? eng->ops.bind_mw(eng->opaque, qp, qp->pd, &w->wr.bind_mw) : -1;
+        ret = eng->ops.bind_mw
+                  ? eng->ops.bind_mw(eng->opaque, qp, qp->pd, &w->wr.bind_mw)
+                  : -1;
         status = QSW_WC_MW_BIND_ERR;
     } else {
         ret = eng->ops.invalidate ? eng->ops.invalidate(eng->opaque, qp, qp->pd,
-                                                         w->wr.invalidate_rkey) : -1;
+                                                        w->wr.invalidate_rkey)
+                                  : -1;
     }
     if (ret) {
         w->status = status;
@@ -514,8 +540,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
     unsigned n = 0;
     unsigned max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
-    if ((qp->state != QSW_QPS_RTS && qp->state != QSW_QPS_SQD) || qp->comp.rnr_deadline ||
-        qp->req.stopped) {
+    if ((qp->state != QSW_QPS_RTS && qp->state != QSW_QPS_SQD) ||
+        qp->comp.rnr_deadline || qp->req.stopped) {
         return 0;
     }
     qsw_now(qp->eng);
@@ -523,7 +549,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
         struct qsw_wqe *w = wqe_at(qp, qp->sq_cur);
         int ret;
 
-        if (w->state == WQE_DONE) {         /* a local operation done before a rewind */
+        /* a local operation done before a rewind */
+        if (w->state == WQE_DONE) {
             qp->sq_cur++;
             continue;
         }
@@ -532,7 +559,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
             uint32_t mtu = resend ? w->mtu : qp->mtu;
 
             if (qp->state == QSW_QPS_SQD && !resend) {
-                break;                      /* SQD: finish what started, start nothing */
+                /* SQD: finish what started, start nothing */
+                break;
             }
             if (!w->mask) {
                 local_op(qp, w);
@@ -545,7 +573,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                 if ((w->wr.send_flags & QSW_SEND_FENCE) && qp->req.rd_atomic) {
                     break;
                 }
-                if ((w->mask & (M_READ | M_ATOMIC)) && qp->req.rd_atomic >= max_rd) {
+                if ((w->mask & (M_READ | M_ATOMIC)) &&
+                    qp->req.rd_atomic >= max_rd) {
                     break;
                 }
                 /*
@@ -555,12 +584,14 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
                  * not those of every READ queued behind it.
                  */
                 if ((w->mask & M_READ) && qp->comp.psn != qp->req.psn &&
-                    psn_sub(qp->req.psn, qp->comp.psn) + (w->len + mtu - 1) / mtu >
+                    psn_sub(qp->req.psn, qp->comp.psn) +
+                            (w->len + mtu - 1) / mtu >
                         qp->req.cwnd) {
                     break;
                 }
             } else if (qp->type == QSW_QPT_UD && w->len > qp->mtu) {
-                w->status = QSW_WC_LOC_LEN_ERR;     /* UD: one packet per message */
+                /* UD: one packet per message */
+                w->status = QSW_WC_LOC_LEN_ERR;
                 w->state = WQE_DONE;
                 qp->sq_cur++;
                 comp_run(qp);
@@ -582,7 +613,8 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
          * what was sent before (the responder may have it all, and its
          * ACK for it is only taken once the resend is there).
          */
-        if (qp->type == QSW_QPT_RC && psn_cmp(qp->req.psn, qp->req.hi_psn) >= 0 &&
+        if (qp->type == QSW_QPT_RC &&
+            psn_cmp(qp->req.psn, qp->req.hi_psn) >= 0 &&
             psn_sub(qp->req.psn, qp->comp.psn) >= qp->req.cwnd) {
             break;                          /* window full: wait for ACKs */
         }
@@ -632,7 +664,9 @@ void qsw_req_flush(struct qsw_qp *qp)
     while (qp->sq_head != qp->sq_tail) {
         struct qsw_wqe *w = wqe_at(qp, qp->sq_head++);
 
-        wqe_complete(qp, w, w->state == WQE_DONE && w->status ? w->status : QSW_WC_WR_FLUSH_ERR);
+        wqe_complete(qp, w,
+                     w->state == WQE_DONE && w->status ? w->status
+                                                       : QSW_WC_WR_FLUSH_ERR);
     }
     qp->sq_cur = qp->sq_head;
     qp->req.rd_atomic = 0;
@@ -645,7 +679,8 @@ void qsw_req_flush(struct qsw_qp *qp)
 void qsw_req_reset(struct qsw_qp *qp)
 {
     qp->sq_head = qp->sq_cur = qp->sq_tail = 0;
-    qp->sq_waiting = false;     /* RESET empties the queue; the embedder knows */
+    /* RESET empties the queue; the embedder knows */
+    qp->sq_waiting = false;
     memset(&qp->req, 0, sizeof(qp->req));
     memset(&qp->comp, 0, sizeof(qp->comp));
     qp->req.psn = qp->comp.psn = qp->req.hi_psn = qp->attr.sq_psn;
@@ -654,7 +689,7 @@ void qsw_req_reset(struct qsw_qp *qp)
     qp->comp.rnr_left = qp->attr.rnr_retry;
 }
 
-/* ---- completer ------------------------------------------------------------------------ */
+/* ---- completer ----------------------------------------------------------- */
 
 static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
 {
@@ -688,8 +723,12 @@ static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         memcpy(orig, pkt->bth + hdr_off(pkt->mask, M_ATMACK), 8);
         {
             uint64_t v = ld64(orig);
-            /* the local buffer receives the value in host order, as verbs returns it */
-            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, 0, &v, 8);
+            /*
+             * the local buffer receives the value in host order, as verbs
+             * returns it
+             */
+            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list,
+                                         w->wr.num_sge, 0, &v, 8);
 
             if (ret) {
                 req_fail(qp, ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR);
@@ -701,13 +740,15 @@ static void read_resp(struct qsw_qp *qp, const struct qsw_pkt *pkt)
 
         /* IBTA 9.7: only the last response may be short */
         if (off + pkt->paylen > w->len || (!last && pkt->paylen != w->mtu) ||
-            (last && (pkt->psn != w->last_psn || off + pkt->paylen != w->len))) {
+            (last &&
+             (pkt->psn != w->last_psn || off + pkt->paylen != w->len))) {
             req_fail(qp, QSW_WC_BAD_RESP_ERR);
             return;
         }
         if (pkt->paylen) {
-            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off,
-                                         pkt->payload, pkt->paylen);
+            int ret = eng->ops.sge_write(eng->opaque, qp, w->wr.sg_list,
+                                         w->wr.num_sge, off, pkt->payload,
+                                         pkt->paylen);
             if (ret) {
                 req_fail(qp, ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR);
                 return;
@@ -736,7 +777,8 @@ static bool ack_upto(struct qsw_qp *qp, uint32_t limit)
         if (w->state == WQE_DONE) {
             continue;
         }
-        if ((w->mask & (M_READ | M_ATOMIC)) && psn_cmp(limit, w->first_psn) > 0) {
+        if ((w->mask & (M_READ | M_ATOMIC)) &&
+            psn_cmp(limit, w->first_psn) > 0) {
             limit = w->first_psn;
         }
         break;
@@ -761,13 +803,20 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         syn = pkt->bth[hdr_off(pkt->mask, M_AETH)];
     }
     if (!(pkt->mask & M_ACK)) {
-        /* READ response or ATOMIC ACK: implicitly acknowledges the requests before it */
+        /*
+         * READ response or ATOMIC ACK: implicitly acknowledges the requests
+         * before it
+         */
         if ((pkt->mask & M_AETH) && (syn & AETH_TYPE_MASK) != AETH_ACK) {
             eng->st.drop_malformed++;
             return;
         }
-        if (ack_upto(qp, psn) || (qp->state != QSW_QPS_ERR && psn != qp->comp.psn)) {
-            /* responses missing before this one: resend from comp.psn, once per gap */
+        if (ack_upto(qp, psn) ||
+            (qp->state != QSW_QPS_ERR && psn != qp->comp.psn)) {
+            /*
+             * responses missing before this one: resend from comp.psn, once per
+             * gap
+             */
             eng->st.dup_responses++;
             if (qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
                 retry(qp, false);
@@ -782,8 +831,10 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     switch (syn & AETH_TYPE_MASK) {
     case AETH_ACK:
         eng->st.rx_acks++;
-        if (ack_upto(qp, psn_add(psn, 1)) && qp->state != QSW_QPS_ERR && !qp->comp.rewound) {
-            retry(qp, false);                  /* the responder is past a READ we lack */
+        if (ack_upto(qp, psn_add(psn, 1)) && qp->state != QSW_QPS_ERR &&
+            !qp->comp.rewound) {
+            /* the responder is past a READ we lack */
+            retry(qp, false);
         }
         return;
     case AETH_RNR_NAK:
@@ -831,7 +882,10 @@ void qsw_comp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         }
         switch (syn & 0x1f) {
         case NAK_PSN_SEQ:
-            /* IBTA 9.7: resend from psn, unless a resend from there is under way */
+            /*
+             * IBTA 9.7: resend from psn, unless a resend from there is under
+             * way
+             */
             if (!qp->comp.rewound) {
                 retry(qp, false);
             }

@@ -12,7 +12,7 @@
  */
 #include "sw_int.h"
 
-/* ---- packets the responder sends ---------------------------------------------- */
+/* ---- packets the responder sends ----------------------------------------- */
 
 static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
 {
@@ -43,7 +43,10 @@ static void send_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
 
 static void queue_ack(struct qsw_qp *qp, uint8_t syn, uint32_t psn)
 {
-    /* A NAK replaces a pending ACK (it acknowledges all before it); an ACK never replaces a NAK. */
+    /*
+     * A NAK replaces a pending ACK (it acknowledges all before it); an ACK
+     * never replaces a NAK.
+     */
     if (qp->resp.ack_type && (qp->resp.ack_syn & AETH_TYPE_MASK) != AETH_ACK &&
         (syn & AETH_TYPE_MASK) == AETH_ACK) {
         return;
@@ -82,7 +85,8 @@ static void ack_before_response(struct qsw_qp *qp)
 {
     if (!res_active(qp)) {
         flush_ack(qp);
-    } else if (qp->resp.ack_type && (qp->resp.ack_syn & AETH_TYPE_MASK) == AETH_ACK) {
+    } else if (qp->resp.ack_type &&
+               (qp->resp.ack_syn & AETH_TYPE_MASK) == AETH_ACK) {
         qp->resp.ack_type = 0;
     }
 }
@@ -91,10 +95,12 @@ static void ack_before_response(struct qsw_qp *qp)
  * A request the responder cannot carry out (IBTA 9.7
  * errors): NAK it at once and move the QP to ERR.
  */
-static void fatal(struct qsw_qp *qp, const struct qsw_pkt *pkt, uint8_t nak, enum qsw_event ev)
+static void fatal(struct qsw_qp *qp, const struct qsw_pkt *pkt, uint8_t nak,
+                  enum qsw_event ev)
 {
     if (qp->type == QSW_QPT_UC) {
-        qp->eng->st.drop_uc++;          /* UC: no NAKs; the message is dropped */
+        /* UC: no NAKs; the message is dropped */
+        qp->eng->st.drop_uc++;
         qp->resp.in_msg = 0;
         qp->resp.offset = 0;
         qp->resp.uc_drop = true;
@@ -102,7 +108,10 @@ static void fatal(struct qsw_qp *qp, const struct qsw_pkt *pkt, uint8_t nak, enu
     }
     qp->resp.ack_type = 0;
     if (res_active(qp)) {
-        /* responses to earlier READ/ATOMICs go first; poll sends the NAK after them */
+        /*
+         * responses to earlier READ/ATOMICs go first; poll sends the NAK after
+         * them
+         */
         qp->resp.fatal = true;
         qp->resp.fatal_syn = AETH_NAK | nak;
         qp->resp.fatal_psn = pkt->psn;
@@ -184,18 +193,21 @@ static struct qsw_res *res_alloc(struct qsw_qp *qp)
     struct qsw_res *r = &qp->resp.res[qp->resp.res_next];
 
     if (r->active) {
-        return NULL;            /* more READ/ATOMIC than max_dest_rd_atomic outstanding */
+        /* more READ/ATOMIC than max_dest_rd_atomic outstanding */
+        return NULL;
     }
     qp->resp.res_next = (qp->resp.res_next + 1) % qp->resp.nres;
     return r;
 }
 
-/* ---- SEND, WRITE, READ, ATOMIC ---------------------------------------------------- */
+/* ---- SEND, WRITE, READ, ATOMIC ------------------------------------------- */
 
 static uint32_t access_needed(uint32_t m)
 {
-    return m & M_WRITE ? QSW_ACCESS_REMOTE_WRITE : m & M_READ ? QSW_ACCESS_REMOTE_READ :
-           m & M_ATOMIC ? QSW_ACCESS_REMOTE_ATOMIC : 0;
+    return m & M_WRITE    ? QSW_ACCESS_REMOTE_WRITE
+           : m & M_READ   ? QSW_ACCESS_REMOTE_READ
+           : m & M_ATOMIC ? QSW_ACCESS_REMOTE_ATOMIC
+                          : 0;
 }
 
 /* An expected request; returns true when it was consumed (the PSN advances). */
@@ -212,7 +224,10 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
         return false;
     }
-    /* The port counters count requests as they arrive, refused ones too (as mlx5's). */
+    /*
+     * The port counters count requests as they arrive, refused ones too (as
+     * mlx5's).
+     */
     if (m & M_FIRST) {
         if (m & M_WRITE) {
             eng->st.rx_write_requests++;
@@ -226,19 +241,24 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
         return false;
     }
-    if ((m & M_PAYLOAD) && (pkt->paylen > qp->mtu || ((m & (M_FIRST | M_MIDDLE)) && !(m & M_LAST) &&
-                                                      pkt->paylen != qp->mtu))) {
+    if ((m & M_PAYLOAD) &&
+        (pkt->paylen > qp->mtu || ((m & (M_FIRST | M_MIDDLE)) &&
+                                   !(m & M_LAST) && pkt->paylen != qp->mtu))) {
         fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
         return false;
     }
 
     if (m & M_SEND) {
-        if ((m & M_FIRST) && (ret = get_recv(qp))) {
-            no_recv(qp, pkt, ret);
-            return false;
+        if (m & M_FIRST) {
+            ret = get_recv(qp);
+            if (ret) {
+                no_recv(qp, pkt, ret);
+                return false;
+            }
         }
         if ((uint64_t)qp->resp.offset + pkt->paylen > qp->resp.wr_len) {
-            recv_error(qp, QSW_WC_LOC_LEN_ERR);     /* 9.7.5.1.4: class B, invalid request */
+            /* 9.7.5.1.4: class B, invalid request */
+            recv_error(qp, QSW_WC_LOC_LEN_ERR);
             if (qp->type == QSW_QPT_UC) {
                 qsw_qp_to_error(qp, 0);
                 return false;
@@ -247,8 +267,9 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             return false;
         }
         if (pkt->paylen) {
-            ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list, qp->resp.wr.num_sge,
-                                     qp->resp.offset, pkt->payload, pkt->paylen);
+            ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list,
+                                     qp->resp.wr.num_sge, qp->resp.offset,
+                                     pkt->payload, pkt->paylen);
             if (ret) {
                 recv_error(qp, ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR);
                 if (qp->type == QSW_QPT_UC) {
@@ -277,7 +298,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                 uint32_t rkey = ld32(bth + hdr_off(m, M_IETH));
 
                 /* IBTA 9.4, 10.6: invalidate before reporting */
-                if (!eng->ops.invalidate || eng->ops.invalidate(eng->opaque, qp, qp->pd, rkey)) {
+                if (!eng->ops.invalidate ||
+                    eng->ops.invalidate(eng->opaque, qp, qp->pd, rkey)) {
                     recv_error(qp, QSW_WC_REM_INV_REQ_ERR);
                     fatal(qp, pkt, NAK_INV_REQ, 0);
                     return false;
@@ -299,9 +321,13 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 
     if (m & M_WRITE) {
-        if ((m & M_IMM) && (ret = get_recv(qp))) {
-            no_recv(qp, pkt, ret);      /* before any side effect of this packet */
-            return false;
+        if (m & M_IMM) {
+            /* before any side effect of this packet */
+            ret = get_recv(qp);
+            if (ret) {
+                no_recv(qp, pkt, ret);
+                return false;
+            }
         }
         if (m & M_RETH) {
             const uint8_t *reth = bth + hdr_off(m, M_RETH);
@@ -310,18 +336,21 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             qp->resp.rkey = ld32(reth + 8);
             qp->resp.resid = qp->resp.wlen = ld32(reth + 12);
             if (qp->resp.resid && eng->ops.rkey_check &&
-                eng->ops.rkey_check(eng->opaque, qp, qp->pd, qp->resp.rkey, qp->resp.va,
-                                    qp->resp.resid, QSW_ACCESS_REMOTE_WRITE)) {
+                eng->ops.rkey_check(eng->opaque, qp, qp->pd, qp->resp.rkey,
+                                    qp->resp.va, qp->resp.resid,
+                                    QSW_ACCESS_REMOTE_WRITE)) {
                 fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
                 return false;
             }
         }
-        if (pkt->paylen > qp->resp.resid || ((m & M_LAST) && pkt->paylen != qp->resp.resid)) {
+        if (pkt->paylen > qp->resp.resid ||
+            ((m & M_LAST) && pkt->paylen != qp->resp.resid)) {
             fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
             return false;
         }
-        if (pkt->paylen && eng->ops.rkey_write(eng->opaque, qp, qp->pd, qp->resp.rkey, qp->resp.va,
-                                               pkt->payload, pkt->paylen)) {
+        if (pkt->paylen &&
+            eng->ops.rkey_write(eng->opaque, qp, qp->pd, qp->resp.rkey,
+                                qp->resp.va, pkt->payload, pkt->paylen)) {
             fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
             return false;
         }
@@ -340,7 +369,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
                 wc.qp_num = qp->qpn;
                 wc.src_qp = qp->attr.dest_qp_num;
                 memcpy(&wc.imm_data, bth + hdr_off(m, M_IMM), 4);
-                wc.wc_flags = QSW_WC_WITH_IMM | (pkt->se ? QSW_WC_SOLICITED : 0);
+                wc.wc_flags = QSW_WC_WITH_IMM |
+                              (pkt->se ? QSW_WC_SOLICITED : 0);
                 qp->resp.have_wr = false;
                 qsw_complete(qp, &wc);
             }
@@ -354,7 +384,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         const uint8_t *reth = bth + hdr_off(m, M_RETH);
         uint64_t va = ld64(reth);
         uint32_t rkey = ld32(reth + 8), len = ld32(reth + 12);
-        uint32_t npkts = len ? (uint32_t)(((uint64_t)len + qp->mtu - 1) / qp->mtu) : 1;
+        uint32_t npkts =
+            len ? (uint32_t)(((uint64_t)len + qp->mtu - 1) / qp->mtu) : 1;
         struct qsw_res *r;
 
         if (len > 0x80000000u) {
@@ -362,7 +393,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             return false;
         }
         if (len && eng->ops.rkey_check &&
-            eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, len, QSW_ACCESS_REMOTE_READ)) {
+            eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, len,
+                                QSW_ACCESS_REMOTE_READ)) {
             fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
             return false;
         }
@@ -393,7 +425,8 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         bool cas = pkt->opcode == OP_CMP_SWAP;
         struct qsw_res *r;
 
-        if (va & 7) {                   /* IBTA 9.4: atomics are naturally aligned */
+        /* IBTA 9.4: atomics are naturally aligned */
+        if (va & 7) {
             fatal(qp, pkt, NAK_INV_REQ, QSW_EV_QP_REQ_ERR);
             return false;
         }
@@ -403,11 +436,13 @@ static bool execute(struct qsw_qp *qp, const struct qsw_pkt *pkt)
             return false;
         }
         if ((eng->ops.rkey_check &&
-             eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, 8, QSW_ACCESS_REMOTE_ATOMIC)) ||
+             eng->ops.rkey_check(eng->opaque, qp, qp->pd, rkey, va, 8,
+                                 QSW_ACCESS_REMOTE_ATOMIC)) ||
             eng->ops.rkey_atomic(eng->opaque, qp, qp->pd, rkey, va,
-                                 cas ? QSW_ATOMIC_CMP_SWP : QSW_ATOMIC_FETCH_ADD,
-                                 cas ? ld64(ae + 20) : ld64(ae + 12), cas ? ld64(ae + 12) : 0,
-                                 &orig)) {
+                                 cas ? QSW_ATOMIC_CMP_SWP
+                                     : QSW_ATOMIC_FETCH_ADD,
+                                 cas ? ld64(ae + 20) : ld64(ae + 12),
+                                 cas ? ld64(ae + 12) : 0, &orig)) {
             fatal(qp, pkt, NAK_REM_ACCESS, QSW_EV_QP_ACCESS_ERR);
             return false;
         }
@@ -431,7 +466,8 @@ static void duplicate(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     qp->eng->st.duplicates++;
     if (pkt->mask & (M_SEND | M_WRITE)) {
         if (pkt->ackreq) {
-            queue_ack(qp, AETH_ACK | AETH_CREDIT_INVALID, psn_sub(qp->resp.psn, 1));
+            queue_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
+                      psn_sub(qp->resp.psn, 1));
         }
         return;
     }
@@ -439,16 +475,22 @@ static void duplicate(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         struct qsw_res *r = &qp->resp.res[i];
 
         if ((pkt->mask & M_READ) && r->type == RES_READ &&
-            psn_cmp(pkt->psn, r->first_psn) >= 0 && psn_cmp(pkt->psn, r->last_psn) <= 0) {
-            /* re-execute from the PSN asked for, with the original request's parameters */
+            psn_cmp(pkt->psn, r->first_psn) >= 0 &&
+            psn_cmp(pkt->psn, r->last_psn) <= 0) {
+            /*
+             * re-execute from the PSN asked for, with the original request's
+             * parameters
+             */
             r->start_psn = r->cur_psn = pkt->psn;
             r->active = true;
             qsw_qp_activate(qp);
             return;
         }
-        if ((pkt->mask & M_ATOMIC) && r->type == RES_ATOMIC && pkt->psn == r->first_psn) {
+        if ((pkt->mask & M_ATOMIC) && r->type == RES_ATOMIC &&
+            pkt->psn == r->first_psn) {
             r->start_psn = r->cur_psn = pkt->psn;
-            r->active = true;           /* replay the saved result, never execute again */
+            /* replay the saved result, never execute again */
+            r->active = true;
             qsw_qp_activate(qp);
             return;
         }
@@ -458,7 +500,10 @@ static void duplicate(struct qsw_qp *qp, const struct qsw_pkt *pkt)
 
 static void uc_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
 {
-    /* IBTA 9.8: a PSN gap loses the message in progress; resynchronise on the PSN */
+    /*
+     * IBTA 9.8: a PSN gap loses the message in progress; resynchronise on the
+     * PSN
+     */
     if (pkt->psn != qp->resp.psn) {
         if (qp->resp.in_msg) {
             qp->eng->st.drop_uc++;
@@ -488,7 +533,8 @@ void qsw_resp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         return;
     }
     if (qp->resp.fatal) {
-        qp->eng->st.drop_bad_state++;   /* on the way to ERR: nothing more is executed */
+        /* on the way to ERR: nothing more is executed */
+        qp->eng->st.drop_bad_state++;
         return;
     }
     d = psn_cmp(pkt->psn, qp->resp.psn);
@@ -515,12 +561,13 @@ void qsw_resp_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     }
 }
 
-/* ---- responses from poll ---------------------------------------------------------- */
+/* ---- responses from poll ------------------------------------------------- */
 
 static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
 {
     struct qsw_engine *eng = qp->eng;
-    uint8_t *bth = qsw_tx_begin(eng, &qp->attr.av, qp->ipv6), *h = bth + BTH_LEN;
+    uint8_t *bth = qsw_tx_begin(eng, &qp->attr.av, qp->ipv6),
+            *h = bth + BTH_LEN;
     uint32_t psn = r->cur_psn, paylen = 0;
     unsigned pad = 0;
     uint8_t opcode;
@@ -537,8 +584,10 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
         uint64_t off = (uint64_t)psn_sub(psn, r->first_psn) * r->mtu;
         bool first = psn == r->start_psn, last = psn == r->last_psn;
 
-        opcode = first && last ? OP_READ_RESP_ONLY : first ? OP_READ_RESP_FIRST :
-                 last ? OP_READ_RESP_LAST : OP_READ_RESP_MIDDLE;
+        opcode = first && last ? OP_READ_RESP_ONLY
+                 : first       ? OP_READ_RESP_FIRST
+                 : last        ? OP_READ_RESP_LAST
+                               : OP_READ_RESP_MIDDLE;
         aeth = first || last;
         if (aeth) {
             h[0] = AETH_ACK | AETH_CREDIT_INVALID;
@@ -549,8 +598,8 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
         if (paylen > r->mtu) {
             paylen = r->mtu;
         }
-        if (paylen &&
-            eng->ops.rkey_read(eng->opaque, qp, qp->pd, r->rkey, r->va + off, h, paylen)) {
+        if (paylen && eng->ops.rkey_read(eng->opaque, qp, qp->pd, r->rkey,
+                                         r->va + off, h, paylen)) {
             struct qsw_pkt p = { .psn = psn };
 
             r->active = false;
@@ -562,7 +611,8 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
         eng->st.tx_read_resp++;
     }
     qsw_tx_bth(bth, opcode, false, pad, qp->attr.dest_qp_num, false, psn);
-    qsw_tx_finish(eng, &qp->attr.av, qp->ipv6, qp->sport, (unsigned)(h - bth) + paylen + pad);
+    qsw_tx_finish(eng, &qp->attr.av, qp->ipv6, qp->sport,
+                  (unsigned)(h - bth) + paylen + pad);
     if (psn == r->last_psn) {
         r->active = false;
     } else {
@@ -575,13 +625,15 @@ unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
 {
     unsigned n = 0;
 
-    if (qp->type == QSW_QPT_UD || qp->state < QSW_QPS_RTR || qp->state == QSW_QPS_ERR) {
+    if (qp->type == QSW_QPT_UD || qp->state < QSW_QPS_RTR ||
+        qp->state == QSW_QPS_ERR) {
         return 0;
     }
     qsw_now(qp->eng);
     /* responder resources in arrival order, the oldest first */
     for (unsigned k = 0; k < qp->resp.nres && n < budget; k++) {
-        struct qsw_res *r = &qp->resp.res[(qp->resp.res_next + k) % qp->resp.nres];
+        struct qsw_res *r =
+            &qp->resp.res[(qp->resp.res_next + k) % qp->resp.nres];
 
         while (r->active && n < budget) {
             if (!send_response(qp, r)) {
@@ -615,8 +667,8 @@ unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
 void qsw_resp_stop(struct qsw_qp *qp)
 {
     if (qp->type == QSW_QPT_RC && qp->resp.ack_type && !res_active(qp) &&
-        (qp->state == QSW_QPS_RTR || qp->state == QSW_QPS_RTS || qp->state == QSW_QPS_SQD ||
-         qp->state == QSW_QPS_SQE)) {
+        (qp->state == QSW_QPS_RTR || qp->state == QSW_QPS_RTS ||
+         qp->state == QSW_QPS_SQD || qp->state == QSW_QPS_SQE)) {
         flush_ack(qp);
     }
 }
@@ -646,7 +698,7 @@ void qsw_resp_reset(struct qsw_qp *qp)
     qp->resp.psn = qp->attr.rq_psn;
 }
 
-/* ---- UD --------------------------------------------------------------------------- */
+/* ---- UD ------------------------------------------------------------------ */
 
 void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
 {
@@ -656,7 +708,10 @@ void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
     struct qsw_wc wc;
     int ret;
 
-    /* IBTA 10.2: the Q_Key must match, otherwise the message is silently dropped */
+    /*
+     * IBTA 10.2: the Q_Key must match, otherwise the message is silently
+     * dropped
+     */
     if (ld32(deth) != qp->attr.qkey) {
         eng->st.drop_qkey++;
         return;
@@ -691,18 +746,22 @@ void qsw_ud_rx(struct qsw_qp *qp, const struct qsw_pkt *pkt)
         qsw_complete(qp, &wc);
         return;
     }
-    /* The GRH room: the IPv6 header, or for IPv4 the IPv4 header in its last 20 bytes. */
+    /*
+     * The GRH room: the IPv6 header, or for IPv4 the IPv4 header in its last 20
+     * bytes.
+     */
     if (pkt->ipv6) {
         memcpy(grh, pkt->l3, IPV6_HLEN);
     } else {
         memset(grh, 0, QSW_GRH_BYTES - IPV4_HLEN);
         memcpy(grh + QSW_GRH_BYTES - IPV4_HLEN, pkt->l3, IPV4_HLEN);
     }
-    ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list, qp->resp.wr.num_sge, 0, grh,
-                             QSW_GRH_BYTES);
+    ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list,
+                             qp->resp.wr.num_sge, 0, grh, QSW_GRH_BYTES);
     if (!ret && pkt->paylen) {
-        ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list, qp->resp.wr.num_sge,
-                                 QSW_GRH_BYTES, pkt->payload, pkt->paylen);
+        ret = eng->ops.sge_write(eng->opaque, qp, qp->resp.wr.sg_list,
+                                 qp->resp.wr.num_sge, QSW_GRH_BYTES,
+                                 pkt->payload, pkt->paylen);
     }
     if (ret) {
         wc.status = ret < 0 ? (uint32_t)-ret : QSW_WC_LOC_PROT_ERR;

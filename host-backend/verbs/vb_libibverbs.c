@@ -31,7 +31,8 @@ static struct ibv_context *lib_open_device(const char *name)
     return ctx;
 }
 
-static int lib_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr)
+static int lib_query_port(struct ibv_context *ctx, uint8_t port,
+                          struct ibv_port_attr *attr)
 {
     return ibv_query_port(ctx, port, attr);
 }
@@ -46,12 +47,14 @@ static int lib_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     return ibv_poll_cq(cq, num_entries, wc);
 }
 
-static int lib_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static int lib_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                         struct ibv_send_wr **bad)
 {
     return ibv_post_send(qp, wr, bad);
 }
 
-static int lib_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static int lib_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                         struct ibv_recv_wr **bad)
 {
     return ibv_post_recv(qp, wr, bad);
 }

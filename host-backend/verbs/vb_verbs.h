@@ -14,30 +14,40 @@
 #include <infiniband/verbs.h>
 
 struct qrdma_vb_verbs {
-    /* ibv_get_device_list + ibv_get_device_name + ibv_open_device; NULL, errno ENODEV if absent. */
+    /*
+     * ibv_get_device_list + ibv_get_device_name + ibv_open_device; NULL, errno
+     * ENODEV if absent.
+     */
     struct ibv_context *(*open_device)(const char *name);
     int (*close_device)(struct ibv_context *ctx);
-    int (*query_port)(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
-    int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+    int (*query_port)(struct ibv_context *ctx, uint8_t port,
+                      struct ibv_port_attr *attr);
+    int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,
+                     union ibv_gid *gid);
 
     struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
     int (*dealloc_pd)(struct ibv_pd *pd);
 
     struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
     int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
-    struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
-                                struct ibv_comp_channel *ch, int comp_vector);
+    struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe,
+                                void *cq_context, struct ibv_comp_channel *ch,
+                                int comp_vector);
     int (*destroy_cq)(struct ibv_cq *cq);
     int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
-    int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context);
+    int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq,
+                        void **cq_context);
     void (*ack_cq_events)(struct ibv_cq *cq, unsigned int nevents);
     int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 
-    struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+    struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+                                struct ibv_qp_init_attr *attr);
     int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
     int (*destroy_qp)(struct ibv_qp *qp);
-    int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-    int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+    int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+                     struct ibv_send_wr **bad);
+    int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+                     struct ibv_recv_wr **bad);
 
     struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
     int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);

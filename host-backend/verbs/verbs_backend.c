@@ -52,7 +52,10 @@
 #include "qrdma_backend_verbs.h"
 #include "vb_verbs.h"
 
-/* The contract numbers things as libibverbs does: checked, so values pass unchanged. */
+/*
+ * The contract numbers things as libibverbs does: checked, so values pass
+ * unchanged.
+ */
 #define SAME(a, b) _Static_assert((long)(a) == (long)(b), #a " is not " #b)
 SAME(QRDMA_BE_WC_SUCCESS, IBV_WC_SUCCESS);
 SAME(QRDMA_BE_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
@@ -144,7 +147,8 @@ struct vb_pd {
 /* One send WR the host holds: what its completion needs. */
 struct vb_sq_entry {
     uint64_t wr_id;
-    uint32_t wc_opcode;         /* for an error completion, whose opcode verbs leaves undefined */
+    /* for an error completion, whose opcode verbs leaves undefined */
+    uint32_t wc_opcode;
 };
 
 /* A guest SRQ on a host SRQ. */
@@ -160,7 +164,8 @@ struct qrdma_be_qp {
     struct qrdma_be *be;
     uint32_t qp_id, type, pd;
     uint32_t send_cq_id, recv_cq_id;
-    uint32_t state;             /* enum qrdma_be_qp_state as the backend knows it */
+    /* enum qrdma_be_qp_state as the backend knows it */
+    uint32_t state;
     uint32_t qkey;
     struct ibv_qp *qp;
     struct ibv_cq *scq, *rcq;
@@ -262,7 +267,7 @@ static int set_nonblock(int fd)
     return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
-/* ---- PDs ----------------------------------------------------------------------- */
+/* ---- PDs ----------------------------------------------------------------- */
 
 static struct vb_pd *pd_get(struct qrdma_be *be, uint32_t pd)
 {
@@ -289,16 +294,18 @@ static struct vb_pd *pd_get(struct qrdma_be *be, uint32_t pd)
     return p;
 }
 
-/* ---- guest memory ----------------------------------------------------------------- */
+/* ---- guest memory -------------------------------------------------------- */
 
-static const struct qrdma_be_verbs_ram *ram_of(struct qrdma_be *be, uint64_t gpa, uint64_t len)
+static const struct qrdma_be_verbs_ram *ram_of(struct qrdma_be *be,
+                                               uint64_t gpa, uint64_t len)
 {
     unsigned i;
 
     for (i = 0; i < be->cfg.nram; i++) {
         const struct qrdma_be_verbs_ram *r = &be->cfg.ram[i];
 
-        if (gpa >= r->gpa && gpa - r->gpa < r->size && len <= r->size - (gpa - r->gpa)) {
+        if (gpa >= r->gpa && gpa - r->gpa < r->size &&
+            len <= r->size - (gpa - r->gpa)) {
             return r;
         }
     }
@@ -355,8 +362,8 @@ static int piece_add(void *arg, uint64_t gpa, uint64_t len)
  * the first to start, and every piece but the last to end, on a host
  * page. -EFAULT: a piece outside guest RAM; -EINVAL: not mappable.
  */
-static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr, void **alias,
-                    size_t *alias_len)
+static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
+                    void **alias, size_t *alias_len)
 {
     const uint64_t pmask = (uint64_t)be->page - 1;
     const struct qrdma_be_verbs_ram *r;
@@ -375,8 +382,10 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
         if (!r) {
             return -EFAULT;
         }
-        if (i && hva_of(ram_of(be, p->gpa[i - 1], p->len[i - 1]), p->gpa[i - 1]) +
-                 p->len[i - 1] != hva_of(r, p->gpa[i])) {
+        if (i &&
+            hva_of(ram_of(be, p->gpa[i - 1], p->len[i - 1]), p->gpa[i - 1]) +
+                    p->len[i - 1] !=
+                hva_of(r, p->gpa[i])) {
             contiguous = false;
         }
     }
@@ -391,7 +400,8 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
         r = ram_of(be, p->gpa[i], p->len[i]);
         if (r->fd < 0 || (i && (p->gpa[i] & pmask)) ||
             (i + 1 < p->n && ((p->gpa[i] + p->len[i]) & pmask)) ||
-            ((r->fd_offset + (p->gpa[i] - r->gpa)) & pmask) != (p->gpa[i] & pmask)) {
+            ((r->fd_offset + (p->gpa[i] - r->gpa)) & pmask) !=
+                (p->gpa[i] & pmask)) {
             return -EINVAL;
         }
         span += p->len[i];
@@ -407,7 +417,8 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
         uint64_t len = ((p->gpa[i] + p->len[i] + pmask) & ~pmask) - first;
 
         r = ram_of(be, p->gpa[i], p->len[i]);
-        if (mmap(base + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, r->fd,
+        if (mmap(base + off, len, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, r->fd,
                  (off_t)(r->fd_offset + (first - r->gpa))) == MAP_FAILED) {
             munmap(base, span);
             return -ENOMEM;
@@ -462,7 +473,10 @@ static struct vb_mr *mr_slot(struct qrdma_be *be, uint32_t stag, bool grow)
     return &be->mrs[index];
 }
 
-/* The guest's DMA MR: host MRs over every RAM range of the PD, iova = guest-physical. */
+/*
+ * The guest's DMA MR: host MRs over every RAM range of the PD, iova =
+ * guest-physical.
+ */
 static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
 {
     unsigned i;
@@ -487,7 +501,8 @@ static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
     return 0;
 }
 
-static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
+static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr,
+                          uint32_t *rkey)
 {
     struct vb_pieces pieces = { 0 };
     struct vb_mr *slot = mr_slot(be, mr->stag, true), next;
@@ -515,8 +530,8 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
         *rkey = mr->stag;       /* local only: no peer uses it */
         goto install;
     }
-    ret = be->cbs.mr_gpa_walk(be->opaque, mr->pd, mr->stag, mr->iova, mr->length, piece_add,
-                              &pieces);
+    ret = be->cbs.mr_gpa_walk(be->opaque, mr->pd, mr->stag, mr->iova,
+                              mr->length, piece_add, &pieces);
     if (!ret) {
         ret = mr_place(be, &pieces, &addr, &next.alias, &next.alias_len);
     }
@@ -525,9 +540,13 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
     if (ret) {
         return ret == -EACCES || ret == -EFAULT ? -EINVAL : ret;
     }
-    /* The four rights verbs and the guest share; nothing optional the host may lack. */
+    /*
+     * The four rights verbs and the guest share; nothing optional the host may
+     * lack.
+     */
     next.mr = be->v->reg_mr_iova2(p->pd, addr, mr->length, mr->iova,
-                                  mr->access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                  mr->access & (IBV_ACCESS_LOCAL_WRITE |
+                                                IBV_ACCESS_REMOTE_WRITE |
                                                 IBV_ACCESS_REMOTE_READ |
                                                 IBV_ACCESS_REMOTE_ATOMIC));
     if (!next.mr) {
@@ -539,7 +558,9 @@ static int vb_mr_register(struct qrdma_be *be, const struct qrdma_be_mr *mr, uin
     }
     *rkey = next.mr->rkey;
 install:
-    /* A REREG replaces the old registration only now that the new one exists. */
+    /*
+     * A REREG replaces the old registration only now that the new one exists.
+     */
     if (slot->live) {
         mr_release(be, slot);
     }
@@ -556,7 +577,8 @@ install:
  * The PD's whole-RAM MRs, which windows bind to, are made now, so a bind
  * never has to register memory in the data path.
  */
-static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr, uint32_t *rkey)
+static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr,
+                            uint32_t *rkey)
 {
     struct vb_mr *slot = mr_slot(be, mr->stag, true);
     struct vb_pd *p;
@@ -607,8 +629,9 @@ static void vb_mr_deregister(struct qrdma_be *be, uint32_t stag)
  * RAM range ends. -EACCES: no MR of this STag (index and key byte) in the
  * QP's PD, or a DMA address outside guest RAM; -EINVAL: too many pieces.
  */
-static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_sge *s,
-                       struct ibv_sge *out, unsigned *n, unsigned max)
+static int sge_to_host(struct qrdma_be *be, uint32_t pd,
+                       const struct qrdma_be_sge *s, struct ibv_sge *out,
+                       unsigned *n, unsigned max)
 {
     struct vb_mr *m = mr_slot(be, s->lkey, false);
     uint64_t addr = s->addr, left = s->length;
@@ -625,7 +648,9 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_s
         if (*n >= max) {
             return -EINVAL;
         }
-        out[(*n)++] = (struct ibv_sge){ .addr = addr, .length = s->length, .lkey = m->mr->lkey };
+        out[(*n)++] = (struct ibv_sge){ .addr = addr,
+                                        .length = s->length,
+                                        .lkey = m->mr->lkey };
         return 0;
     }
     do {
@@ -642,23 +667,29 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_s
         if (*n >= max) {
             return -EINVAL;
         }
-        out[(*n)++] = (struct ibv_sge){ .addr = addr, .length = (uint32_t)run,
-                                        .lkey = be->pds[pd]->dma[r - be->cfg.ram]->lkey };
+        out[(*n)++] =
+            (struct ibv_sge){ .addr = addr,
+                              .length = (uint32_t)run,
+                              .lkey = be->pds[pd]->dma[r - be->cfg.ram]->lkey };
         addr += run;
         left -= run;
     } while (left);
     return 0;
 }
 
-/* ---- address vectors --------------------------------------------------------------- */
+/* ---- address vectors ----------------------------------------------------- */
 
-static void av_to_ah_attr(struct qrdma_be *be, const struct qrdma_be_av *av, struct ibv_ah_attr *a)
+static void av_to_ah_attr(struct qrdma_be *be, const struct qrdma_be_av *av,
+                          struct ibv_ah_attr *a)
 {
     memset(a, 0, sizeof(*a));
     a->is_global = 1;
     memcpy(a->grh.dgid.raw, av->dgid, 16);
     a->grh.flow_label = av->flow_label;
-    /* The guest's GID table in verbs mode is the host's GID; every index names it. */
+    /*
+     * The guest's GID table in verbs mode is the host's GID; every index names
+     * it.
+     */
     a->grh.sgid_index = be->cfg.gid_index;
     a->grh.hop_limit = av->hop_limit ? av->hop_limit : 64;
     a->grh.traffic_class = av->traffic_class;
@@ -672,14 +703,16 @@ static bool av_same(const struct qrdma_be_av *a, const struct qrdma_be_av *b)
 }
 
 /* A host AH for a UD send, from a small cache (round-robin replacement). */
-static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd, const struct qrdma_be_av *av)
+static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd,
+                             const struct qrdma_be_av *av)
 {
     struct ibv_ah_attr attr;
     struct vb_ah *slot;
     unsigned i;
 
     for (i = 0; i < VB_AH_CACHE; i++) {
-        if (be->ahs[i].live && be->ahs[i].pd == pd && av_same(&be->ahs[i].av, av)) {
+        if (be->ahs[i].live && be->ahs[i].pd == pd &&
+            av_same(&be->ahs[i].av, av)) {
             return be->ahs[i].ah;
         }
     }
@@ -706,9 +739,10 @@ static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd, const struct qrdm
     return slot->ah;
 }
 
-/* ---- QPs ----------------------------------------------------------------------------- */
+/* ---- QPs ----------------------------------------------------------------- */
 
-static int qp_table_put(struct qrdma_be *be, uint32_t qp_id, struct qrdma_be_qp *q)
+static int qp_table_put(struct qrdma_be *be, uint32_t qp_id,
+                        struct qrdma_be_qp *q)
 {
     if (qp_id >= VB_MAX_ID) {
         return -EINVAL;
@@ -771,7 +805,8 @@ static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
     free(q);
 }
 
-static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
+static int vb_qp_create(struct qrdma_be *be,
+                        const struct qrdma_be_qp_init *init,
                         struct qrdma_be_qp **qpp, uint32_t *qpn)
 {
     struct ibv_qp_init_attr attr;
@@ -835,7 +870,8 @@ static int vb_qp_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init
     attr.send_cq = q->scq;
     attr.recv_cq = q->rcq;
     attr.qp_type = (enum ibv_qp_type)init->type;
-    attr.sq_sig_all = 0;        /* the guest's SIGNALED flag decides, WR by WR */
+    /* the guest's SIGNALED flag decides, WR by WR */
+    attr.sq_sig_all = 0;
     attr.cap.max_send_wr = init->max_send_wr;
     attr.srq = q->srq ? q->srq->srq : NULL;
     attr.cap.max_recv_wr = q->srq ? 0 : init->max_recv_wr;
@@ -880,9 +916,11 @@ static void qp_drain_cqs(struct qrdma_be *be, struct qrdma_be_qp *q)
     unsigned rounds = 0;
 
     /* Bounded: the CQs are sized to the queues. */
-    while (rounds++ < q->sq_size + q->rq_size + 2 &&
-           (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) > 0 ||
-            be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) > 0)) {
+    while (rounds++ < q->sq_size + q->rq_size + 2) {
+        if (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) <= 0 &&
+            be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) <= 0) {
+            break;
+        }
     }
 }
 
@@ -910,10 +948,13 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
         av_to_ah_attr(be, &a->av, &attr.ah_attr);
     }
     if (q->type == QRDMA_BE_QPT_UD) {
-        hmask &= ~IBV_QP_PATH_MTU;      /* the core adds it for its own transport; IB has none for UD */
+        /* the core adds it for its own transport; IB has none for UD */
+        hmask &= ~IBV_QP_PATH_MTU;
     }
     if (q->state == QRDMA_BE_QPS_RESET && a->qp_state == QRDMA_BE_QPS_INIT) {
-        /* The port and P_Key index are the device's, not the guest's to choose. */
+        /*
+         * The port and P_Key index are the device's, not the guest's to choose.
+         */
         attr.port_num = be->cfg.ibport;
         attr.pkey_index = 0;
         hmask |= IBV_QP_PORT | IBV_QP_PKEY_INDEX;
@@ -936,7 +977,8 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
     return 0;
 }
 
-static enum qrdma_be_qp_state vb_qp_state(struct qrdma_be *be, struct qrdma_be_qp *q)
+static enum qrdma_be_qp_state vb_qp_state(struct qrdma_be *be,
+                                          struct qrdma_be_qp *q)
 {
     return (enum qrdma_be_qp_state)q->state;
 }
@@ -960,7 +1002,7 @@ static void qp_error(struct qrdma_be *be, struct qrdma_be_qp *q)
     }
 }
 
-/* ---- posting ---------------------------------------------------------------------------- */
+/* ---- posting ------------------------------------------------------------- */
 
 static uint32_t wc_opcode_of(uint32_t wr_opcode)
 {
@@ -1137,7 +1179,10 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
         goto post;
     }
     if (wr->send_flags & QRDMA_BE_SEND_INLINE) {
-        /* The host copies inline data at post time; the core's buffer lives that long. */
+        /*
+         * The host copies inline data at post time; the core's buffer lives
+         * that long.
+         */
         sge[n++] = (struct ibv_sge){ .addr = (uintptr_t)wr->inline_data,
                                      .length = wr->inline_len };
     } else {
@@ -1145,7 +1190,8 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
             return -EINVAL;
         }
         for (i = 0; i < wr->num_sge; i++) {
-            ret = sge_to_host(be, q->pd, &wr->sg_list[i], sge, &n, q->max_send_sge);
+            ret = sge_to_host(be, q->pd, &wr->sg_list[i], sge, &n,
+                              q->max_send_sge);
             if (ret) {
                 return ret;
             }
@@ -1159,7 +1205,8 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
         hw.imm_data = wr->imm_data;     /* network order both sides */
         break;
     case QRDMA_BE_WR_SEND_WITH_INV:
-        hw.invalidate_rkey = wr->invalidate_stag;       /* the peer's wire rkey */
+        /* the peer's wire rkey */
+        hw.invalidate_rkey = wr->invalidate_stag;
         break;
     }
     switch (wr->opcode) {
@@ -1183,7 +1230,9 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
             return host_res_err();
         }
         hw.wr.ud.remote_qpn = wr->ud.remote_qpn;
-        hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u) ? q->qkey : wr->ud.remote_qkey;
+        hw.wr.ud.remote_qkey = (wr->ud.remote_qkey & 0x80000000u)
+                                   ? q->qkey
+                                   : wr->ud.remote_qkey;
     }
 post:
     ret = rc_err(be->v->post_send(q->qp, &hw, &bad));
@@ -1234,7 +1283,8 @@ static void rq_fill(struct qrdma_be *be, struct qrdma_be_qp *q)
             return;
         }
         for (i = 0; !ret && i < rw.num_sge && i < QRDMA_BE_MAX_SGE; i++) {
-            ret = sge_to_host(be, q->pd, &rw.sg_list[i], sge, &n, q->max_recv_sge);
+            ret = sge_to_host(be, q->pd, &rw.sg_list[i], sge, &n,
+                              q->max_recv_sge);
         }
         memset(&hw, 0, sizeof(hw));
         hw.wr_id = rw.wr_id;
@@ -1242,8 +1292,10 @@ static void rq_fill(struct qrdma_be *be, struct qrdma_be_qp *q)
         hw.num_sge = (int)n;
         if (ret || be->v->post_recv(q->qp, &hw, &bad)) {
             struct qrdma_be_wc wc = {
-                .wr_id = rw.wr_id, .opcode = QRDMA_BE_WC_RECV,
-                .status = ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR : QRDMA_BE_WC_LOC_QP_OP_ERR,
+                .wr_id = rw.wr_id,
+                .opcode = QRDMA_BE_WC_RECV,
+                .status = ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR
+                                         : QRDMA_BE_WC_LOC_QP_OP_ERR,
             };
 
             qp_error(be, q);
@@ -1391,9 +1443,11 @@ static void vb_srq_destroy(struct qrdma_be *be, struct qrdma_be_srq *srq)
 
 /* ---- completions and events ------------------------------------------------------------- */
 
-/* One host completion of QP q, from its send CQ or its receive CQ, to the core. */
-static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struct ibv_wc *hw,
-                         bool recv)
+/*
+ * One host completion of QP q, from its send CQ or its receive CQ, to the core.
+ */
+static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
+                         const struct ibv_wc *hw, bool recv)
 {
     struct qrdma_be_wc wc;
     struct vb_mr *m;
@@ -1403,11 +1457,16 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
     wc.status = hw->status;
     wc.vendor_err = hw->vendor_err;
     if (recv) {
-        /* verbs leaves opcode undefined on an error: the receive side says it all. */
-        wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode : QRDMA_BE_WC_RECV;
+        /*
+         * verbs leaves opcode undefined on an error: the receive side says it
+         * all.
+         */
+        wc.opcode = hw->status == IBV_WC_SUCCESS ? hw->opcode
+                                                 : QRDMA_BE_WC_RECV;
         wc.byte_len = hw->byte_len;
         wc.src_qp = hw->src_qp;
-        wc.wc_flags = hw->wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM | IBV_WC_WITH_INV);
+        wc.wc_flags = hw->wc_flags &
+                      (IBV_WC_GRH | IBV_WC_WITH_IMM | IBV_WC_WITH_INV);
         /*
          * ibv_wc does not say whether the message was solicited; say it
          * was, so an ARM_SOLICITED CQ never misses one (it may wake for
@@ -1434,7 +1493,10 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
     } else {
         uint32_t found = 0;
 
-        /* Retire the WR and the unsignaled ones before it (the host reports none of those). */
+        /*
+         * Retire the WR and the unsignaled ones before it (the host reports
+         * none of those).
+         */
         wc.opcode = QRDMA_BE_WC_SEND;
         while (q->sq_head != q->sq_tail && found++ < q->sq_size) {
             struct vb_sq_entry *e = &q->sq[q->sq_head % q->sq_size];
@@ -1455,7 +1517,10 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q, const struc
     be->cbs.complete(be->opaque, q->qp_id, &wc);
 }
 
-/* Read the channel's events: each marks its QP due and re-arms the CQ before it is drained. */
+/*
+ * Read the channel's events: each marks its QP due and re-arms the CQ before it
+ * is drained.
+ */
 static void channel_events(struct qrdma_be *be)
 {
     struct ibv_cq *cq;
@@ -1485,13 +1550,15 @@ static void async_events(struct qrdma_be *be)
         case IBV_EVENT_QP_ACCESS_ERR:
             q = ev.element.qp->qp_context;
             q->state = QRDMA_BE_QPS_ERR;
-            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
+            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type,
+                          q->qp_id);
             break;
         case IBV_EVENT_COMM_EST:
         case IBV_EVENT_SQ_DRAINED:
         case IBV_EVENT_QP_LAST_WQE_REACHED:
             q = ev.element.qp->qp_context;
-            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type, q->qp_id);
+            be->cbs.event(be->opaque, (enum qrdma_be_event)ev.event_type,
+                          q->qp_id);
             break;
         case IBV_EVENT_SRQ_LIMIT_REACHED:
         case IBV_EVENT_SRQ_ERR: {
@@ -1505,10 +1572,14 @@ static void async_events(struct qrdma_be *be)
         case IBV_EVENT_CQ_ERR:
             q = ev.element.cq->cq_context;
             be->cbs.event(be->opaque, QRDMA_BE_EV_CQ_ERR,
-                          ev.element.cq == q->scq ? q->send_cq_id : q->recv_cq_id);
+                          ev.element.cq == q->scq ? q->send_cq_id
+                                                  : q->recv_cq_id);
             break;
         default:
-            /* Port and device events: the guest's port does not follow the host's yet. */
+            /*
+             * Port and device events: the guest's port does not follow the
+             * host's yet.
+             */
             break;
         }
         be->v->ack_async_event(&ev);
@@ -1551,13 +1622,15 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
             continue;
         }
         q->due = false;
-        while (done < budget && (n = be->v->poll_cq(q->scq, VB_POLL_BATCH, wc)) > 0) {
+        while (done < budget &&
+               (n = be->v->poll_cq(q->scq, VB_POLL_BATCH, wc)) > 0) {
             for (k = 0; k < n; k++) {
                 complete_one(be, q, &wc[k], false);
             }
             done += n;
         }
-        while (done < budget && (n = be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc)) > 0) {
+        while (done < budget &&
+               (n = be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc)) > 0) {
             for (k = 0; k < n; k++) {
                 complete_one(be, q, &wc[k], true);
             }
@@ -1586,7 +1659,7 @@ int qrdma_be_verbs_wait_fd(struct qrdma_be *be)
     return be ? be->epfd : -1;
 }
 
-/* ---- the backend -------------------------------------------------------------------------- */
+/* ---- the backend --------------------------------------------------------- */
 
 /* Every host object but the device, the channel and the fds. */
 static void drop_objects(struct qrdma_be *be)
@@ -1665,8 +1738,10 @@ static int vb_reset(struct qrdma_be *be)
     return 0;
 }
 
-static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb, void *opaque,
-                                  const struct qrdma_be_params *params, char *err, size_t err_len)
+static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
+                                  void *opaque,
+                                  const struct qrdma_be_params *params,
+                                  char *err, size_t err_len)
 {
     const struct qrdma_be_verbs_config *cfg = params->backend_config;
     const struct qrdma_be_fault *f = &params->fault;
@@ -1677,15 +1752,20 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb, void *opa
     struct qrdma_be *be;
 
     if (!cfg || !cfg->ibdev || !cfg->ibdev[0]) {
-        snprintf(err, err_len, "backend=verbs needs a host RDMA device (ibdev=)");
+        snprintf(err, err_len,
+                 "backend=verbs needs a host RDMA device (ibdev=)");
         return NULL;
     }
-    if (f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm || f->delay_ns) {
-        snprintf(err, err_len, "backend=verbs: fault injection (x-fault-*) is the sw backend's");
+    if (f->loss_ppm || f->dup_ppm || f->reorder_ppm || f->corrupt_ppm ||
+        f->delay_ns) {
+        snprintf(
+            err, err_len,
+            "backend=verbs: fault injection (x-fault-*) is the sw backend's");
         return NULL;
     }
     if (cfg->nram > QRDMA_BE_VERBS_MAX_RAM) {
-        snprintf(err, err_len, "backend=verbs: guest RAM in more than %d ranges",
+        snprintf(err, err_len,
+                 "backend=verbs: guest RAM in more than %d ranges",
                  QRDMA_BE_VERBS_MAX_RAM);
         return NULL;
     }
@@ -1710,28 +1790,33 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb, void *opa
     }
     be->ctx = be->v->open_device(be->ibdev);
     if (!be->ctx) {
-        snprintf(err, err_len, "backend=verbs: host RDMA device '%s' not found", be->ibdev);
+        snprintf(err, err_len, "backend=verbs: host RDMA device '%s' not found",
+                 be->ibdev);
         goto fail;
     }
     if (be->v->query_port(be->ctx, be->cfg.ibport, &port)) {
-        snprintf(err, err_len, "backend=verbs: %s has no port %u", be->ibdev, be->cfg.ibport);
+        snprintf(err, err_len, "backend=verbs: %s has no port %u", be->ibdev,
+                 be->cfg.ibport);
         goto fail;
     }
     if (port.state != IBV_PORT_ACTIVE) {
-        snprintf(err, err_len, "backend=verbs: port %u of %s is not active (state %d)",
+        snprintf(err, err_len,
+                 "backend=verbs: port %u of %s is not active (state %d)",
                  be->cfg.ibport, be->ibdev, (int)port.state);
         goto fail;
     }
     if (be->v->query_gid(be->ctx, be->cfg.ibport, be->cfg.gid_index, &gid) ||
         !memcmp(gid.raw, zero_gid, 16)) {
-        snprintf(err, err_len, "backend=verbs: %s port %u has no GID at index %u", be->ibdev,
+        snprintf(err, err_len,
+                 "backend=verbs: %s port %u has no GID at index %u", be->ibdev,
                  be->cfg.ibport, be->cfg.gid_index);
         goto fail;
     }
     be->ch = be->v->create_comp_channel(be->ctx);
-    if (!be->ch || set_nonblock(be->ch->fd) || set_nonblock(be->ctx->async_fd)) {
-        snprintf(err, err_len, "backend=verbs: %s: no completion channel (%s)", be->ibdev,
-                 strerror(errno));
+    if (!be->ch || set_nonblock(be->ch->fd) ||
+        set_nonblock(be->ctx->async_fd)) {
+        snprintf(err, err_len, "backend=verbs: %s: no completion channel (%s)",
+                 be->ibdev, strerror(errno));
         goto fail;
     }
     be->epfd = epoll_create1(EPOLL_CLOEXEC);

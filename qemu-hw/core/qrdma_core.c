@@ -22,7 +22,8 @@
 static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset);
 static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset);
 static uint32_t reg_read_obj_count(struct qrdma_core *core, uint32_t offset);
-static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value);
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset,
+                               uint32_t value);
 
 #define RO(off, nm)             QRDMA_REG_RO_DESC(off, 0, nm)
 #define RO_LIVE(off, nm, fn)    QRDMA_REG_RO_LIVE_DESC(off, 0, nm, fn)
@@ -40,7 +41,8 @@ static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
     RO(QRDMA_REG_BOARD_ID + 8, "BOARD_ID2"),
     RO(QRDMA_REG_BOARD_ID + 12, "BOARD_ID3"),
 
-    RW(QRDMA_REG_DEV_CTRL, "DEV_CTRL", QRDMA_DEV_CTRL_VALID_MASK, reg_write_dev_ctrl),
+    RW(QRDMA_REG_DEV_CTRL, "DEV_CTRL", QRDMA_DEV_CTRL_VALID_MASK,
+       reg_write_dev_ctrl),
     RO(QRDMA_REG_PE_STATUS, "PE_STATUS"),
     RO_LIVE(QRDMA_REG_GUEST_ERRORS, "GUEST_ERRORS", reg_read_guest_errors),
     RW(QRDMA_REG_SCRATCH, "SCRATCH", 0xffffffffu, NULL),
@@ -109,11 +111,16 @@ static const struct qrdma_reg_block {
     uint32_t *(*storage)(struct qrdma_core *core, uint32_t offset);
 } qrdma_reg_blocks[] = {
     { 0, QRDMA_REG_FILE_END, "register file", qrdma_reg_table, storage_file },
-    { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", qrdma_cqp_reg_table, NULL },
-    { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", qrdma_hmc_reg_table, NULL },
-    { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt", qrdma_intr_reg_table, NULL },
-    { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table, storage_lan },
-    { QRDMA_REG_STATS_BASE, QRDMA_REG_BLOCK_SIZE, "counter", qrdma_stats_reg_table, NULL },
+    { QRDMA_REG_CQP_BASE, QRDMA_REG_BLOCK_SIZE, "CQP", qrdma_cqp_reg_table,
+      NULL },
+    { QRDMA_REG_HMC_BASE, QRDMA_REG_BLOCK_SIZE, "HMC", qrdma_hmc_reg_table,
+      NULL },
+    { QRDMA_REG_INTR_BASE, QRDMA_REG_BLOCK_SIZE, "interrupt",
+      qrdma_intr_reg_table, NULL },
+    { QRDMA_REG_LAN_BASE, QRDMA_REG_BLOCK_SIZE, "LAN", qrdma_lan_reg_table,
+      storage_lan },
+    { QRDMA_REG_STATS_BASE, QRDMA_REG_BLOCK_SIZE, "counter",
+      qrdma_stats_reg_table, NULL },
 };
 
 /* Firmware version reported by this model: 0.1.0. */
@@ -149,12 +156,15 @@ static uint32_t *reg(struct qrdma_core *core, uint32_t offset)
 
 void qrdma_core_config_defaults(struct qrdma_core_config *cfg)
 {
-    static const uint8_t default_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+    static const uint8_t default_mac[6] = {
+        0x52, 0x54, 0x00, 0x12, 0x34, 0x56
+    };
 
     memset(cfg, 0, sizeof(*cfg));
     cfg->backend = QRDMA_BACKEND_SW;
     memcpy(cfg->mac, default_mac, sizeof(cfg->mac));
-    snprintf(cfg->board_id, sizeof(cfg->board_id), "%s", QRDMA_DEFAULT_BOARD_ID);
+    snprintf(cfg->board_id, sizeof(cfg->board_id), "%s",
+             QRDMA_DEFAULT_BOARD_ID);
     cfg->max_qp = QRDMA_DEFAULT_MAX_QP;
     cfg->max_cq = QRDMA_DEFAULT_MAX_CQ;
     cfg->max_mr = QRDMA_DEFAULT_MAX_MR;
@@ -200,9 +210,11 @@ static const struct {
 #ifdef QRDMA_HAVE_VERBS
     [QRDMA_BACKEND_VERBS] = { "verbs", &qrdma_be_verbs_ops, NULL },
 #else
-    [QRDMA_BACKEND_VERBS] = { "verbs", NULL,
-                              "the host-verbs backend is not built into this program (it "
-                              "needs libibverbs at build time); use backend=sw" },
+    [QRDMA_BACKEND_VERBS] = {
+        "verbs", NULL,
+        "the host-verbs backend is not built into this program (it needs "
+        "libibverbs at build time); use backend=sw"
+    },
 #endif
 };
 
@@ -218,16 +230,20 @@ int qrdma_core_backend_from_name(const char *name)
     return -1;
 }
 
-int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg,
+int qrdma_core_init(struct qrdma_core *core,
+                    const struct qrdma_core_config *cfg,
                     const struct qrdma_core_env *env, char *err, size_t err_len)
 {
-    /* Each limit must fit what the descriptor fields of later interfaces hold. */
+    /*
+     * Each limit must fit what the descriptor fields of later interfaces hold.
+     */
     static const struct {
         const char *name;
         size_t offset;
         uint32_t min, max;
     } limits[] = {
-#define LIMIT(field, lo, hi) { #field, offsetof(struct qrdma_core_config, field), lo, hi }
+#define LIMIT(field, lo, hi) \
+    { #field, offsetof(struct qrdma_core_config, field), lo, hi }
         LIMIT(max_qp, 2, 1u << 18),
         LIMIT(max_cq, 2, 1u << 18),
         LIMIT(max_mr, 1, 1u << 24),
@@ -236,7 +252,9 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_ah, 0, 1u << 20),
         LIMIT(max_qp_wr, 2, 1u << 15),
         LIMIT(max_srq_wr, 0, 1u << 15),
-        /* The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES. */
+        /*
+         * The largest CQ (2^n <= max_cqe + 1) must fit QRDMA_QUEUE_MAX_BYTES.
+         */
         LIMIT(max_cqe, 2, QRDMA_QUEUE_MAX_BYTES / QRDMA_CQE_SIZE),
         LIMIT(max_send_sge, 1, QRDMA_BE_MAX_SGE),
         LIMIT(max_recv_sge, 1, QRDMA_BE_MAX_SGE),
@@ -251,7 +269,9 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         LIMIT(max_mcast_qp_attach, 1, QRDMA_MCAST_QP_ATTACH_MAX),
         LIMIT(link_speed_mbps, 10, 800000),
         LIMIT(stall_floor_ms, 0, 600000),
-        /* Faults: at most half of the frames, so a test still makes progress. */
+        /*
+         * Faults: at most half of the frames, so a test still makes progress.
+         */
         LIMIT(fault.loss_ppm, 0, 500000),
         LIMIT(fault.dup_ppm, 0, 500000),
         LIMIT(fault.reorder_ppm, 0, 500000),
@@ -273,12 +293,16 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
         }
     }
     if (!is_pow2(cfg->max_mtu)) {
-        snprintf(err, err_len, "max_mtu=%u is not a power of two", cfg->max_mtu);
+        snprintf(err, err_len, "max_mtu=%u is not a power of two",
+                 cfg->max_mtu);
         return -EINVAL;
     }
     if (!is_pow2(cfg->db_pages)) {
-        /* The doorbell BAR is db_pages * 4 KB and a BAR must be a power of two. */
-        snprintf(err, err_len, "db_pages=%u is not a power of two", cfg->db_pages);
+        /*
+         * The doorbell BAR is db_pages * 4 KB and a BAR must be a power of two.
+         */
+        snprintf(err, err_len, "db_pages=%u is not a power of two",
+                 cfg->db_pages);
         return -EINVAL;
     }
     if (cfg->cqp_stall_opcode != QRDMA_CQP_STALL_NEVER &&
@@ -301,9 +325,13 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
 
     if (!cfg->backend_ops && (cfg->backend >= QRDMA_BACKEND_COUNT ||
                               !backends[cfg->backend].ops)) {
-        snprintf(err, err_len, "backend=%s: %s", cfg->backend < QRDMA_BACKEND_COUNT
-                 ? backends[cfg->backend].name : "?", cfg->backend < QRDMA_BACKEND_COUNT
-                 ? backends[cfg->backend].missing : "no such backend");
+        snprintf(err, err_len, "backend=%s: %s",
+                 cfg->backend < QRDMA_BACKEND_COUNT
+                     ? backends[cfg->backend].name
+                     : "?",
+                 cfg->backend < QRDMA_BACKEND_COUNT
+                     ? backends[cfg->backend].missing
+                     : "no such backend");
         return -ENOTSUP;
     }
 
@@ -311,7 +339,9 @@ int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg
     core->cfg = *cfg;
     core->cfg.board_id[QRDMA_BOARD_ID_LEN - 1] = '\0';
     core->env = *env;
-    ret = qrdma_dp_init(core, cfg->backend_ops ? cfg->backend_ops : backends[cfg->backend].ops,
+    ret = qrdma_dp_init(core,
+                        cfg->backend_ops ? cfg->backend_ops
+                                         : backends[cfg->backend].ops,
                         err, err_len);
     if (ret) {
         memset(core, 0, sizeof(*core));
@@ -358,12 +388,14 @@ static void core_reset_now(struct qrdma_core *core)
     core->guard.irq_pending = 0;
 
     *reg(core, QRDMA_REG_SIGNATURE) = QRDMA_SIGNATURE;
-    *reg(core, QRDMA_REG_IF_VERSION) =
-        (QRDMA_IF_VERSION_MAJOR << QRDMA_IF_VERSION_MAJOR_SHIFT) | QRDMA_IF_VERSION_MINOR;
+    *reg(core, QRDMA_REG_IF_VERSION) = (QRDMA_IF_VERSION_MAJOR
+                                        << QRDMA_IF_VERSION_MAJOR_SHIFT) |
+                                       QRDMA_IF_VERSION_MINOR;
     *reg(core, QRDMA_REG_HW_REV) = QRDMA_PCI_REVISION;
     *reg(core, QRDMA_REG_FW_VERSION) = QRDMA_MODEL_FW_VERSION;
     *reg(core, QRDMA_REG_MAC_LOW) = cfg->mac[0] | cfg->mac[1] << 8 |
-                                    cfg->mac[2] << 16 | (uint32_t)cfg->mac[3] << 24;
+                                    cfg->mac[2] << 16 |
+                                    (uint32_t)cfg->mac[3] << 24;
     *reg(core, QRDMA_REG_MAC_HIGH) = cfg->mac[4] | cfg->mac[5] << 8;
     for (i = 0; i < QRDMA_BOARD_ID_LEN; i++) {
         *reg(core, QRDMA_REG_BOARD_ID + (i & ~3u)) |=
@@ -393,18 +425,24 @@ static void core_reset_now(struct qrdma_core *core)
     *reg(core, QRDMA_REG_CAP_MSIX_VECTORS) = cfg->msix_vectors;
     *reg(core, QRDMA_REG_CAP_MAX_CEQ) = cfg->max_ceq;
     *reg(core, QRDMA_REG_CAP_FEATURES) = core_features(core);
-    /* Multicast needs a backend that delivers a group's frames (rx_mcast) and room for a group. */
+    /*
+     * Multicast needs a backend that delivers a group's frames (rx_mcast) and
+     * room for a group.
+     */
     if (core->dp.ops && core->dp.ops->rx_mcast && cfg->max_mcast_grp) {
         *reg(core, QRDMA_REG_CAP_FEATURES) |= QRDMA_FEATURE_MCAST;
         *reg(core, QRDMA_REG_CAP_MAX_MCAST_GRP) = cfg->max_mcast_grp;
-        *reg(core, QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH) = cfg->max_mcast_qp_attach;
+        *reg(core, QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH) =
+            cfg->max_mcast_qp_attach;
     }
     *reg(core, QRDMA_REG_PORT_SPEED) = cfg->link_speed_mbps;
 
     qrdma_lan_reset(core);
     qrdma_cqp_reset(core);
     qrdma_eq_reset(core);
-    /* The transport's QPs, then the objects, then the layout that sized them. */
+    /*
+     * The transport's QPs, then the objects, then the layout that sized them.
+     */
     qrdma_dp_reset(core);
     qrdma_obj_reset(core);
     qrdma_hmc_reset(core);
@@ -412,11 +450,12 @@ static void core_reset_now(struct qrdma_core *core)
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
     if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
-        core->env.schedule_pe_ready(core->env.opaque, (uint64_t)cfg->pe_ready_delay_us * 1000);
+        core->env.schedule_pe_ready(core->env.opaque,
+                                    (uint64_t)cfg->pe_ready_delay_us * 1000);
     }
 }
 
-/* ---- re-entrancy guard (struct qrdma_core_guard) --------------------------- */
+/* ---- re-entrancy guard (struct qrdma_core_guard) ------------------------- */
 
 static void core_enter(struct qrdma_core *core)
 {
@@ -474,11 +513,15 @@ static void core_exit(struct qrdma_core *core)
 }
 
 /* A guest access that came back in from one of the core's own callbacks. */
-static void core_refuse(struct qrdma_core *core, const char *what, uint64_t offset)
+static void core_refuse(struct qrdma_core *core, const char *what,
+                        uint64_t offset)
 {
     core->stats.reentries_refused++;
-    qrdma_guest_error(core, "%s at 0x%" PRIx64 " while the device is busy with its own "
-                      "work (an interrupt or DMA aimed at the device): refused", what, offset);
+    qrdma_guest_error(core,
+                      "%s at 0x%" PRIx64
+                      " while the device is busy with its own "
+                      "work (an interrupt or DMA aimed at the device): refused",
+                      what, offset);
 }
 
 void qrdma_irq_raise(struct qrdma_core *core, unsigned v)
@@ -527,8 +570,9 @@ void qrdma_core_pe_ready(struct qrdma_core *core)
 
 static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset)
 {
-    return core->stats.guest_errors > UINT32_MAX ? UINT32_MAX
-                                                 : (uint32_t)core->stats.guest_errors;
+    return core->stats.guest_errors > UINT32_MAX
+               ? UINT32_MAX
+               : (uint32_t)core->stats.guest_errors;
 }
 
 static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset)
@@ -542,7 +586,8 @@ static uint32_t reg_read_obj_count(struct qrdma_core *core, uint32_t offset)
     return qrdma_core_obj_count(core, (offset - QRDMA_REG_OBJ_COUNT(0)) / 4);
 }
 
-static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_dev_ctrl(struct qrdma_core *core, uint32_t offset,
+                               uint32_t value)
 {
     if (value & QRDMA_DEV_CTRL_RESET) {
         /*
@@ -558,7 +603,8 @@ static const struct qrdma_reg_block *reg_block(uint64_t offset)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(qrdma_reg_blocks) / sizeof(qrdma_reg_blocks[0]); i++) {
+    for (i = 0; i < sizeof(qrdma_reg_blocks) / sizeof(qrdma_reg_blocks[0]);
+         i++) {
         if (offset - qrdma_reg_blocks[i].base < qrdma_reg_blocks[i].size) {
             return &qrdma_reg_blocks[i];
         }
@@ -580,43 +626,53 @@ const char *qrdma_core_reg_name(uint64_t offset)
  * The one gate for BAR0 accesses: returns the register's descriptor, or
  * NULL after logging why the access is refused.
  */
-static const struct qrdma_reg_desc *reg_lookup(struct qrdma_core *core, const char *what,
-                                                uint64_t offset, unsigned size,
-                                                const struct qrdma_reg_block **blockp)
+static const struct qrdma_reg_desc *reg_lookup(
+    struct qrdma_core *core, const char *what, uint64_t offset, unsigned size,
+    const struct qrdma_reg_block **blockp)
 {
     const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
 
     if (size != 4) {
-        qrdma_guest_error(core, "BAR0 %s of %u bytes at 0x%" PRIx64
-                          ": registers take 32-bit accesses", what, size, offset);
+        qrdma_guest_error(core,
+                          "BAR0 %s of %u bytes at 0x%" PRIx64
+                          ": registers take 32-bit accesses",
+                          what, size, offset);
         return NULL;
     }
     if (offset & 3) {
-        qrdma_guest_error(core, "BAR0 %s at unaligned offset 0x%" PRIx64, what, offset);
+        qrdma_guest_error(core, "BAR0 %s at unaligned offset 0x%" PRIx64, what,
+                          offset);
         return NULL;
     }
     if (offset >= QRDMA_BAR_REGS_SIZE) {
-        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 " beyond the register BAR", what, offset);
+        qrdma_guest_error(core,
+                          "BAR0 %s at 0x%" PRIx64 " beyond the register BAR",
+                          what, offset);
         return NULL;
     }
     block = reg_block(offset);
     if (block && !block->table) {
-        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 ": the %s register block is not "
-                          "implemented by interface %u.%u", what, offset, block->name,
-                          QRDMA_IF_VERSION_MAJOR, QRDMA_IF_VERSION_MINOR);
+        qrdma_guest_error(core,
+                          "BAR0 %s at 0x%" PRIx64
+                          ": the %s register block is not "
+                          "implemented by interface %u.%u",
+                          what, offset, block->name, QRDMA_IF_VERSION_MAJOR,
+                          QRDMA_IF_VERSION_MINOR);
         return NULL;
     }
     desc = block ? &block->table[(offset - block->base) / 4] : NULL;
     if (!desc || !desc->name) {
-        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there", what, offset);
+        qrdma_guest_error(core, "BAR0 %s at 0x%" PRIx64 ": no register there",
+                          what, offset);
         return NULL;
     }
     *blockp = block;
     return desc;
 }
 
-static uint32_t reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+static uint32_t reg_read(struct qrdma_core *core, uint64_t offset,
+                         unsigned size)
 {
     const struct qrdma_reg_block *block;
     const struct qrdma_reg_desc *desc;
@@ -630,7 +686,8 @@ static uint32_t reg_read(struct qrdma_core *core, uint64_t offset, unsigned size
                       : *block->storage(core, (uint32_t)offset);
 }
 
-uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset,
+                             unsigned size)
 {
     uint32_t value = 0;
 
@@ -657,12 +714,14 @@ static void reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
         return;
     }
     if (desc->access == QRDMA_REG_RO) {
-        qrdma_guest_error(core, "write of 0x%x to read-only register %s", value, desc->name);
+        qrdma_guest_error(core, "write of 0x%x to read-only register %s", value,
+                          desc->name);
         return;
     }
     if (value & ~desc->write_mask) {
-        qrdma_guest_error(core, "write of 0x%x to %s sets reserved bits 0x%x; ignored", value,
-                          desc->name, value & ~desc->write_mask);
+        qrdma_guest_error(
+            core, "write of 0x%x to %s sets reserved bits 0x%x; ignored", value,
+            desc->name, value & ~desc->write_mask);
         return;
     }
     if (desc->write) {
@@ -672,8 +731,8 @@ static void reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
     }
 }
 
-void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                          uint64_t value)
+void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset,
+                          unsigned size, uint64_t value)
 {
     core_enter(core);
     if (!core_nested(core)) {
@@ -722,17 +781,21 @@ void qrdma_core_timer(struct qrdma_core *core)
     core_exit(core);
 }
 
-uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size)
+uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset,
+                            unsigned size)
 {
     core_enter(core);
-    qrdma_guest_error(core, "doorbell read of %u bytes at page %" PRIu64 " offset 0x%" PRIx64
-                ": doorbells are write-only", size, offset / QRDMA_DB_PAGE_SIZE,
-                offset % QRDMA_DB_PAGE_SIZE);
+    qrdma_guest_error(core,
+                      "doorbell read of %u bytes at page %" PRIu64
+                      " offset 0x%" PRIx64 ": doorbells are write-only",
+                      size, offset / QRDMA_DB_PAGE_SIZE,
+                      offset % QRDMA_DB_PAGE_SIZE);
     core_exit(core);
     return 0;
 }
 
-static void db_write(struct qrdma_core *core, uint64_t offset, unsigned size, uint64_t value)
+static void db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
+                     uint64_t value)
 {
     uint64_t page = offset / QRDMA_DB_PAGE_SIZE;
 
@@ -743,19 +806,24 @@ static void db_write(struct qrdma_core *core, uint64_t offset, unsigned size, ui
         return;
     }
     if (page >= core->cfg.db_pages) {
-        qrdma_guest_error(core, "doorbell write at 0x%" PRIx64 " beyond the doorbell BAR", offset);
+        qrdma_guest_error(core,
+                          "doorbell write at 0x%" PRIx64
+                          " beyond the doorbell BAR",
+                          offset);
         return;
     }
     if (!core->pe_ready) {
-        qrdma_guest_error(core, "doorbell 0x%x on page %" PRIu64 " before the engine is ready",
+        qrdma_guest_error(core,
+                          "doorbell 0x%x on page %" PRIu64
+                          " before the engine is ready",
                           (uint32_t)value, page);
         return;
     }
     qrdma_dp_doorbell(core, page, offset % QRDMA_DB_PAGE_SIZE, value);
 }
 
-void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                         uint64_t value)
+void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset,
+                         unsigned size, uint64_t value)
 {
     core_enter(core);
     if (core_nested(core)) {
@@ -766,7 +834,7 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size
     core_exit(core);
 }
 
-/* ---- LAN receive (qrdma_lan.c), inside the guard -------------------------------------- */
+/* ---- LAN receive (qrdma_lan.c), inside the guard ------------------------- */
 
 bool qrdma_core_lan_can_receive(struct qrdma_core *core)
 {
@@ -778,7 +846,8 @@ bool qrdma_core_lan_can_receive(struct qrdma_core *core)
     return qrdma_lan_can_receive(core);
 }
 
-size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
+size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame,
+                              size_t len)
 {
     size_t taken = 0;
 

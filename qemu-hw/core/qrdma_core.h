@@ -26,14 +26,21 @@
  * and the field named. Fields a..d by kind; names are static strings.
  */
 enum qrdma_trace_kind {
-    QRDMA_TRACE_CQP_CMD,        /* a WQE index, b opcode, c major, d minor; name: the command */
-    QRDMA_TRACE_QP_STATE,       /* a QP ID; name: old state, name2: new state; b 1 if the transport moved it */
+    /* a WQE index, b opcode, c major, d minor; name: the command */
+    QRDMA_TRACE_CQP_CMD,
+    /*
+     * a QP ID; name: old state, name2: new state; b 1 if the transport moved it
+     */
+    QRDMA_TRACE_QP_STATE,
     QRDMA_TRACE_CEQ_POST,       /* a CEQ ID, d the CQ context */
-    QRDMA_TRACE_AEQ_POST,       /* a the object's ID, b code, c source, d context */
+    /* a the object's ID, b code, c source, d context */
+    QRDMA_TRACE_AEQ_POST,
     QRDMA_TRACE_CQ_OVERFLOW,    /* a CQ ID, b the ring's size */
     QRDMA_TRACE_BAD_DOORBELL,   /* a page, b offset, c value; name: why */
-    QRDMA_TRACE_TP_RETRANSMIT,  /* a QPN, b the first PSN sent again; name: why (timeout, nak, rnr) */
-    QRDMA_TRACE_TP_NAK,         /* a QPN, b PSN, c AETH syndrome; name: kind, name2: sent or received */
+    /* a QPN, b the first PSN sent again; name: why (timeout, nak, rnr) */
+    QRDMA_TRACE_TP_RETRANSMIT,
+    /* a QPN, b PSN, c AETH syndrome; name: kind, name2: sent or received */
+    QRDMA_TRACE_TP_NAK,
 };
 
 struct qrdma_trace_ev {
@@ -105,7 +112,8 @@ struct qrdma_core_env {
 enum qrdma_core_work {
     QRDMA_WORK_LAN_TX = 1u << 0,
     QRDMA_WORK_CQP = 1u << 1,
-    QRDMA_WORK_DP = 1u << 2,        /* queues named by doorbells, the transport */
+    /* queues named by doorbells, the transport */
+    QRDMA_WORK_DP = 1u << 2,
 };
 
 /* Default limits; the QEMU properties and unit tests start from these. */
@@ -136,8 +144,10 @@ enum qrdma_core_work {
 
 /* The backends a device can use (its backend= property, docs/backends.md). */
 enum qrdma_core_backend {
-    QRDMA_BACKEND_SW = 0,       /* the software RoCEv2 transport on the device's own wire */
-    QRDMA_BACKEND_VERBS = 1,    /* a host RDMA NIC through libibverbs (built with QRDMA_HAVE_VERBS) */
+    /* the software RoCEv2 transport on the device's own wire */
+    QRDMA_BACKEND_SW = 0,
+    /* a host RDMA NIC through libibverbs (built with QRDMA_HAVE_VERBS) */
+    QRDMA_BACKEND_VERBS = 1,
 };
 
 /* Device properties, fixed for the device's life. */
@@ -221,7 +231,8 @@ struct qrdma_core_stats {
     uint64_t reg_writes;
     uint64_t doorbells;
     uint64_t cqp_commands;
-    uint64_t reentries_refused;     /* BAR accesses and frames refused while busy */
+    /* BAR accesses and frames refused while busy */
+    uint64_t reentries_refused;
     uint64_t resets_deferred;       /* resets asked for from inside the core */
     /*
      * Lookups in guest-held tables: HMC translations, PBLE reads and page
@@ -229,7 +240,10 @@ struct qrdma_core_stats {
      * run counts (qrdma_cqp_process()).
      */
     uint64_t guest_lookups;
-    /* RoCEv2 frames to a multicast group no QP of this device is attached to: dropped. */
+    /*
+     * RoCEv2 frames to a multicast group no QP of this device is attached to:
+     * dropped.
+     */
     uint64_t mcast_rx_dropped;
 };
 
@@ -250,14 +264,15 @@ struct qrdma_lan_ring {
     uint32_t len;               /* descriptors; 0 = not configured */
     uint32_t head;              /* next descriptor the device consumes */
     uint32_t tail;              /* first descriptor the driver has not posted */
-    bool discard_to_eop;        /* TX: dropping the rest of an over-long frame */
+    /* TX: dropping the rest of an over-long frame */
+    bool discard_to_eop;
 };
 
 /* Number of LAN counters, QRDMA_REG_LAN_STAT_FIRST..LAST. */
 #define QRDMA_LAN_NUM_STATS \
     ((QRDMA_REG_LAN_STAT_LAST - QRDMA_REG_LAN_STAT_FIRST) / 4 + 1)
 /* LAN registers kept as plain storage: the block up to the counters. */
-#define QRDMA_LAN_NUM_REGS (QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4
+#define QRDMA_LAN_NUM_REGS ((QRDMA_REG_LAN_STAT_FIRST - QRDMA_REG_LAN_BASE) / 4)
 
 /* LAN frames the device holds while no receive buffer is posted. */
 #define QRDMA_LAN_BACKLOG_FRAMES 32
@@ -266,7 +281,8 @@ struct qrdma_lan {
     uint32_t regs[QRDMA_LAN_NUM_REGS];  /* by (offset - LAN_BASE) / 4 */
     struct qrdma_lan_ring tx;
     struct qrdma_lan_ring rx;
-    uint32_t pending;           /* QRDMA_LAN_INT_CAUSE_* written back, not yet signalled */
+    /* QRDMA_LAN_INT_CAUSE_* written back, not yet signalled */
+    uint32_t pending;
     uint32_t stats[QRDMA_LAN_NUM_STATS];
     uint8_t frame[QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
     /*
@@ -276,7 +292,8 @@ struct qrdma_lan {
     struct qrdma_lan_backlog {
         uint32_t head, count;
         uint16_t len[QRDMA_LAN_BACKLOG_FRAMES];
-        uint8_t data[QRDMA_LAN_BACKLOG_FRAMES][QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
+        uint8_t data[QRDMA_LAN_BACKLOG_FRAMES]
+                    [QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD];
     } backlog;
 };
 
@@ -289,13 +306,16 @@ struct qrdma_cqp {
     uint64_t sq_addr, ccq_addr, shadow_addr;
     uint32_t sq_len, ccq_len;
     uint32_t sq_head;                   /* next WQE to run (CQP_TAIL) */
-    uint32_t db;                        /* last doorbell: index after the last WQE */
+    /* last doorbell: index after the last WQE */
+    uint32_t db;
     bool sq_valid;                      /* VALID expected on this lap */
     uint32_t ccq_tail;                  /* next CQE to write */
     bool ccq_valid;                     /* VALID to write on this lap */
-    uint64_t ccq_ceq;                   /* context qword 4: CCQ_CEQ_ID, CCQ_CEQ_ENABLE */
+    /* context qword 4: CCQ_CEQ_ID, CCQ_CEQ_ENABLE */
+    uint64_t ccq_ceq;
     uint64_t ccq_ctx;                   /* context qword 5 */
-    bool stalled;                       /* cfg.cqp_stall_opcode met: runs nothing more */
+    /* cfg.cqp_stall_opcode met: runs nothing more */
+    bool stalled;
 };
 
 struct qrdma_gid_entry {
@@ -331,7 +351,8 @@ struct qrdma_mcast {
 /* One cached page descriptor: PD (tag % 512) of SD (tag / 512). */
 struct qrdma_hmc_pd_cache_entry {
     bool valid;
-    uint32_t tag;                       /* sd_index * QRDMA_HMC_PDS_PER_SD + pd_index */
+    /* sd_index * QRDMA_HMC_PDS_PER_SD + pd_index */
+    uint32_t tag;
     uint64_t pd;                        /* the PD as read from guest memory */
 };
 
@@ -366,7 +387,8 @@ struct qrdma_intr {
     uint32_t dyn_ctl[QRDMA_MAX_VECTORS];
     uint32_t ceqctl[QRDMA_MAX_CEQS];
     uint32_t aeqctl;
-    uint64_t pending;                   /* vectors with an event not yet signalled */
+    /* vectors with an event not yet signalled */
+    uint64_t pending;
     uint32_t overflows;                 /* EQ_OVERFLOWS */
 };
 
@@ -381,7 +403,8 @@ struct qrdma_intr {
 
 /* Where a ring lives: contiguous guest memory, or 4 KB pages in PBLEs. */
 struct qrdma_queue {
-    uint64_t addr;              /* ring address, or the first PBLE index with virtmap */
+    /* ring address, or the first PBLE index with virtmap */
+    uint64_t addr;
     uint8_t size_log2;          /* 2^size_log2 entries */
     uint8_t stride_log2;        /* of 2^stride_log2 bytes each */
     bool virtmap;
@@ -402,7 +425,8 @@ struct qrdma_cq {
     bool ceq_enable;
     uint8_t ceq_id;
     uint16_t db_page;
-    uint32_t refs;              /* QPs naming it, once as send and once as receive CQ */
+    /* QPs naming it, once as send and once as receive CQ */
+    uint32_t refs;
     uint64_t cq_ctx;            /* what CEQEs and AEQEs about it carry */
     uint64_t shadow;            /* struct qrdma_cq_shadow */
     struct qrdma_queue ring;
@@ -440,7 +464,8 @@ struct qrdma_ah {
 
 /* What MODIFY_QP set; QUERY_QP reports it. */
 struct qrdma_qp_attrs {
-    uint32_t set;               /* QRDMA_QP_ATTR_* given since the QP left RESET */
+    /* QRDMA_QP_ATTR_* given since the QP left RESET */
+    uint32_t set;
     uint32_t sq_psn, rq_psn, dest_qpn, qkey, access_flags;
     uint16_t pkey_index;
     uint8_t path_mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer;
@@ -454,7 +479,8 @@ struct qrdma_qp {
     uint8_t flags;              /* QRDMA_QP_CREATE_* */
     uint8_t state;              /* enum qrdma_qp_state */
     bool sq_draining;           /* in SQD with sends in flight */
-    bool sqd_async;             /* EN_SQD_ASYNC: raise SQ_DRAINED when they are done */
+    /* EN_SQD_ASYNC: raise SQ_DRAINED when they are done */
+    bool sqd_async;
     uint16_t db_page;
     uint32_t pd, send_cq, recv_cq, srq;
     uint64_t qp_ctx;
@@ -468,16 +494,21 @@ struct qrdma_mr {
     uint64_t iova;
     uint64_t length;
     union {
-        uint64_t first;         /* first PBLE (LEVELS 1, 2) or address of byte 0 (LEVELS 0) */
+        /* first PBLE (LEVELS 1, 2) or address of byte 0 (LEVELS 0) */
+        uint64_t first;
         uint32_t mw_mr;         /* a bound window: the MR's STag */
     };
     uint32_t pd;
     uint32_t fbo;
     union {
         uint32_t max_pages;     /* fast-register MRs: PBLEs reserved */
-        uint32_t mw_qp;         /* a bound type 2 window: the QP ID it is bound to */
+        /* a bound type 2 window: the QP ID it is bound to */
+        uint32_t mw_qp;
     };
-    /* MRs: windows bound to it; DEALLOC_STAG and REREG refuse it while non-zero. */
+    /*
+     * MRs: windows bound to it; DEALLOC_STAG and REREG refuse it while
+     * non-zero.
+     */
     uint32_t mw_bound;
     uint8_t state;              /* enum qrdma_mr_state */
     uint8_t key;
@@ -485,12 +516,17 @@ struct qrdma_mr {
     uint8_t access;             /* QRDMA_ACCESS_* */
     uint8_t levels;
     uint8_t page_log2;
-    /* Windows (type QRDMA_MR_TYPE_MW): iova, length, access and pd are the binding's. */
+    /*
+     * Windows (type QRDMA_MR_TYPE_MW): iova, length, access and pd are the
+     * binding's.
+     */
     uint8_t mw_type;            /* QRDMA_MW_TYPE_1 or _2 */
 };
 
 struct qrdma_objs {
-    /* Arrays of hmc.count[type] entries while a layout is committed, else NULL. */
+    /*
+     * Arrays of hmc.count[type] entries while a layout is committed, else NULL.
+     */
     struct qrdma_qp *qp;
     struct qrdma_cq *cq;
     struct qrdma_srq *srq;
@@ -500,8 +536,11 @@ struct qrdma_objs {
     uint32_t in_use[QRDMA_HMC_PBLE];
 };
 
-/* Page sizes MRs may use (CAP_PAGE_SIZES) and the largest MR (CAP_MAX_MR_SIZE). */
-#define QRDMA_CORE_PAGE_SIZES   (QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G)
+/*
+ * Page sizes MRs may use (CAP_PAGE_SIZES) and the largest MR (CAP_MAX_MR_SIZE).
+ */
+#define QRDMA_CORE_PAGE_SIZES \
+    (QRDMA_PAGE_SIZE_4K | QRDMA_PAGE_SIZE_2M | QRDMA_PAGE_SIZE_1G)
 #define QRDMA_CORE_MAX_MR_SIZE  (1ull << 40)
 
 /*
@@ -567,8 +606,10 @@ int qrdma_core_backend_from_name(const char *name);
  * Check cfg and bind the core to env. Returns 0, or -EINVAL with a reason
  * in err. Leaves the device in reset; call qrdma_core_reset() next.
  */
-int qrdma_core_init(struct qrdma_core *core, const struct qrdma_core_config *cfg,
-                    const struct qrdma_core_env *env, char *err, size_t err_len);
+int qrdma_core_init(struct qrdma_core *core,
+                    const struct qrdma_core_config *cfg,
+                    const struct qrdma_core_env *env, char *err,
+                    size_t err_len);
 
 /*
  * Power-on, function-level or bus reset: all state back to its reset
@@ -602,10 +643,10 @@ bool qrdma_core_busy(const struct qrdma_core *core);
  * save/load ops, such as verbs, blocks migration).
  */
 bool qrdma_core_can_save(struct qrdma_core *core, char *err, size_t err_len);
-int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len, char *err,
-                    size_t err_len);
-int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len, char *err,
-                    size_t err_len);
+int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
+                    char *err, size_t err_len);
+int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len,
+                    char *err, size_t err_len);
 
 /* The data-path timer (env.timer_mod) fired. */
 void qrdma_core_timer(struct qrdma_core *core);
@@ -614,14 +655,16 @@ void qrdma_core_timer(struct qrdma_core *core);
 void qrdma_core_pe_ready(struct qrdma_core *core);
 
 /* BAR0. Any size and offset is accepted here and checked by the core. */
-uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset, unsigned size);
-void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                          uint64_t value);
+uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset,
+                             unsigned size);
+void qrdma_core_reg_write(struct qrdma_core *core, uint64_t offset,
+                          unsigned size, uint64_t value);
 
 /* The doorbell BAR. */
-uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset, unsigned size);
-void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
-                         uint64_t value);
+uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset,
+                            unsigned size);
+void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset,
+                         unsigned size, uint64_t value);
 
 /* Name of a BAR0 register, or NULL for a hole. For traces and tests. */
 const char *qrdma_core_reg_name(uint64_t offset);
@@ -638,7 +681,8 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what);
 bool qrdma_core_lan_can_receive(struct qrdma_core *core);
 /* Is gid (16 bytes, network order) in the GID table the driver programmed? */
 bool qrdma_core_gid_is_own(struct qrdma_core *core, const uint8_t gid[16]);
-size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
+size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame,
+                              size_t len);
 
 /*
  * HMC translation (qrdma_hmc.c): the guest-physical address of object
@@ -650,12 +694,14 @@ size_t qrdma_core_lan_receive(struct qrdma_core *core, const uint8_t *frame, siz
  * for the caller's dma_read/dma_write to find out (map a failure there to
  * QRDMA_HMC_ERR_NOT_RAM).
  */
-int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uint32_t index,
-                          uint64_t *gpa);
+int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type,
+                          uint32_t index, uint64_t *gpa);
 
 /* ---- objects: what the data path uses ------------------------------------ */
 
-/* How many objects of type t (QRDMA_HMC_QP..AH) exist; OBJ_COUNT(t) reads it. */
+/*
+ * How many objects of type t (QRDMA_HMC_QP..AH) exist; OBJ_COUNT(t) reads it.
+ */
 uint32_t qrdma_core_obj_count(struct qrdma_core *core, enum qrdma_hmc_type t);
 
 /*
@@ -677,11 +723,14 @@ struct qrdma_ah *qrdma_ah_get(struct qrdma_core *core, uint32_t ah_id);
  * for an offset beyond the ring). Whether the page is guest RAM is for the
  * caller's dma_read/dma_write to find out.
  */
-int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q, uint64_t offset,
-                     uint64_t *gpa);
-/* The same, its guest errors naming the queue: kind ("QP SQ", "CQ"...) and ID. */
-int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q, const char *kind,
-                        uint32_t id, uint64_t offset, uint64_t *gpa);
+int qrdma_queue_addr(struct qrdma_core *core, const struct qrdma_queue *q,
+                     uint64_t offset, uint64_t *gpa);
+/*
+ * The same, its guest errors naming the queue: kind ("QP SQ", "CQ"...) and ID.
+ */
+int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q,
+                        const char *kind, uint32_t id, uint64_t offset,
+                        uint64_t *gpa);
 
 /*
  * MR translation. qrdma_mr_translate() checks an access of len bytes at
@@ -707,15 +756,20 @@ int qrdma_queue_addr_of(struct qrdma_core *core, const struct qrdma_queue *q, co
  * returns its own code, so the caller can pick the completion status.
  */
 enum qrdma_mr_error {
-    QRDMA_MR_ERR_INDEX = 1,     /* STag index beyond the committed MRs (or no layout) */
+    /* STag index beyond the committed MRs (or no layout) */
+    QRDMA_MR_ERR_INDEX = 1,
     QRDMA_MR_ERR_INVALID = 2,   /* no MR in state VALID at that index */
     QRDMA_MR_ERR_KEY = 3,       /* the STag's key byte is not the MR's */
     QRDMA_MR_ERR_PD = 4,        /* the MR belongs to another PD */
     QRDMA_MR_ERR_BOUNDS = 5,    /* the access is not inside the MR, or wraps */
-    QRDMA_MR_ERR_ACCESS = 6,    /* the MR does not grant a right the access needs */
-    QRDMA_MR_ERR_PBLE = 7,      /* a PBLE beyond the committed count or not HMC-backed */
-    QRDMA_MR_ERR_ALIGN = 8,     /* a page address not aligned to the MR's page size */
-    QRDMA_MR_ERR_NOT_RAM = 9,   /* a page (or a piece of it) outside guest RAM */
+    /* the MR does not grant a right the access needs */
+    QRDMA_MR_ERR_ACCESS = 6,
+    /* a PBLE beyond the committed count or not HMC-backed */
+    QRDMA_MR_ERR_PBLE = 7,
+    /* a page address not aligned to the MR's page size */
+    QRDMA_MR_ERR_ALIGN = 8,
+    /* a page (or a piece of it) outside guest RAM */
+    QRDMA_MR_ERR_NOT_RAM = 9,
     QRDMA_MR_ERR_QP = 10,       /* a type 2 window bound to another QP */
 };
 
@@ -724,7 +778,8 @@ enum qrdma_mr_error {
 
 struct qrdma_mr_walk {
     uint32_t stag;              /* the MR, checked again at every step */
-    uint64_t pos;               /* offset of the next byte from the MR's first page */
+    /* offset of the next byte from the MR's first page */
+    uint64_t pos;
     uint64_t left;              /* bytes still to yield */
 };
 
@@ -740,10 +795,12 @@ struct qrdma_fast_reg {
     unsigned levels;            /* 1 */
 };
 
-int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd, const struct qrdma_fast_reg *fr);
+int qrdma_mr_fast_reg(struct qrdma_core *core, uint32_t pd,
+                      const struct qrdma_fast_reg *fr);
 
-int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
-                       uint64_t len, unsigned access, struct qrdma_mr_walk *walk);
+int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                       uint64_t iova, uint64_t len, unsigned access,
+                       struct qrdma_mr_walk *walk);
 /*
  * The same for an access QP qp_id makes (QRDMA_MR_NO_QP: none). stag may
  * name a bound memory window (interface 0.7): only remote accesses may
@@ -751,9 +808,9 @@ int qrdma_mr_translate(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint
  * then the access walks the MR it is bound to, whose own remote rights do
  * not matter (IBTA 10.6.7). qrdma_mr_translate() is this with no QP.
  */
-int qrdma_mr_translate_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
-                          uint64_t iova, uint64_t len, unsigned access,
-                          struct qrdma_mr_walk *walk);
+int qrdma_mr_translate_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                          uint32_t qp_id, uint64_t iova, uint64_t len,
+                          unsigned access, struct qrdma_mr_walk *walk);
 
 /*
  * Memory windows, in SQ order (docs/hw-spec.md section 18.4). A bind or
@@ -764,7 +821,8 @@ int qrdma_mr_translate_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, u
 struct qrdma_mw_bind {
     uint32_t mw_stag;           /* the window's STag now */
     uint32_t new_stag;          /* its index with the new key byte */
-    uint32_t mr_stag;           /* the MR (unused when a type 1 window is unbound) */
+    /* the MR (unused when a type 1 window is unbound) */
+    uint32_t mr_stag;
     uint32_t access;            /* QRDMA_ACCESS_REMOTE_* */
     uint64_t addr;
     uint64_t length;
@@ -772,15 +830,18 @@ struct qrdma_mw_bind {
 
 int qrdma_mw_bind(struct qrdma_core *core, uint32_t pd, uint32_t qp_id,
                   const struct qrdma_mw_bind *bind);
-/* LOCAL_INV, SEND_WITH_INV: a fast-register MR or a bound type 2 window of PD pd. */
+/*
+ * LOCAL_INV, SEND_WITH_INV: a fast-register MR or a bound type 2 window of PD
+ * pd.
+ */
 int qrdma_mr_invalidate(struct qrdma_core *core, uint32_t pd, uint32_t stag);
 /*
  * DESTROY_QP: type 2 windows bound to the QP become unbound, so no later
  * QP with its ID can use them.
  */
 void qrdma_mw_qp_gone(struct qrdma_core *core, uint32_t qp_id);
-int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk, uint64_t *gpa,
-                       uint64_t *len);
+int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk,
+                       uint64_t *gpa, uint64_t *len);
 
 /*
  * Translate and copy in one go: guest memory behind (stag, iova) to buf

@@ -31,13 +31,17 @@ struct qrdma_reg_desc {
 #define QRDMA_REG_RO_DESC(off, base, nm) \
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO }
 #define QRDMA_REG_RO_LIVE_DESC(off, base, nm, fn) \
-    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO, .read = (fn) }
+    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RO, \
+                               .read = (fn) }
 #define QRDMA_REG_RW_DESC(off, base, nm, mask, fn) \
     [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
                                .write_mask = (mask), .write = (fn) }
 #define QRDMA_REG_RW_LIVE_DESC(off, base, nm, mask, rd, wr) \
-    [((off) - (base)) / 4] = { .name = (nm), .access = QRDMA_REG_RW, \
-                               .write_mask = (mask), .read = (rd), .write = (wr) }
+    [((off) - (base)) / 4] = { .name = (nm),                \
+                               .access = QRDMA_REG_RW,      \
+                               .write_mask = (mask),        \
+                               .read = (rd),                \
+                               .write = (wr) }
 
 /*
  * Little-endian qwords of guest descriptors, byte by byte (no alignment).
@@ -116,34 +120,46 @@ struct cqp_result {
  * the one line each refusal of the object commands writes (the CQP adds
  * its "failed: major M minor m" line after it).
  */
-struct cqp_result qrdma_cqp_fail(struct qrdma_core *core, enum qrdma_cqp_major major,
-                                 unsigned minor, const char *fmt, ...)
+struct cqp_result qrdma_cqp_fail(struct qrdma_core *core,
+                                 enum qrdma_cqp_major major, unsigned minor,
+                                 const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* qrdma_cqp.c */
-extern const struct qrdma_reg_desc qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+extern const struct qrdma_reg_desc
+    qrdma_cqp_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_cqp_reset(struct qrdma_core *core);
 void qrdma_cqp_process(struct qrdma_core *core);
 
 /* qrdma_eq.c */
-extern const struct qrdma_reg_desc qrdma_intr_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+extern const struct qrdma_reg_desc
+    qrdma_intr_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_eq_reset(struct qrdma_core *core);
 /* Write an event; false (counted or logged) if the queue is absent or full. */
 bool qrdma_ceq_post(struct qrdma_core *core, unsigned ceq_id, uint64_t cq_ctx);
-bool qrdma_aeq_post(struct qrdma_core *core, uint64_t ctx, uint32_t id, uint16_t code,
-                    uint8_t source);
-struct cqp_result qrdma_cqp_create_ceq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_ceq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_create_aeq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_aeq(struct qrdma_core *core, const uint64_t *arg);
+bool qrdma_aeq_post(struct qrdma_core *core, uint64_t ctx, uint32_t id,
+                    uint16_t code, uint8_t source);
+struct cqp_result qrdma_cqp_create_ceq(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_ceq(struct qrdma_core *core,
+                                        const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_aeq(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_aeq(struct qrdma_core *core,
+                                        const uint64_t *arg);
 
 /* qrdma_mcast.c: the multicast group table (docs/hw-spec.md section 16.1) */
 void qrdma_mcast_reset(struct qrdma_core *core);
 /* QP qp_id is destroyed: it leaves every group. */
 void qrdma_mcast_qp_gone(struct qrdma_core *core, uint32_t qp_id);
-struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core, const uint64_t *arg);
-/* Is gid a multicast GID? If so, and mac is not NULL, the Ethernet address of its frames. */
+struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core,
+                                         const uint64_t *arg);
+struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core,
+                                         const uint64_t *arg);
+/*
+ * Is gid a multicast GID? If so, and mac is not NULL, the Ethernet address of
+ * its frames.
+ */
 bool qrdma_mcast_gid(const uint8_t gid[16], uint8_t mac[6]);
 /*
  * A RoCEv2 frame to the multicast Ethernet address dst_mac and the
@@ -154,17 +170,22 @@ void qrdma_mcast_rx(struct qrdma_core *core, const uint8_t *frame, size_t len,
                     const uint8_t dgid[16]);
 
 /* qrdma_lan.c */
-extern const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+extern const struct qrdma_reg_desc
+    qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);
 void qrdma_lan_tx_process(struct qrdma_core *core);
 /* qrdma_core_lan_can_receive / _receive, inside the guard. */
 bool qrdma_lan_can_receive(struct qrdma_core *core);
-size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len);
+size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame,
+                         size_t len);
 
-/* An event for the embedding's tracer (struct qrdma_trace_ev), if it has one. */
-static inline void qrdma_trace(struct qrdma_core *core, enum qrdma_trace_kind kind, uint32_t a,
-                               uint32_t b, uint32_t c, uint64_t d, const char *name,
-                               const char *name2)
+/*
+ * An event for the embedding's tracer (struct qrdma_trace_ev), if it has one.
+ */
+static inline void qrdma_trace(struct qrdma_core *core,
+                               enum qrdma_trace_kind kind, uint32_t a,
+                               uint32_t b, uint32_t c, uint64_t d,
+                               const char *name, const char *name2)
 {
     if (core->env.trace) {
         struct qrdma_trace_ev ev = { kind, a, b, c, d, name, name2 };
@@ -177,73 +198,109 @@ static inline void qrdma_trace(struct qrdma_core *core, enum qrdma_trace_kind ki
 const char *qrdma_qp_state_name(unsigned s);
 
 /* qrdma_stats.c: the port counters */
-extern const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+extern const struct qrdma_reg_desc
+    qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_stats_reset(struct qrdma_core *core);
-/* Copy every counter into the snapshot STAT_LO/HI read (STATS_CTRL.SNAPSHOT). */
+/*
+ * Copy every counter into the snapshot STAT_LO/HI read (STATS_CTRL.SNAPSHOT).
+ */
 void qrdma_stats_snapshot(struct qrdma_core *core);
 
 /* qrdma_hmc.c: registers, reset, and the HMC commands of qrdma_cqp_ops[] */
-extern const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
+extern const struct qrdma_reg_desc
+    qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_hmc_reset(struct qrdma_core *core);
-struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core,
+                                          const uint64_t *arg);
+struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core,
+                                          const uint64_t *arg);
+struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core,
+                                           const uint64_t *arg);
 
-/* qrdma_obj.c: object arrays, helpers shared by the object commands, CQs, SRQs, AHs */
-/* Allocate the arrays for a layout of count[] objects; 0, or 1 + the type that failed. */
+/*
+ * qrdma_obj.c: object arrays, helpers shared by the object commands, CQs, SRQs,
+ * AHs
+ */
+/*
+ * Allocate the arrays for a layout of count[] objects; 0, or 1 + the type that
+ * failed.
+ */
 unsigned qrdma_obj_alloc(struct qrdma_core *core, const uint32_t *count);
 void qrdma_obj_reset(struct qrdma_core *core);
 /*
  * Write an object's context (len bytes) to its HMC object: 0, or the
  * failure (HMC major, enum qrdma_hmc_error minor) after logging "what".
  */
-struct cqp_result qrdma_obj_ctx_write(struct qrdma_core *core, enum qrdma_hmc_type type,
-                                      uint32_t index, const uint8_t *ctx, size_t len,
+struct cqp_result qrdma_obj_ctx_write(struct qrdma_core *core,
+                                      enum qrdma_hmc_type type, uint32_t index,
+                                      const uint8_t *ctx, size_t len,
                                       const char *what);
 /*
  * The object ID in an argument or info field: refuses (HMC COUNT or
  * NOT_COMMITTED) one the layout does not hold.
  */
-struct cqp_result qrdma_obj_id_check(struct qrdma_core *core, enum qrdma_hmc_type type,
-                                     uint64_t id, const char *what);
+struct cqp_result qrdma_obj_id_check(struct qrdma_core *core,
+                                     enum qrdma_hmc_type type, uint64_t id,
+                                     const char *what);
 /*
  * Check a ring about to be created (every page for VIRTMAP). bad_addr is
  * what a contiguous ring that is misaligned or not guest RAM fails with.
  */
-struct cqp_result qrdma_queue_check(struct qrdma_core *core, const struct qrdma_queue *q,
-                                    struct cqp_result bad_addr, const char *what);
+struct cqp_result qrdma_queue_check(struct qrdma_core *core,
+                                    const struct qrdma_queue *q,
+                                    struct cqp_result bad_addr,
+                                    const char *what);
 /* Read PBLE index; 0 or enum qrdma_pble_error (RANGE, HMC) after logging. */
-int qrdma_pble_get(struct qrdma_core *core, uint64_t index, uint64_t *val, const char *what);
+int qrdma_pble_get(struct qrdma_core *core, uint64_t index, uint64_t *val,
+                   const char *what);
 /*
  * Parse and check a 32-byte struct qrdma_av: 0, or 1 + the byte offset of
  * the bad field inside the AV after logging.
  */
-unsigned qrdma_av_parse(struct qrdma_core *core, const uint8_t *raw, struct qrdma_av_info *av,
-                        const char *what);
+unsigned qrdma_av_parse(struct qrdma_core *core, const uint8_t *raw,
+                        struct qrdma_av_info *av, const char *what);
 void qrdma_av_store(uint8_t *raw, const struct qrdma_av_info *av);
 void qrdma_obj_count_inc(struct qrdma_core *core, enum qrdma_hmc_type t);
 void qrdma_obj_count_dec(struct qrdma_core *core, enum qrdma_hmc_type t);
-struct cqp_result qrdma_cqp_create_cq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_modify_cq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_cq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_srq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_query_srq(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_create_ah(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_modify_ah(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_ah(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_cq(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_cq(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_cq(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_srq(struct qrdma_core *core,
+                                        const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_srq(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_ah(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_ah(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_ah(struct qrdma_core *core,
+                                       const uint64_t *arg);
 
 /* qrdma_qp.c */
-struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core,
+                                      const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core,
+                                     const uint64_t *arg);
+struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core,
+                                       const uint64_t *arg);
 
 /* qrdma_mr.c */
-struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core, const uint64_t *arg);
-struct cqp_result qrdma_cqp_query_stag(struct qrdma_core *core, const uint64_t *arg);
+struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core,
+                                   const uint64_t *arg);
+struct cqp_result qrdma_cqp_alloc_stag(struct qrdma_core *core,
+                                       const uint64_t *arg);
+struct cqp_result qrdma_cqp_dealloc_stag(struct qrdma_core *core,
+                                         const uint64_t *arg);
+struct cqp_result qrdma_cqp_query_stag(struct qrdma_core *core,
+                                       const uint64_t *arg);
 
 #endif /* QRDMA_CORE_INT_H */

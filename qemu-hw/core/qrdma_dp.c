@@ -96,8 +96,10 @@ static bool ring_polarity(const struct qrdma_queue *q, uint32_t count)
 /* The station address the LAN function filters on is also RoCE's. */
 static void lan_mac(struct qrdma_core *core, uint8_t mac[6])
 {
-    uint32_t lo = core->lan.regs[(QRDMA_REG_LAN_MAC_LOW - QRDMA_REG_LAN_BASE) / 4];
-    uint32_t hi = core->lan.regs[(QRDMA_REG_LAN_MAC_HIGH - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t lo =
+        core->lan.regs[(QRDMA_REG_LAN_MAC_LOW - QRDMA_REG_LAN_BASE) / 4];
+    uint32_t hi =
+        core->lan.regs[(QRDMA_REG_LAN_MAC_HIGH - QRDMA_REG_LAN_BASE) / 4];
 
     mac[0] = lo;
     mac[1] = lo >> 8;
@@ -107,12 +109,13 @@ static void lan_mac(struct qrdma_core *core, uint8_t mac[6])
     mac[5] = hi >> 8;
 }
 
-/* ---- arrays beside the objects --------------------------------------------- */
+/* ---- arrays beside the objects ------------------------------------------- */
 
 static bool dp_sized(struct qrdma_core *core)
 {
     struct qrdma_dp *dp = &core->dp;
-    uint32_t nqp = core->hmc.count[QRDMA_HMC_QP], ncq = core->hmc.count[QRDMA_HMC_CQ];
+    uint32_t nqp = core->hmc.count[QRDMA_HMC_QP],
+             ncq = core->hmc.count[QRDMA_HMC_CQ];
 
     if (dp->qp && dp->nqp == nqp && dp->ncq == ncq) {
         return true;
@@ -161,7 +164,7 @@ static void dp_kick_qp(struct qrdma_core *core, uint32_t id)
     core->env.kick(core->env.opaque, QRDMA_WORK_DP);
 }
 
-/* ---- CQEs -------------------------------------------------------------------- */
+/* ---- CQEs ---------------------------------------------------------------- */
 
 struct dp_cqe {
     uint32_t byte_len;
@@ -173,8 +176,8 @@ struct dp_cqe {
 };
 
 /* The CEQE for an armed CQ, if this completion is what it waits for. */
-static void cq_event(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *cq,
-                     const struct dp_cqe *e)
+static void cq_event(struct qrdma_core *core, uint32_t cq_id,
+                     struct qrdma_cq *cq, const struct dp_cqe *e)
 {
     struct qrdma_dp_cq *dc = &core->dp.cq[cq_id];
 
@@ -182,7 +185,8 @@ static void cq_event(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *c
         return;
     }
     if (!(dc->armed & QRDMA_CQ_ARM_NEXT) &&
-        !(e->flags & QRDMA_CQE_FLAG_SOLICITED) && e->status == QRDMA_BE_WC_SUCCESS) {
+        !(e->flags & QRDMA_CQE_FLAG_SOLICITED) &&
+        e->status == QRDMA_BE_WC_SUCCESS) {
         return;
     }
     dc->armed = 0;
@@ -191,8 +195,8 @@ static void cq_event(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *c
     }
 }
 
-static void cq_fail(struct qrdma_core *core, uint32_t cq_id, struct qrdma_cq *cq,
-                    uint16_t code, const char *why)
+static void cq_fail(struct qrdma_core *core, uint32_t cq_id,
+                    struct qrdma_cq *cq, uint16_t code, const char *why)
 {
     qrdma_guest_error(core, "CQ %u: %s; the CQ is in error", cq_id, why);
     cq->error = true;
@@ -231,7 +235,8 @@ static uint32_t cq_in_use(const struct qrdma_cq *cq)
 }
 
 /* Write one CQE to CQ cq_id; false if it could not be written (CQ in error). */
-static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
+static bool cq_write(struct qrdma_core *core, uint32_t cq_id,
+                     const struct dp_cqe *e)
 {
     struct qrdma_cq *cq = qrdma_cq_get(core, cq_id);
     uint8_t raw[QRDMA_CQE_SIZE], shadow[8];
@@ -243,9 +248,14 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     used = cq_in_use(cq);
     if (used >= size) {
-        /* Full as last seen: where is the consumer now? (One DMA read per CQE saved.) */
-        if (core->env.dma_read(core->env.opaque, cq->shadow, shadow, sizeof(shadow))) {
-            cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
+        /*
+         * Full as last seen: where is the consumer now? (One DMA read per CQE
+         * saved.)
+         */
+        if (core->env.dma_read(core->env.opaque, cq->shadow, shadow,
+                               sizeof(shadow))) {
+            cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR,
+                    "shadow area is not guest RAM");
             return false;
         }
         cq->head_seen = qrdma_ld_le32(shadow);
@@ -253,47 +263,61 @@ static bool cq_write(struct qrdma_core *core, uint32_t cq_id, const struct dp_cq
     }
     if (used >= size) {
         core->dp.cq_overflows++;
-        qrdma_trace(core, QRDMA_TRACE_CQ_OVERFLOW, cq_id, size, 0, 0, NULL, NULL);
-        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW, "overflow: all CQEs are unread");
+        qrdma_trace(core, QRDMA_TRACE_CQ_OVERFLOW, cq_id, size, 0, 0, NULL,
+                    NULL);
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_OVERFLOW,
+                "overflow: all CQEs are unread");
         return false;
     }
     if (qrdma_queue_addr_of(core, &cq->ring, "CQ", cq_id,
-                            (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE, &gpa)) {
+                            (uint64_t)(cq->tail & (size - 1)) * QRDMA_CQE_SIZE,
+                            &gpa)) {
         cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not usable");
         return false;
     }
     qrdma_st_le64(raw, e->byte_len | (uint64_t)e->imm << QRDMA_CQE_IMM_SHIFT);
     qrdma_st_le64(raw + 8, (e->qp_id & QRDMA_CQE_QP_MASK) |
-                           (uint64_t)(e->src_qp & 0xffffff) << QRDMA_CQE_SRC_QP_SHIFT);
-    qrdma_st_le64(raw + 16, (e->wqe_index & QRDMA_CQE_WQE_INDEX_MASK) |
-                            (uint64_t)e->opcode << QRDMA_CQE_OPCODE_SHIFT |
-                            (uint64_t)e->status << QRDMA_CQE_STATUS_SHIFT |
-                            (uint64_t)e->vendor_err << QRDMA_CQE_VENDOR_ERR_SHIFT |
-                            (uint64_t)e->flags << QRDMA_CQE_FLAGS_SHIFT);
-    qrdma_st_le64(raw + 24, ring_polarity(&cq->ring, cq->tail) ? QRDMA_CQE_VALID : 0);
+                               (uint64_t)(e->src_qp & 0xffffff)
+                                   << QRDMA_CQE_SRC_QP_SHIFT);
+    qrdma_st_le64(raw + 16,
+                  (e->wqe_index & QRDMA_CQE_WQE_INDEX_MASK) |
+                      (uint64_t)e->opcode << QRDMA_CQE_OPCODE_SHIFT |
+                      (uint64_t)e->status << QRDMA_CQE_STATUS_SHIFT |
+                      (uint64_t)e->vendor_err << QRDMA_CQE_VENDOR_ERR_SHIFT |
+                      (uint64_t)e->flags << QRDMA_CQE_FLAGS_SHIFT);
+    qrdma_st_le64(raw + 24,
+                  ring_polarity(&cq->ring, cq->tail) ? QRDMA_CQE_VALID : 0);
     /* The qword with VALID goes last: a consumer never sees half a CQE. */
     if (core->env.dma_write(core->env.opaque, gpa, raw, 24) ||
         core->env.dma_write(core->env.opaque, gpa + 24, raw + 24, 8)) {
-        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR, "ring page is not guest RAM");
+        cq_fail(core, cq_id, cq, QRDMA_AE_CQ_ERROR,
+                "ring page is not guest RAM");
         return false;
     }
     cq->tail++;
     core->dp.cqes++;
     if (e->status != QRDMA_BE_WC_SUCCESS) {
-        bool recv = !(e->flags & QRDMA_CQE_FLAG_SQ);   /* an error CQE's opcode means little */
+        /* an error CQE's opcode means little */
+        bool recv = !(e->flags & QRDMA_CQE_FLAG_SQ);
 
         if (e->status == QRDMA_BE_WC_WR_FLUSH_ERR) {
-            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_FLUSH : QRDMA_STAT_REQ_CQE_FLUSH]++;
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_FLUSH
+                                       : QRDMA_STAT_REQ_CQE_FLUSH]++;
         } else {
-            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_ERROR : QRDMA_STAT_REQ_CQE_ERROR]++;
+            core->port_stats.live[recv ? QRDMA_STAT_RESP_CQE_ERROR
+                                       : QRDMA_STAT_REQ_CQE_ERROR]++;
         }
     }
     cq_event(core, cq_id, cq, e);
     return true;
 }
 
-/* A completion of QP e->qp_id for CQ cq_id: written, or the QP learns it was lost. */
-static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe *e)
+/*
+ * A completion of QP e->qp_id for CQ cq_id: written, or the QP learns it was
+ * lost.
+ */
+static bool cq_post(struct qrdma_core *core, uint32_t cq_id,
+                    const struct dp_cqe *e)
 {
     if (!cq_write(core, cq_id, e)) {
         cq_lost(core, e->qp_id);
@@ -302,9 +326,12 @@ static bool cq_post(struct qrdma_core *core, uint32_t cq_id, const struct dp_cqe
     return true;
 }
 
-/* ---- QP errors ------------------------------------------------------------------ */
+/* ---- QP errors ----------------------------------------------------------- */
 
-/* The backend moved the QP (or we did): follow it and flush what it does not own. */
+/*
+ * The backend moved the QP (or we did): follow it and flush what it does not
+ * own.
+ */
 static void qp_follow_state(struct qrdma_core *core, uint32_t id)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
@@ -317,8 +344,8 @@ static void qp_follow_state(struct qrdma_core *core, uint32_t id)
     old = qp->state;
     qp->state = core->dp.ops->qp_state(core->dp.be, dq->be_qp);
     if (qp->state != old) {
-        qrdma_trace(core, QRDMA_TRACE_QP_STATE, id, 1, 0, 0, qrdma_qp_state_name(old),
-                    qrdma_qp_state_name(qp->state));
+        qrdma_trace(core, QRDMA_TRACE_QP_STATE, id, 1, 0, 0,
+                    qrdma_qp_state_name(old), qrdma_qp_state_name(qp->state));
     }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
@@ -334,12 +361,16 @@ static void qp_to_error(struct qrdma_core *core, uint32_t id)
     struct qrdma_be_qp_attr attr = { .qp_state = QRDMA_BE_QPS_ERR };
 
     if (dq && dq->be_qp) {
-        core->dp.ops->qp_modify(core->dp.be, dq->be_qp, &attr, QRDMA_BE_QP_ATTR_STATE);
+        core->dp.ops->qp_modify(core->dp.be, dq->be_qp, &attr,
+                                QRDMA_BE_QP_ATTR_STATE);
         qp_follow_state(core, id);
     }
 }
 
-/* AEQE QP_FATAL, once per QP until it is reset: one catastrophe is enough to report. */
+/*
+ * AEQE QP_FATAL, once per QP until it is reset: one catastrophe is enough to
+ * report.
+ */
 static void qp_fatal(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp)
 {
     struct qrdma_dp_qp *dq = dp_qp(core, id);
@@ -354,8 +385,8 @@ static void qp_fatal(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp)
 }
 
 /* A WQE the device cannot execute: an error CQE for it, and the QP to error. */
-static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t index,
-                    uint8_t status, const char *why)
+static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq,
+                    uint32_t index, uint8_t status, const char *why)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
     struct dp_cqe e = {
@@ -365,7 +396,8 @@ static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t inde
         .vendor_err = 1,
     };
 
-    qrdma_guest_error(core, "QP %u: %s WQE %u: %s", id, sq ? "SQ" : "RQ", index, why);
+    qrdma_guest_error(core, "QP %u: %s WQE %u: %s", id, sq ? "SQ" : "RQ", index,
+                      why);
     core->dp.bad_wqes++;
     /*
      * Error first: the backend flushes the WQEs it holds, all earlier in
@@ -379,36 +411,46 @@ static void bad_wqe(struct qrdma_core *core, uint32_t id, bool sq, uint32_t inde
     }
 }
 
-/* A QP whose completion was lost (cq_lost): to ERR, and QP_FATAL if not raised yet. */
-static void qp_cq_lost(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
-                       struct qrdma_dp_qp *dq)
+/*
+ * A QP whose completion was lost (cq_lost): to ERR, and QP_FATAL if not raised
+ * yet.
+ */
+static void qp_cq_lost(struct qrdma_core *core, uint32_t id,
+                       struct qrdma_qp *qp, struct qrdma_dp_qp *dq)
 {
     dq->cq_lost = false;
     if (qp->state != QRDMA_QPS_ERR) {
-        qrdma_guest_error(core, "QP %u: a completion could not be written to its CQ; "
-                          "the QP is in error", id);
+        qrdma_guest_error(core,
+                          "QP %u: a completion could not be written to its CQ; "
+                          "the QP is in error",
+                          id);
     }
     qp_to_error(core, id);
     qp_fatal(core, id, qp);
 }
 
-/* ---- backend callbacks: memory ----------------------------------------------- */
+/* ---- backend callbacks: memory ------------------------------------------- */
 
 /*
  * Every access a backend makes to guest memory goes through the MR table:
  * the whole STag, the PD, the bounds and the rights (a local read needs
  * none, so access 0).
  */
-static int cb_mr_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                      void *dst, uint32_t len, uint32_t access)
+static int cb_mr_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                      uint64_t iova, void *dst, uint32_t len, uint32_t access)
 {
-    return qrdma_mr_read_qp(opaque, stag, pd, qp_id, iova, dst, len, access) ? -EACCES : 0;
+    return qrdma_mr_read_qp(opaque, stag, pd, qp_id, iova, dst, len, access)
+               ? -EACCES
+               : 0;
 }
 
-static int cb_mr_write(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                       const void *src, uint32_t len, uint32_t access)
+static int cb_mr_write(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                       uint64_t iova, const void *src, uint32_t len,
+                       uint32_t access)
 {
-    return qrdma_mr_write_qp(opaque, stag, pd, qp_id, iova, src, len, access) ? -EACCES : 0;
+    return qrdma_mr_write_qp(opaque, stag, pd, qp_id, iova, src, len, access)
+               ? -EACCES
+               : 0;
 }
 
 static int cb_mr_map_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
@@ -430,20 +472,27 @@ static int cb_mr_check(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
 {
     struct qrdma_mr_walk walk;
 
-    return qrdma_mr_translate_qp(opaque, stag, pd, qp_id, iova, len, access, &walk) ? -EACCES
-                                                                                     : 0;
+    return qrdma_mr_translate_qp(opaque, stag, pd, qp_id, iova, len, access,
+                                 &walk)
+               ? -EACCES
+               : 0;
 }
 
-static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                        enum qrdma_be_atomic_op op, uint64_t compare_add, uint64_t swap,
-                        uint64_t *orig)
+static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t qp_id,
+                        uint32_t stag, uint64_t iova,
+                        enum qrdma_be_atomic_op op, uint64_t compare_add,
+                        uint64_t swap, uint64_t *orig)
 {
     struct qrdma_core *core = opaque;
     uint8_t raw[8];
     uint64_t old, new;
 
-    /* The core runs one thing at a time, so read-modify-write is atomic to peers. */
-    if (qrdma_mr_read_qp(core, stag, pd, qp_id, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+    /*
+     * The core runs one thing at a time, so read-modify-write is atomic to
+     * peers.
+     */
+    if (qrdma_mr_read_qp(core, stag, pd, qp_id, iova, raw, 8,
+                         QRDMA_ACCESS_REMOTE_ATOMIC)) {
         return -EACCES;
     }
     old = qrdma_ld_le64(raw);
@@ -453,17 +502,22 @@ static int cb_mr_atomic(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag
         new = old + compare_add;
     }
     qrdma_st_le64(raw, new);
-    if (new != old &&
-        qrdma_mr_write_qp(core, stag, pd, qp_id, iova, raw, 8, QRDMA_ACCESS_REMOTE_ATOMIC)) {
+    if (new != old && qrdma_mr_write_qp(core, stag, pd, qp_id, iova, raw, 8,
+                                        QRDMA_ACCESS_REMOTE_ATOMIC)) {
         return -EACCES;
     }
     *orig = old;
     return 0;
 }
 
-/* The guest-physical pieces of an MR's range, for a backend that maps guest memory itself. */
-static int cb_mr_gpa_walk(void *opaque, uint32_t pd, uint32_t stag, uint64_t iova, uint64_t len,
-                          int (*fn)(void *arg, uint64_t gpa, uint64_t len), void *arg)
+/*
+ * The guest-physical pieces of an MR's range, for a backend that maps guest
+ * memory itself.
+ */
+static int cb_mr_gpa_walk(void *opaque, uint32_t pd, uint32_t stag,
+                          uint64_t iova, uint64_t len,
+                          int (*fn)(void *arg, uint64_t gpa, uint64_t len),
+                          void *arg)
 {
     struct qrdma_core *core = opaque;
     struct qrdma_mr_walk walk;
@@ -487,7 +541,8 @@ static int cb_mr_gpa_walk(void *opaque, uint32_t pd, uint32_t stag, uint64_t iov
  * LOCAL_INV and SEND_WITH_INV: a fast-register MR or a type 2 window of
  * this PD goes back to FREE (qrdma_mr_invalidate).
  */
-static int cb_invalidate(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag)
+static int cb_invalidate(void *opaque, uint32_t pd, uint32_t qp_id,
+                         uint32_t stag)
 {
     return qrdma_mr_invalidate(opaque, pd, stag) ? -EINVAL : 0;
 }
@@ -509,7 +564,8 @@ static int cb_bind_mw(void *opaque, uint32_t pd, uint32_t qp_id,
 }
 
 /* FAST_REG WQEs, run by the backend in SQ order. */
-static int cb_fast_reg(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg *reg)
+static int cb_fast_reg(void *opaque, uint32_t pd,
+                       const struct qrdma_be_fast_reg *reg)
 {
     const struct qrdma_fast_reg fr = {
         .stag = reg->stag,
@@ -525,28 +581,33 @@ static int cb_fast_reg(void *opaque, uint32_t pd, const struct qrdma_be_fast_reg
     return qrdma_mr_fast_reg(opaque, pd, &fr) ? -EINVAL : 0;
 }
 
-/* ---- backend callbacks: receive WQEs --------------------------------------- */
+/* ---- backend callbacks: receive WQEs ------------------------------------- */
 
 /* What read_rq_wqe() found at a ring's next slot. */
 enum rq_wqe_read {
     RQ_WQE_OK,
     RQ_WQE_NONE,                /* not posted yet: VALID is the last lap's */
-    RQ_WQE_MALFORMED,           /* posted (VALID seen), but NUM_SGE or its SGEs are bad */
-    RQ_WQE_UNREADABLE,          /* the slot cannot be read: whether it is posted is unknown */
+    /* posted (VALID seen), but NUM_SGE or its SGEs are bad */
+    RQ_WQE_MALFORMED,
+    /* the slot cannot be read: whether it is posted is unknown */
+    RQ_WQE_UNREADABLE,
 };
 
-static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id, const char *kind,
+static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
+                                    const char *kind,
                                     const struct qrdma_queue *q, uint32_t count,
                                     struct qrdma_be_recv_wr *out)
 {
-    uint32_t stride = 1u << q->stride_log2, index = count & ((1u << q->size_log2) - 1);
+    uint32_t stride = 1u << q->stride_log2,
+             index = count & ((1u << q->size_log2) - 1);
     uint8_t raw[QRDMA_RQ_WQE_HDR_BYTES + QRDMA_BE_MAX_SGE * QRDMA_SGE_BYTES];
     uint64_t gpa, hdr;
     unsigned n, i, max_sge;
 
     if (qrdma_queue_addr_of(core, q, kind, id,
                             (uint64_t)index << q->stride_log2, &gpa) ||
-        core->env.dma_read(core->env.opaque, gpa, raw, QRDMA_RQ_WQE_HDR_BYTES)) {
+        core->env.dma_read(core->env.opaque, gpa, raw,
+                           QRDMA_RQ_WQE_HDR_BYTES)) {
         return RQ_WQE_UNREADABLE;
     }
     hdr = qrdma_ld_le64(raw + 8);
@@ -558,9 +619,10 @@ static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id, const 
     if (max_sge > QRDMA_BE_MAX_SGE) {
         max_sge = QRDMA_BE_MAX_SGE;
     }
-    if (n > max_sge || (n && core->env.dma_read(core->env.opaque, gpa + QRDMA_RQ_WQE_HDR_BYTES,
-                                                raw + QRDMA_RQ_WQE_HDR_BYTES,
-                                                n * QRDMA_SGE_BYTES))) {
+    if (n > max_sge ||
+        (n && core->env.dma_read(core->env.opaque, gpa + QRDMA_RQ_WQE_HDR_BYTES,
+                                 raw + QRDMA_RQ_WQE_HDR_BYTES,
+                                 n * QRDMA_SGE_BYTES))) {
         return RQ_WQE_MALFORMED;
     }
     out->wr_id = index;
@@ -603,7 +665,8 @@ static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrd
     srq_outstanding(core, srq);
     if (srq->outstanding < srq->limit) {
         srq->limit = 0;         /* one event per arming, as IB says */
-        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_LIMIT, QRDMA_AE_SRC_SRQ);
+        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_LIMIT,
+                       QRDMA_AE_SRC_SRQ);
     }
 }
 
@@ -651,11 +714,15 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     if (qp->flags & QRDMA_QP_CREATE_SRQ) {
         struct qrdma_srq *srq = qrdma_srq_get(core, qp->srq);
 
-        r = srq ? read_rq_wqe(core, id, "SRQ of QP", &srq->ring, srq->head, out) : RQ_WQE_NONE;
+        r = srq ? read_rq_wqe(core, id, "SRQ of QP", &srq->ring, srq->head, out)
+                : RQ_WQE_NONE;
         if (r != RQ_WQE_OK) {
             if (r != RQ_WQE_NONE) {
-                qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", qp->srq,
-                                  srq->head & ((1u << srq->ring.size_log2) - 1));
+                qrdma_guest_error(core,
+                                  "SRQ %u: WQE %u is malformed or unreadable",
+                                  qp->srq,
+                                  srq->head &
+                                      ((1u << srq->ring.size_log2) - 1));
                 qrdma_aeq_post(core, srq->srq_ctx, qp->srq, QRDMA_AE_SRQ_ERROR,
                                QRDMA_AE_SRC_SRQ);
             }
@@ -670,8 +737,11 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
     r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, out);
     if (r != RQ_WQE_OK) {
         struct dp_cqe e = {
-            .qp_id = id, .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
-            .opcode = QRDMA_BE_WC_RECV, .status = QRDMA_BE_WC_LOC_QP_OP_ERR, .vendor_err = 1,
+            .qp_id = id,
+            .wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1),
+            .opcode = QRDMA_BE_WC_RECV,
+            .status = QRDMA_BE_WC_LOC_QP_OP_ERR,
+            .vendor_err = 1,
         };
 
         if (r == RQ_WQE_NONE) {
@@ -684,7 +754,8 @@ static int cb_get_recv(void *opaque, uint32_t id, struct qrdma_be_recv_wr *out)
          * NAK that tells the requester; the backend holds no receive WR
          * of this QP, so this error CQE is the RQ's next completion.
          */
-        qrdma_guest_error(core, "QP %u: RQ WQE %u: malformed or unreadable", id, e.wqe_index);
+        qrdma_guest_error(core, "QP %u: RQ WQE %u: malformed or unreadable", id,
+                          e.wqe_index);
         core->dp.bad_wqes++;
         qp->rq_head++;
         cq_post(core, qp->recv_cq, &e);
@@ -714,15 +785,19 @@ static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
     for (n = 0; n < DP_QP_BUDGET; n++) {
         struct dp_cqe e = { .qp_id = id, .opcode = QRDMA_BE_WC_RECV,
                             .status = QRDMA_BE_WC_WR_FLUSH_ERR };
-        enum rq_wqe_read r = read_rq_wqe(core, id, "RQ of QP", &qp->rq, qp->rq_head, &wr);
+        enum rq_wqe_read r = read_rq_wqe(core, id, "RQ of QP", &qp->rq,
+                                         qp->rq_head, &wr);
 
         e.wqe_index = qp->rq_head & ((1u << qp->rq.size_log2) - 1);
         if (r == RQ_WQE_NONE) {
             return;
         }
         if (r == RQ_WQE_UNREADABLE) {
-            qrdma_guest_error(core, "QP %u: RQ WQE %u is unreadable; the flush stops until "
-                              "the next RQ doorbell", id, e.wqe_index);
+            qrdma_guest_error(
+                core,
+                "QP %u: RQ WQE %u is unreadable; the flush stops until "
+                "the next RQ doorbell",
+                id, e.wqe_index);
             dq->rq_flush = false;
             qp_fatal(core, id, qp);
             return;
@@ -734,7 +809,7 @@ static void rq_flush(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
     dp_kick_qp(core, id);
 }
 
-/* ---- backend callbacks: completions and events ------------------------------- */
+/* ---- backend callbacks: completions and events --------------------------- */
 
 static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
 {
@@ -743,7 +818,8 @@ static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
     bool recv = wc->opcode >= QRDMA_BE_WC_RECV;
     struct dp_cqe e = {
         .byte_len = wc->byte_len,
-        .imm = (wc->wc_flags & QRDMA_BE_WC_WITH_INV) ? wc->invalidated_stag : wc->imm_data,
+        .imm = (wc->wc_flags & QRDMA_BE_WC_WITH_INV) ? wc->invalidated_stag
+                                                     : wc->imm_data,
         .qp_id = id,
         .src_qp = wc->src_qp,
         .wqe_index = (uint32_t)(wc->wr_id & 0xffff),
@@ -773,9 +849,11 @@ static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
         e.flags |= QRDMA_CQE_FLAG_SOLICITED;
     }
     cq_post(core, recv ? qp->recv_cq : qp->send_cq, &e);
-    if (recv && !(wc->wr_id & DP_WRID_SRQ) && dp_qp(core, id) && dp_qp(core, id)->rq_held &&
-        !--dp_qp(core, id)->rq_held && dp_qp(core, id)->rq_flush) {
-        dp_kick_qp(core, id);   /* the last one the backend held: flush the rest now */
+    if (recv && !(wc->wr_id & DP_WRID_SRQ) && dp_qp(core, id) &&
+        dp_qp(core, id)->rq_held && !--dp_qp(core, id)->rq_held &&
+        dp_qp(core, id)->rq_flush) {
+        /* the last one the backend held: flush the rest now */
+        dp_kick_qp(core, id);
     }
     if (wc->status != QRDMA_BE_WC_SUCCESS) {
         qp_follow_state(core, id);
@@ -791,7 +869,8 @@ static void cb_complete(void *opaque, uint32_t id, const struct qrdma_be_wc *wc)
     }
 }
 
-static void qp_event(struct qrdma_core *core, uint32_t id, enum qrdma_be_event ev)
+static void qp_event(struct qrdma_core *core, uint32_t id,
+                     enum qrdma_be_event ev)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, id);
     uint16_t code;
@@ -845,7 +924,8 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
         struct qrdma_cq *cq = qrdma_cq_get(core, id);
 
         if (cq && !cq->error) {
-            cq_fail(core, id, cq, QRDMA_AE_CQ_ERROR, "the backend cannot complete into it");
+            cq_fail(core, id, cq, QRDMA_AE_CQ_ERROR,
+                    "the backend cannot complete into it");
         }
         return;
     }
@@ -854,7 +934,8 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
 
         if (srq) {
             qrdma_guest_error(core, "SRQ %u: the backend cannot use it", id);
-            qrdma_aeq_post(core, srq->srq_ctx, id, QRDMA_AE_SRQ_ERROR, QRDMA_AE_SRC_SRQ);
+            qrdma_aeq_post(core, srq->srq_ctx, id, QRDMA_AE_SRQ_ERROR,
+                           QRDMA_AE_SRC_SRQ);
         }
         return;
     }
@@ -880,13 +961,14 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
  * a bounded queue for qrdma_dp_process(); beyond the bound it is dropped
  * and counted, as a full wire would drop it (RC retransmits it).
  */
-static void loopback_queue(struct qrdma_core *core, const void *frame, size_t len)
+static void loopback_queue(struct qrdma_core *core, const void *frame,
+                           size_t len)
 {
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_dp_frame *f;
 
-    if (dp->loop_len >= QRDMA_DP_LOOPBACK_MAX ||
-        !(f = malloc(sizeof(*f) + len))) {
+    f = dp->loop_len < QRDMA_DP_LOOPBACK_MAX ? malloc(sizeof(*f) + len) : NULL;
+    if (!f) {
         dp->loop_drops++;
         return;
     }
@@ -1026,8 +1108,8 @@ static const char *nak_name(uint32_t syn)
     return "?";
 }
 
-static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev, uint32_t psn,
-                        uint32_t detail)
+static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
+                        uint32_t psn, uint32_t detail)
 {
     static const char *const cause[] = {
         [QRDMA_BE_RETRANSMIT_TIMEOUT] = "timeout",
@@ -1038,9 +1120,12 @@ static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
 
     if (ev == QRDMA_BE_TP_RETRANSMIT) {
         qrdma_trace(core, QRDMA_TRACE_TP_RETRANSMIT, qp_id, psn, 0, 0,
-                    detail < sizeof(cause) / sizeof(cause[0]) ? cause[detail] : "?", NULL);
+                    detail < sizeof(cause) / sizeof(cause[0]) ? cause[detail]
+                                                              : "?",
+                    NULL);
     } else {
-        qrdma_trace(core, QRDMA_TRACE_TP_NAK, qp_id, psn, detail, 0, nak_name(detail),
+        qrdma_trace(core, QRDMA_TRACE_TP_NAK, qp_id, psn, detail, 0,
+                    nak_name(detail),
                     ev == QRDMA_BE_TP_NAK_SENT ? "sent" : "received");
     }
 }
@@ -1086,9 +1171,12 @@ static const struct qrdma_be_callbacks dp_callbacks_copy = {
     .now_ns = cb_now_ns,
 };
 
-/* ---- address vectors --------------------------------------------------------- */
+/* ---- address vectors ----------------------------------------------------- */
 
-/* An AV of the guest's (a QP's path, an AH) as the backend takes it; false if its source GID is gone. */
+/*
+ * An AV of the guest's (a QP's path, an AH) as the backend takes it; false if
+ * its source GID is gone.
+ */
 static bool av_to_be(struct qrdma_core *core, const struct qrdma_av_info *av,
                      struct qrdma_be_av *out)
 {
@@ -1113,7 +1201,7 @@ static bool av_to_be(struct qrdma_core *core, const struct qrdma_av_info *av,
     return true;
 }
 
-/* ---- SQ WQEs ------------------------------------------------------------------ */
+/* ---- SQ WQEs ------------------------------------------------------------- */
 
 static const struct {
     uint32_t wr;                /* enum qrdma_be_wr_opcode */
@@ -1122,13 +1210,18 @@ static const struct {
     bool ud_ok;                 /* allowed on UD QPs */
 } sq_opcodes[] = {
     [QRDMA_SQ_OP_RDMA_WRITE] = { QRDMA_BE_WR_RDMA_WRITE, true, false, false },
-    [QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM] = { QRDMA_BE_WR_RDMA_WRITE_WITH_IMM, true, false, false },
+    [QRDMA_SQ_OP_RDMA_WRITE_WITH_IMM] = { QRDMA_BE_WR_RDMA_WRITE_WITH_IMM, true,
+                                          false, false },
     [QRDMA_SQ_OP_SEND] = { QRDMA_BE_WR_SEND, false, false, true },
-    [QRDMA_SQ_OP_SEND_WITH_IMM] = { QRDMA_BE_WR_SEND_WITH_IMM, false, false, true },
-    [QRDMA_SQ_OP_SEND_WITH_INV] = { QRDMA_BE_WR_SEND_WITH_INV, false, false, false },
+    [QRDMA_SQ_OP_SEND_WITH_IMM] = { QRDMA_BE_WR_SEND_WITH_IMM, false, false,
+                                    true },
+    [QRDMA_SQ_OP_SEND_WITH_INV] = { QRDMA_BE_WR_SEND_WITH_INV, false, false,
+                                    false },
     [QRDMA_SQ_OP_RDMA_READ] = { QRDMA_BE_WR_RDMA_READ, true, false, false },
-    [QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP] = { QRDMA_BE_WR_ATOMIC_CMP_AND_SWP, true, true, false },
-    [QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD] = { QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD, true, true, false },
+    [QRDMA_SQ_OP_ATOMIC_CMP_AND_SWP] = { QRDMA_BE_WR_ATOMIC_CMP_AND_SWP, true,
+                                         true, false },
+    [QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD] = { QRDMA_BE_WR_ATOMIC_FETCH_AND_ADD,
+                                           true, true, false },
     [QRDMA_SQ_OP_LOCAL_INV] = { QRDMA_BE_WR_LOCAL_INV, false, false, false },
     [QRDMA_SQ_OP_FAST_REG] = { QRDMA_BE_WR_FAST_REG, false, false, false },
     [QRDMA_SQ_OP_BIND_MW] = { QRDMA_BE_WR_BIND_MW, false, false, false },
@@ -1141,13 +1234,16 @@ static const struct {
  * Parse SQ WQE `index` (raw bytes, the whole stride) into wr. NULL, or why
  * it is bad.
  */
-static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const uint8_t *raw,
-                            uint32_t stride, uint32_t index, struct qrdma_be_send_wr *wr)
+static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp,
+                            const uint8_t *raw, uint32_t stride, uint32_t index,
+                            struct qrdma_be_send_wr *wr)
 {
     uint64_t hdr = qrdma_ld_le64(raw + 56);
     unsigned op = hdr & QRDMA_SQ_HDR_OPCODE_MASK;
-    unsigned nsge = (hdr & QRDMA_SQ_HDR_NUM_SGE_MASK) >> QRDMA_SQ_HDR_NUM_SGE_SHIFT;
-    unsigned ilen = (hdr & QRDMA_SQ_HDR_INLINE_LEN_MASK) >> QRDMA_SQ_HDR_INLINE_LEN_SHIFT;
+    unsigned nsge = (hdr & QRDMA_SQ_HDR_NUM_SGE_MASK) >>
+                    QRDMA_SQ_HDR_NUM_SGE_SHIFT;
+    unsigned ilen = (hdr & QRDMA_SQ_HDR_INLINE_LEN_MASK) >>
+                    QRDMA_SQ_HDR_INLINE_LEN_SHIFT;
     uint64_t rkey_imm = qrdma_ld_le64(raw + 8);
     unsigned i, max_sge;
 
@@ -1160,7 +1256,8 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
     memset(wr, 0, offsetof(struct qrdma_be_send_wr, sg_list));
     wr->wr_id = index;
     wr->opcode = sq_opcodes[op].wr;
-    if ((hdr & QRDMA_SQ_HDR_SIGNALED) || (qp->flags & QRDMA_QP_CREATE_SIG_ALL)) {
+    if ((hdr & QRDMA_SQ_HDR_SIGNALED) ||
+        (qp->flags & QRDMA_QP_CREATE_SIG_ALL)) {
         wr->send_flags |= QRDMA_BE_SEND_SIGNALED;
     }
     if (hdr & QRDMA_SQ_HDR_SOLICITED) {
@@ -1183,14 +1280,20 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
     if (op == QRDMA_SQ_OP_FAST_REG) {
         uint64_t q4 = qrdma_ld_le64(raw + 32);
 
-        /* A local operation: no SGEs, no inline data; the MR checks come when it runs. */
+        /*
+         * A local operation: no SGEs, no inline data; the MR checks come when
+         * it runs.
+         */
         wr->fast_reg.iova = qrdma_ld_le64(raw);
         wr->fast_reg.length = qrdma_ld_le64(raw + 16);
         wr->fast_reg.first = qrdma_ld_le64(raw + 24);
         wr->fast_reg.stag = q4 & QRDMA_SQ_FR_STAG_MASK;
-        wr->fast_reg.access = (q4 & QRDMA_SQ_FR_ACCESS_MASK) >> QRDMA_SQ_FR_ACCESS_SHIFT;
-        wr->fast_reg.page_log2 = (q4 & QRDMA_SQ_FR_PAGE_MASK) >> QRDMA_SQ_FR_PAGE_SHIFT;
-        wr->fast_reg.levels = (q4 & QRDMA_SQ_FR_LEVELS_MASK) >> QRDMA_SQ_FR_LEVELS_SHIFT;
+        wr->fast_reg.access = (q4 & QRDMA_SQ_FR_ACCESS_MASK) >>
+                              QRDMA_SQ_FR_ACCESS_SHIFT;
+        wr->fast_reg.page_log2 = (q4 & QRDMA_SQ_FR_PAGE_MASK) >>
+                                 QRDMA_SQ_FR_PAGE_SHIFT;
+        wr->fast_reg.levels = (q4 & QRDMA_SQ_FR_LEVELS_MASK) >>
+                              QRDMA_SQ_FR_LEVELS_SHIFT;
         wr->fast_reg.fbo = qrdma_ld_le64(raw + 48);
         wr->num_sge = 0;
         return NULL;
@@ -1198,13 +1301,17 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
     if (op == QRDMA_SQ_OP_BIND_MW) {
         uint64_t q4 = qrdma_ld_le64(raw + 32);
 
-        /* A local operation too; the window checks come when it runs, in SQ order. */
+        /*
+         * A local operation too; the window checks come when it runs, in SQ
+         * order.
+         */
         wr->bind_mw.addr = qrdma_ld_le64(raw);
         wr->bind_mw.new_stag = rkey_imm & QRDMA_SQ_MW_NEW_STAG_MASK;
         wr->bind_mw.mr_stag = rkey_imm >> QRDMA_SQ_MW_MR_STAG_SHIFT;
         wr->bind_mw.length = qrdma_ld_le64(raw + 16);
         wr->bind_mw.mw_stag = q4 & QRDMA_SQ_MW_STAG_MASK;
-        wr->bind_mw.access = (q4 & QRDMA_SQ_MW_ACCESS_MASK) >> QRDMA_SQ_MW_ACCESS_SHIFT;
+        wr->bind_mw.access = (q4 & QRDMA_SQ_MW_ACCESS_MASK) >>
+                             QRDMA_SQ_MW_ACCESS_SHIFT;
         wr->num_sge = 0;
         return NULL;
     }
@@ -1223,7 +1330,8 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
         wr->ud.remote_qkey = (uint32_t)qrdma_ld_le64(raw + 40);
     }
     if (hdr & QRDMA_SQ_HDR_INLINE) {
-        if (ilen > stride - QRDMA_SQ_WQE_HDR_BYTES || ilen > QRDMA_BE_MAX_INLINE) {
+        if (ilen > stride - QRDMA_SQ_WQE_HDR_BYTES ||
+            ilen > QRDMA_BE_MAX_INLINE) {
             return "inline data beyond the WQE";
         }
         wr->send_flags |= QRDMA_BE_SEND_INLINE;
@@ -1256,16 +1364,18 @@ static const char *sq_parse(struct qrdma_core *core, struct qrdma_qp *qp, const 
  * already in ERR stops fetching until the next SQ doorbell, since its
  * error would kick it again and again to read the same slot.
  */
-static void sq_unreadable(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
-                          struct qrdma_dp_qp *dq, uint32_t index, const char *why)
+static void sq_unreadable(struct qrdma_core *core, uint32_t id,
+                          struct qrdma_qp *qp, struct qrdma_dp_qp *dq,
+                          uint32_t index, const char *why)
 {
     if (qp->state != QRDMA_QPS_ERR) {
         dq->sq_fetched++;
         bad_wqe(core, id, true, index, QRDMA_BE_WC_LOC_QP_OP_ERR, why);
         return;
     }
-    qrdma_guest_error(core, "QP %u: SQ WQE %u: %s; fetching stops until the next SQ doorbell",
-                      id, index, why);
+    qrdma_guest_error(
+        core, "QP %u: SQ WQE %u: %s; fetching stops until the next SQ doorbell",
+        id, index, why);
     qp_fatal(core, id, qp);
 }
 
@@ -1281,7 +1391,8 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
      */
     _Alignas(64) uint8_t raw[1u << QRDMA_WQE_LOG2_MAX];
     struct qrdma_be_send_wr *wr = &core->dp.wr;
-    uint32_t stride = 1u << qp->sq.stride_log2, mask = (1u << qp->sq.size_log2) - 1;
+    uint32_t stride = 1u << qp->sq.stride_log2,
+             mask = (1u << qp->sq.size_log2) - 1;
     unsigned n;
 
     for (n = 0; n < DP_SQ_BUDGET; n++) {
@@ -1305,7 +1416,8 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
             sq_unreadable(core, id, qp, dq, index, "SQ page is not guest RAM");
             return;
         }
-        if ((qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_OPCODE_MASK) == QRDMA_SQ_OP_NOP) {
+        if ((qrdma_ld_le64(raw + 56) & QRDMA_SQ_HDR_OPCODE_MASK) ==
+            QRDMA_SQ_OP_NOP) {
             dq->sq_fetched++;
             continue;
         }
@@ -1317,13 +1429,18 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
         }
         ret = core->dp.ops->post_send(core->dp.be, dq->be_qp, wr);
         if (ret == -ENOSPC) {
-            return;             /* the backend's queue is full: cb_sq_space kicks us */
+            /* the backend's queue is full: cb_sq_space kicks us */
+            return;
         }
         dq->sq_fetched++;
         if (ret) {
-            /* -EACCES: a key the backend cannot resolve, as the MR checks would report it. */
+            /*
+             * -EACCES: a key the backend cannot resolve, as the MR checks would
+             * report it.
+             */
             bad_wqe(core, id, true, index,
-                    ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR : QRDMA_BE_WC_LOC_QP_OP_ERR,
+                    ret == -EACCES ? QRDMA_BE_WC_LOC_PROT_ERR
+                                   : QRDMA_BE_WC_LOC_QP_OP_ERR,
                     "the transport refused the work request");
             return;
         }
@@ -1333,7 +1450,7 @@ static void sq_fetch(struct qrdma_core *core, uint32_t id, struct qrdma_qp *qp,
     dp_kick_qp(core, id);
 }
 
-/* ---- object hooks --------------------------------------------------------------- */
+/* ---- object hooks -------------------------------------------------------- */
 
 /* Bytes of an IB path MTU (enum qrdma_be_mtu, 1 = 256 ... 5 = 4096). */
 static uint32_t mtu_bytes(uint32_t mtu)
@@ -1379,7 +1496,8 @@ static void dp_qp_forget(struct qrdma_dp_qp *dq)
     dq->wire_qpn = wire_qpn;
 }
 
-int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_qpn)
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
+                       uint32_t *wire_qpn)
 {
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
     struct qrdma_dp *dp = &core->dp;
@@ -1388,7 +1506,11 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_q
     uint32_t stride, qpn;
     int ret;
 
-    if (!qp || !dp->be || !dp_sized(core) || !(dq = dp_qp(core, qp_id))) {
+    if (!qp || !dp->be || !dp_sized(core)) {
+        return -ENOMEM;
+    }
+    dq = dp_qp(core, qp_id);
+    if (!dq) {
         return -ENOMEM;
     }
     memset(&init, 0, sizeof(init));
@@ -1404,12 +1526,16 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_q
     if (init.max_send_wr > DP_ENGINE_SQ_DEPTH) {
         init.max_send_wr = DP_ENGINE_SQ_DEPTH;
     }
-    init.max_inline = stride > QRDMA_SQ_WQE_HDR_BYTES ? stride - QRDMA_SQ_WQE_HDR_BYTES : 0;
+    init.max_inline = stride > QRDMA_SQ_WQE_HDR_BYTES
+                          ? stride - QRDMA_SQ_WQE_HDR_BYTES
+                          : 0;
     if (init.max_inline > QRDMA_BE_MAX_INLINE) {
         init.max_inline = QRDMA_BE_MAX_INLINE;
     }
     init.max_send_sge = stride > QRDMA_SQ_WQE_HDR_BYTES
-                        ? (stride - QRDMA_SQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES : 0;
+                            ? (stride - QRDMA_SQ_WQE_HDR_BYTES) /
+                                  QRDMA_SGE_BYTES
+                            : 0;
     if (init.max_send_sge > QRDMA_BE_MAX_SGE) {
         init.max_send_sge = QRDMA_BE_MAX_SGE;
     }
@@ -1418,7 +1544,9 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_q
 
         init.max_recv_wr = 1u << qp->rq.size_log2;
         init.max_recv_sge = rq_stride > QRDMA_RQ_WQE_HDR_BYTES
-                            ? (rq_stride - QRDMA_RQ_WQE_HDR_BYTES) / QRDMA_SGE_BYTES : 0;
+                                ? (rq_stride - QRDMA_RQ_WQE_HDR_BYTES) /
+                                      QRDMA_SGE_BYTES
+                                : 0;
         if (init.max_recv_sge > QRDMA_BE_MAX_SGE) {
             init.max_recv_sge = QRDMA_BE_MAX_SGE;
         }
@@ -1476,15 +1604,24 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
     attr.timeout = a->timeout;
     attr.retry_cnt = a->retry_cnt;
     attr.rnr_retry = a->rnr_retry;
-    /* The masks share the IB numbering; the backend gets the attributes it carries. */
+    /*
+     * The masks share the IB numbering; the backend gets the attributes it
+     * carries.
+     */
     qmask = (mask & QRDMA_BE_QP_ATTR_ALL) | QRDMA_BE_QP_ATTR_STATE;
     if (qp->type == QRDMA_QP_TYPE_UD) {
-        /* UD has no PATH_MTU attribute; without one the transport would use 256. */
+        /*
+         * UD has no PATH_MTU attribute; without one the transport would use
+         * 256.
+         */
         attr.path_mtu = port_mtu(core);
         qmask |= QRDMA_BE_QP_ATTR_PATH_MTU;
     }
     if ((qmask & QRDMA_BE_QP_ATTR_AV) && !av_to_be(core, &a->av, &attr.av)) {
-        /* MODIFY_QP checked the GID index; a GID deleted since is the guest's loss. */
+        /*
+         * MODIFY_QP checked the GID index; a GID deleted since is the guest's
+         * loss.
+         */
         qrdma_guest_error(core, "QP %u: the path's source GID is gone", qp_id);
         qmask &= ~QRDMA_BE_QP_ATTR_AV;
     }
@@ -1503,8 +1640,9 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
         return;
     }
     if (dp->ops->qp_modify(dp->be, dq->be_qp, &attr, qmask)) {
-        qrdma_guest_error(core, "QP %u: the transport refused the modify to state %s", qp_id,
-                          qrdma_qp_state_name(qp->state));
+        qrdma_guest_error(core,
+                          "QP %u: the transport refused the modify to state %s",
+                          qp_id, qrdma_qp_state_name(qp->state));
     }
     if (qp->state == QRDMA_QPS_ERR && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
         dq->rq_flush = true;
@@ -1604,8 +1742,10 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 {
     struct qrdma_dp *dp = &core->dp;
     const struct qrdma_mr *mr = &core->obj.mr[stag >> QRDMA_STAG_INDEX_SHIFT];
-    int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m, uint32_t *rkey) =
-        mr->type == QRDMA_MR_TYPE_FAST_REG ? dp->ops->mr_alloc_stag : dp->ops->mr_register;
+    int (*hook)(struct qrdma_be *be, const struct qrdma_be_mr *m,
+                uint32_t *rkey) = mr->type == QRDMA_MR_TYPE_FAST_REG ?
+                                  dp->ops->mr_alloc_stag :
+                                  dp->ops->mr_register;
     struct qrdma_be_mr m;
     int ret;
 
@@ -1613,7 +1753,9 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
     if (!dp->be || !hook) {
         return 0;
     }
-    /* A backend that mirrors MRs to a host NIC has no way to carry windows yet. */
+    /*
+     * A backend that mirrors MRs to a host NIC has no way to carry windows yet.
+     */
     if (mr->type == QRDMA_MR_TYPE_MW) {
         return -ENOTSUP;
     }
@@ -1655,18 +1797,20 @@ void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id)
     }
 }
 
-/* ---- doorbells, frames, work ------------------------------------------------- */
+/* ---- doorbells, frames, work --------------------------------------------- */
 
-static void bad_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
-                         uint32_t value, const char *what)
+static void bad_doorbell(struct qrdma_core *core, uint32_t page,
+                         uint32_t offset, uint32_t value, const char *what)
 {
-    qrdma_trace(core, QRDMA_TRACE_BAD_DOORBELL, page, offset, value, 0, what, NULL);
+    qrdma_trace(core, QRDMA_TRACE_BAD_DOORBELL, page, offset, value, 0, what,
+                NULL);
     qrdma_aeq_post(core, 0, page, QRDMA_AE_BAD_DOORBELL, QRDMA_AE_SRC_DOORBELL);
-    qrdma_guest_error(core, "doorbell 0x%x at page %u offset 0x%x: %s", value, page, offset,
-                      what);
+    qrdma_guest_error(core, "doorbell 0x%x at page %u offset 0x%x: %s", value,
+                      page, offset, what);
 }
 
-void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value)
+void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
+                       uint32_t value)
 {
     switch (offset) {
     case QRDMA_DB_SQ:
@@ -1675,7 +1819,8 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, 
         struct qrdma_dp_qp *dq = dp_qp(core, value);
 
         if (!qp || !dq || !dq->be_qp || qp->db_page != page) {
-            bad_doorbell(core, page, offset, value, "no QP of this page has that ID");
+            bad_doorbell(core, page, offset, value,
+                         "no QP of this page has that ID");
             return;
         }
         if (offset == QRDMA_DB_RQ && qp->state != QRDMA_QPS_ERR) {
@@ -1689,7 +1834,8 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, 
             return;
         }
         if (offset == QRDMA_DB_RQ && !(qp->flags & QRDMA_QP_CREATE_SRQ)) {
-            dq->rq_flush = true;        /* again, if an unreadable slot stopped it */
+            /* again, if an unreadable slot stopped it */
+            dq->rq_flush = true;
         }
         dp_kick_qp(core, value);
         return;
@@ -1699,16 +1845,20 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, 
         uint8_t raw[8];
         uint64_t arm;
 
-        if (!cq || cq->db_page != page || !dp_sized(core) || value >= core->dp.ncq) {
-            bad_doorbell(core, page, offset, value, "no CQ of this page has that ID");
+        if (!cq || cq->db_page != page || !dp_sized(core) ||
+            value >= core->dp.ncq) {
+            bad_doorbell(core, page, offset, value,
+                         "no CQ of this page has that ID");
             return;
         }
         if (core->env.dma_read(core->env.opaque, cq->shadow + 8, raw, 8)) {
-            cq_fail(core, value, cq, QRDMA_AE_CQ_ERROR, "shadow area is not guest RAM");
+            cq_fail(core, value, cq, QRDMA_AE_CQ_ERROR,
+                    "shadow area is not guest RAM");
             return;
         }
         arm = qrdma_ld_le64(raw);
-        core->dp.cq[value].armed = arm & (QRDMA_CQ_ARM_NEXT | QRDMA_CQ_ARM_SOLICITED);
+        core->dp.cq[value].armed = arm &
+                                   (QRDMA_CQ_ARM_NEXT | QRDMA_CQ_ARM_SOLICITED);
         return;
     }
     default:
@@ -1716,34 +1866,42 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, 
     }
 }
 
-void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len)
+void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame,
+                       size_t len)
 {
     struct qrdma_dp *dp = &core->dp;
     uint8_t mac[6];
 
     if (!dp->be || !dp->ops->rx_frame) {
-        return;                 /* a backend without frames has no RoCE on this wire */
+        /* a backend without frames has no RoCE on this wire */
+        return;
     }
-    /* The driver may change the station address at any time: the frame is for the one now. */
+    /*
+     * The driver may change the station address at any time: the frame is for
+     * the one now.
+     */
     lan_mac(core, mac);
     if (memcmp(mac, dp->be_mac, 6) && dp->ops->set_mac) {
         dp->ops->set_mac(dp->be, mac);
         memcpy(dp->be_mac, mac, 6);
     }
     dp->ops->rx_frame(dp->be, frame, len);
-    /* ACKs, responses and completions follow from the poll in the bottom half. */
+    /*
+     * ACKs, responses and completions follow from the poll in the bottom half.
+     */
     core->env.kick(core->env.opaque, QRDMA_WORK_DP);
 }
 
-void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame, size_t len,
-                       const uint32_t *qp_id, uint32_t n)
+void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame,
+                       size_t len, const uint32_t *qp_id, uint32_t n)
 {
     struct qrdma_be_qp *qps[QRDMA_BE_MCAST_MAX_QPS];
     struct qrdma_dp *dp = &core->dp;
     unsigned i, nqp = 0;
 
     if (!dp->be || !dp->ops->rx_mcast) {
-        return;                 /* no multicast without it (CAP_FEATURES.MCAST clear) */
+        /* no multicast without it (CAP_FEATURES.MCAST clear) */
+        return;
     }
     /* A QP whose backend side a failed RESET took away receives nothing. */
     for (i = 0; i < n && nqp < QRDMA_BE_MCAST_MAX_QPS; i++) {
@@ -1792,14 +1950,18 @@ void qrdma_dp_process(struct qrdma_core *core)
             qp->state == QRDMA_QPS_SQE || qp->state == QRDMA_QPS_ERR) {
             sq_fetch(core, id, qp, dq);
         }
-        /* After the backend's own flushes of the WQEs it holds (cb_complete kicks). */
+        /*
+         * After the backend's own flushes of the WQEs it holds (cb_complete
+         * kicks).
+         */
         if (dq->rq_flush && qp->state == QRDMA_QPS_ERR && !dq->rq_held) {
             rq_flush(core, id, qp, dq);
         }
     }
     loopback_drain(core, DP_ENGINE_BUDGET);
     next = dp->ops->poll(dp->be, DP_ENGINE_BUDGET);
-    if (dp->fifo_len || dp->loop_head || next <= core->env.now_ns(core->env.opaque)) {
+    if (dp->fifo_len || dp->loop_head ||
+        next <= core->env.now_ns(core->env.opaque)) {
         core->env.kick(core->env.opaque, QRDMA_WORK_DP);
     } else if (next != dp->deadline) {
         dp->deadline = next;
@@ -1807,9 +1969,12 @@ void qrdma_dp_process(struct qrdma_core *core)
     }
 }
 
-/* ---- lifetime ------------------------------------------------------------------ */
+/* ---- lifetime ------------------------------------------------------------ */
 
-/* What the backend is told at creation; every reset starts it over from the same. */
+/*
+ * What the backend is told at creation; every reset starts it over from the
+ * same.
+ */
 static void be_params(const struct qrdma_core *core, struct qrdma_be_params *p)
 {
     const struct qrdma_core_fault_cfg *f = &core->cfg.fault;
@@ -1834,16 +1999,17 @@ int qrdma_core_backend_wait_fd(struct qrdma_core *core)
     return dp->be && dp->ops->wait_fd ? dp->ops->wait_fd(dp->be) : -1;
 }
 
-int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char *err,
-                  size_t err_len)
+int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops,
+                  char *err, size_t err_len)
 {
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_be_params params;
 
-    if (!ops->create || !ops->reset || !ops->destroy || !ops->qp_create || !ops->qp_modify ||
-        !ops->qp_state || !ops->qp_destroy || !ops->post_send || !ops->poll ||
-        !ops->rx_frame != !ops->set_mac) {
-        snprintf(err, err_len, "backend %s lacks an op the core needs", ops->name);
+    if (!ops->create || !ops->reset || !ops->destroy || !ops->qp_create ||
+        !ops->qp_modify || !ops->qp_state || !ops->qp_destroy ||
+        !ops->post_send || !ops->poll || !ops->rx_frame != !ops->set_mac) {
+        snprintf(err, err_len, "backend %s lacks an op the core needs",
+                 ops->name);
         return -EINVAL;
     }
     be_params(core, &params);
@@ -1855,7 +2021,10 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char 
     return dp->be ? 0 : -ENOMEM;
 }
 
-/* Everything but the backend and its ops: per-object state, kicks, loopback, counters. */
+/*
+ * Everything but the backend and its ops: per-object state, kicks, loopback,
+ * counters.
+ */
 static void dp_forget(struct qrdma_dp *dp)
 {
     const struct qrdma_be_ops *ops = dp->ops;
@@ -1903,7 +2072,7 @@ void qrdma_dp_reset(struct qrdma_core *core)
     }
 }
 
-/* ---- saved state (qrdma_mig.c, docs/migration.md) ------------------------------ */
+/* ---- saved state (qrdma_mig.c, docs/migration.md) ------------------------ */
 
 /*
  * The data path's part of the stream. Loading runs after the objects: it
@@ -1923,7 +2092,8 @@ void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
     qrdma_mig_bytes(m, "be_mac", dp->be_mac, 6);
     qrdma_mig_bool(m, "sized", &sized);
     if (m->loading && !m->error && sized && !dp_sized(core)) {
-        qrdma_mig_fail(m, -ENOMEM, "sized", "out of memory for the data path's arrays");
+        qrdma_mig_fail(m, -ENOMEM, "sized",
+                       "out of memory for the data path's arrays");
     }
     for (i = 0; sized && i < dp->nqp && !m->error; i++) {
         struct qrdma_qp *qp = qrdma_qp_get(core, i);
@@ -1937,7 +2107,8 @@ void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
             int ret = qrdma_dp_qp_create(core, i, &wire_qpn);
 
             if (ret) {
-                qrdma_mig_fail(m, ret, "qp", "QP %u: the backend cannot make it again (%d)",
+                qrdma_mig_fail(m, ret, "qp",
+                               "QP %u: the backend cannot make it again (%d)",
                                i, ret);
                 break;
             }
@@ -1956,7 +2127,8 @@ void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
     /* The kick FIFO, oldest first; loaded from slot 0. */
     qrdma_mig_u32_max(m, "fifo_len", &fifo_len, sized ? dp->nqp : 0);
     for (i = 0; i < fifo_len && !m->error; i++) {
-        uint32_t *slot = &dp->fifo[m->loading ? i : (dp->fifo_head + i) % dp->nqp];
+        uint32_t *slot =
+            &dp->fifo[m->loading ? i : (dp->fifo_head + i) % dp->nqp];
 
         qrdma_mig_u32_max(m, "fifo", slot, dp->nqp - 1);
     }
@@ -1964,14 +2136,17 @@ void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m)
         dp->fifo_head = 0;
         dp->fifo_len = fifo_len;
     }
-    /* Frames looping back to our own MAC: on the wire, but kept (it is cheap). */
+    /*
+     * Frames looping back to our own MAC: on the wire, but kept (it is cheap).
+     */
     qrdma_mig_u32_max(m, "loop_len", &loop_len, QRDMA_DP_LOOPBACK_MAX);
     for (n = 0; n < loop_len && !m->error; n++) {
         uint32_t len = m->loading ? 0 : (uint32_t)f->len;
 
         qrdma_mig_u32_max(m, "loop.len", &len, 65536);
         if (m->loading) {
-            if (m->error || !(f = malloc(sizeof(*f) + len))) {
+            f = m->error ? NULL : malloc(sizeof(*f) + len);
+            if (!f) {
                 qrdma_mig_fail(m, -ENOMEM, "loop.len", "out of memory");
                 break;
             }

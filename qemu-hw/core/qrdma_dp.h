@@ -18,7 +18,8 @@ struct qrdma_core;
 /* Per QP, beside the object's working copy (indexed by QP ID). */
 struct qrdma_dp_qp {
     struct qrdma_be_qp *be_qp;  /* the backend's QP while the object exists */
-    uint32_t wire_qpn;          /* the QPN peers address it by (the backend's) */
+    /* the QPN peers address it by (the backend's) */
+    uint32_t wire_qpn;
     bool kicked;                /* on the kick FIFO */
     bool rq_flush;              /* in error: flush RQ WQEs */
     /*
@@ -27,7 +28,9 @@ struct qrdma_dp_qp {
      * callbacks (cq_lost), once until the next RESET (fatal_raised).
      */
     bool cq_lost, fatal_raised;
-    /* SQ WQEs fetched (free running); the next one is at sq_fetched mod size. */
+    /*
+     * SQ WQEs fetched (free running); the next one is at sq_fetched mod size.
+     */
     uint32_t sq_fetched;
     /*
      * RQ WQEs a push backend (recv_doorbell) took with get_recv and has not
@@ -37,7 +40,10 @@ struct qrdma_dp_qp {
     uint32_t rq_held;
 };
 
-/* Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*, bits 16 and 17). */
+/*
+ * Per CQ: the arm state the CQ_ARM doorbell loaded (QRDMA_CQ_ARM_*, bits 16 and
+ * 17).
+ */
 struct qrdma_dp_cq {
     uint32_t armed;
 };
@@ -62,17 +68,21 @@ struct qrdma_dp {
      */
     const struct qrdma_be_ops *ops;
     struct qrdma_be *be;
-    uint8_t be_mac[6];          /* the station address the backend was last given */
+    /* the station address the backend was last given */
+    uint8_t be_mac[6];
     uint32_t nqp, ncq;          /* sizes of the arrays below */
     struct qrdma_dp_qp *qp;
     struct qrdma_dp_cq *cq;
     uint32_t *fifo;             /* QP IDs with SQ or RQ work, nqp slots */
     uint32_t fifo_head, fifo_len;
-    uint64_t deadline;          /* the backend's next timer, UINT64_MAX if none */
+    /* the backend's next timer, UINT64_MAX if none */
+    uint64_t deadline;
     struct qrdma_dp_frame *loop_head, *loop_tail;
     uint32_t loop_len;
     uint64_t loop_drops;
-    /* Scratch for the SQ WQE being posted (the backend copies what it keeps). */
+    /*
+     * Scratch for the SQ WQE being posted (the backend copies what it keeps).
+     */
     struct qrdma_be_send_wr wr;
     /* Counters for the stats the glue exposes. */
     uint64_t sq_wqes, rq_wqes, cqes, bad_wqes, cq_overflows;
@@ -89,8 +99,8 @@ struct qrdma_dp {
  * Backend lifetime: made with the core from the ops given (0, or negative
  * with the reason in err), reset at every device reset, freed by fini.
  */
-int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops, char *err,
-                  size_t err_len);
+int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops,
+                  char *err, size_t err_len);
 void qrdma_dp_reset(struct qrdma_core *core);
 void qrdma_dp_fini(struct qrdma_core *core);
 
@@ -100,7 +110,8 @@ void qrdma_dp_fini(struct qrdma_core *core);
  * return value); -ENOMEM; -ENOTSUP when the backend's QPN does not fit
  * 24 bits (the command then forgets the QP).
  */
-int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id, uint32_t *wire_qpn);
+int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
+                       uint32_t *wire_qpn);
 void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask);
 void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id);
 void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
@@ -125,16 +136,24 @@ int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey)
 void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 
 /* Doorbells (page, offset inside the page, value). */
-void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset, uint32_t value);
+void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
+                       uint32_t value);
 /* A RoCEv2 frame for one of our GIDs arrived. */
-void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len);
-/* A frame for a multicast group, to the QPs qp_id[0..n) attached to it (n <= QRDMA_BE_MCAST_MAX_QPS). */
-void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame, size_t len,
-                       const uint32_t *qp_id, uint32_t n);
+void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame,
+                       size_t len);
+/*
+ * A frame for a multicast group, to the QPs qp_id[0..n) attached to it (n <=
+ * QRDMA_BE_MCAST_MAX_QPS).
+ */
+void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame,
+                       size_t len, const uint32_t *qp_id, uint32_t n);
 /* Work kicked by a doorbell or a frame, or the engine's timer. */
 void qrdma_dp_process(struct qrdma_core *core);
 
-/* Saved state (qrdma_mig.c): the data path's section, both ways (struct qrdma_mig). */
+/*
+ * Saved state (qrdma_mig.c): the data path's section, both ways (struct
+ * qrdma_mig).
+ */
 struct qrdma_mig;
 void qrdma_dp_mig(struct qrdma_core *core, struct qrdma_mig *m);
 

@@ -22,8 +22,11 @@ _Static_assert((QRDMA_HMC_PD_CACHE_SIZE & (QRDMA_HMC_PD_CACHE_SIZE - 1)) == 0,
                "the PD cache is indexed by masking");
 _Static_assert(QRDMA_HMC_SD_CMD_INDEX_MASK + 1 == QRDMA_HMC_MAX_SDS,
                "HMC_SD_CMD.INDEX spans the SD table");
-_Static_assert((QRDMA_HMC_PDINV_PD_INDEX_MASK >> QRDMA_HMC_PDINV_PD_INDEX_SHIFT) + 1 ==
-               QRDMA_HMC_PDS_PER_SD, "HMC_PDINV.PD_INDEX spans an SD");
+_Static_assert((QRDMA_HMC_PDINV_PD_INDEX_MASK >>
+                QRDMA_HMC_PDINV_PD_INDEX_SHIFT) +
+                       1 ==
+                   QRDMA_HMC_PDS_PER_SD,
+               "HMC_PDINV.PD_INDEX spans an SD");
 
 #define FPM_BUF_SIZE sizeof(struct qrdma_fpm_buf)
 #define FPM_RESERVED_QWORD (1 + QRDMA_HMC_NUM_TYPES)
@@ -38,7 +41,9 @@ static const char *const hmc_type_name[QRDMA_HMC_NUM_TYPES] = {
     [QRDMA_HMC_PBLE] = "PBLE",
 };
 
-/* Object sizes: powers of two no larger than a page, so no object crosses one. */
+/*
+ * Object sizes: powers of two no larger than a page, so no object crosses one.
+ */
 static const uint8_t hmc_obj_size_log2[QRDMA_HMC_NUM_TYPES] = {
     [QRDMA_HMC_QP] = 8,
     [QRDMA_HMC_CQ] = 6,
@@ -50,7 +55,8 @@ static const uint8_t hmc_obj_size_log2[QRDMA_HMC_NUM_TYPES] = {
 
 static struct cqp_result hmc_bad_arg(unsigned which)
 {
-    return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG, .minor = which };
+    return (struct cqp_result){ .major = QRDMA_CQP_ERR_INVALID_ARG,
+                                .minor = which };
 }
 
 static struct cqp_result hmc_fail(enum qrdma_hmc_error why)
@@ -67,10 +73,12 @@ static struct cqp_result hmc_fail(enum qrdma_hmc_error why)
  */
 static const char *sd_entry_problem(uint64_t e)
 {
-    uint64_t bp_count = (e & QRDMA_HMC_SD_BP_COUNT_MASK) >> QRDMA_HMC_SD_BP_COUNT_SHIFT;
+    uint64_t bp_count = (e & QRDMA_HMC_SD_BP_COUNT_MASK) >>
+                        QRDMA_HMC_SD_BP_COUNT_SHIFT;
 
     if (!(e & QRDMA_HMC_SD_VALID)) {
-        return e ? "VALID is clear but other bits are set (an invalid SD is 0)" : NULL;
+        return e ? "VALID is clear but other bits are set (an invalid SD is 0)"
+                 : NULL;
     }
     if (e & QRDMA_HMC_SD_TYPE_DIRECT) {
         if (bp_count) {
@@ -93,7 +101,8 @@ static uint32_t pd_tag(uint32_t sd_index, uint32_t pd_index)
     return sd_index * QRDMA_HMC_PDS_PER_SD + pd_index;
 }
 
-static struct qrdma_hmc_pd_cache_entry *pd_slot(struct qrdma_hmc *hmc, uint32_t tag)
+static struct qrdma_hmc_pd_cache_entry *pd_slot(struct qrdma_hmc *hmc,
+                                                uint32_t tag)
 {
     return &hmc->pd_cache[tag & (QRDMA_HMC_PD_CACHE_SIZE - 1)];
 }
@@ -113,7 +122,8 @@ static void pd_cache_drop_sd(struct qrdma_hmc *hmc, uint32_t sd_index)
     unsigned i;
 
     for (i = 0; i < QRDMA_HMC_PD_CACHE_SIZE; i++) {
-        if (hmc->pd_cache[i].valid && hmc->pd_cache[i].tag / QRDMA_HMC_PDS_PER_SD == sd_index) {
+        if (hmc->pd_cache[i].valid &&
+            hmc->pd_cache[i].tag / QRDMA_HMC_PDS_PER_SD == sd_index) {
             hmc->pd_cache[i].valid = false;
         }
     }
@@ -126,10 +136,10 @@ static void sd_store(struct qrdma_hmc *hmc, uint32_t sd_index, uint64_t entry)
     pd_cache_drop_sd(hmc, sd_index);
 }
 
-/* ---- translation ------------------------------------------------------------ */
+/* ---- translation --------------------------------------------------------- */
 
-int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uint32_t index,
-                          uint64_t *gpa)
+int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type,
+                          uint32_t index, uint64_t *gpa)
 {
     struct qrdma_hmc *hmc = &core->hmc;
     struct qrdma_hmc_pd_cache_entry *slot;
@@ -139,32 +149,37 @@ int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uin
 
     core->stats.guest_lookups++;
     if ((unsigned)type >= QRDMA_HMC_NUM_TYPES) {
-        /* A caller's bug, not the guest's; refuse it the same way all the same. */
-        qrdma_guest_error(core, "HMC: object of unknown type %u", (unsigned)type);
+        /*
+         * A caller's bug, not the guest's; refuse it the same way all the same.
+         */
+        qrdma_guest_error(core, "HMC: object of unknown type %u",
+                          (unsigned)type);
         return QRDMA_HMC_ERR_COUNT;
     }
     if (!hmc->committed) {
-        qrdma_guest_error(core, "HMC: %s %u used before COMMIT_FPM_VAL", hmc_type_name[type],
-                          index);
+        qrdma_guest_error(core, "HMC: %s %u used before COMMIT_FPM_VAL",
+                          hmc_type_name[type], index);
         return QRDMA_HMC_ERR_NOT_COMMITTED;
     }
     if (index >= hmc->count[type]) {
-        qrdma_guest_error(core, "HMC: %s %u is beyond the %u committed", hmc_type_name[type],
-                          index, hmc->count[type]);
+        qrdma_guest_error(core, "HMC: %s %u is beyond the %u committed",
+                          hmc_type_name[type], index, hmc->count[type]);
         return QRDMA_HMC_ERR_COUNT;
     }
     fpm = hmc->base[type] + ((uint64_t)index << hmc->obj_size_log2[type]);
     if (fpm / QRDMA_HMC_SD_SIZE >= QRDMA_HMC_MAX_SDS) {
         /* COMMIT_FPM_VAL keeps the layout inside the table; belt and braces. */
-        qrdma_guest_error(core, "HMC: %s %u at FPM 0x%" PRIx64 " is beyond the SD table",
+        qrdma_guest_error(core,
+                          "HMC: %s %u at FPM 0x%" PRIx64
+                          " is beyond the SD table",
                           hmc_type_name[type], index, fpm);
         return QRDMA_HMC_ERR_COUNT;
     }
     sd_index = fpm / QRDMA_HMC_SD_SIZE;
     sd = hmc->sd[sd_index];
     if (!(sd & QRDMA_HMC_SD_VALID)) {
-        qrdma_guest_error(core, "HMC: %s %u: SD %u is not valid", hmc_type_name[type], index,
-                          sd_index);
+        qrdma_guest_error(core, "HMC: %s %u: SD %u is not valid",
+                          hmc_type_name[type], index, sd_index);
         return QRDMA_HMC_ERR_SD_INVALID;
     }
     if (sd & QRDMA_HMC_SD_TYPE_DIRECT) {
@@ -178,23 +193,33 @@ int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uin
     if (slot->valid && slot->tag == tag) {
         pd = slot->pd;
     } else {
-        pd_addr = (sd & QRDMA_HMC_SD_ADDR_MASK) + (uint64_t)pd_index * sizeof(uint64_t);
+        pd_addr = (sd & QRDMA_HMC_SD_ADDR_MASK) +
+                  (uint64_t)pd_index * sizeof(uint64_t);
         if (core->env.dma_read(core->env.opaque, pd_addr, raw, sizeof(raw))) {
-            qrdma_guest_error(core, "HMC: %s %u: PD %u of SD %u at 0x%" PRIx64
-                              " is not guest RAM", hmc_type_name[type], index, pd_index,
-                              sd_index, pd_addr);
+            qrdma_guest_error(core,
+                              "HMC: %s %u: PD %u of SD %u at 0x%" PRIx64
+                              " is not guest RAM",
+                              hmc_type_name[type], index, pd_index, sd_index,
+                              pd_addr);
             return QRDMA_HMC_ERR_NOT_RAM;
         }
         pd = qrdma_ld_le64(raw);
-        /* Bits 11:1 are reserved: a PD that sets them is not one the driver meant. */
+        /*
+         * Bits 11:1 are reserved: a PD that sets them is not one the driver
+         * meant.
+         */
         if (!(pd & QRDMA_HMC_PD_VALID) ||
             (pd & ~(QRDMA_HMC_PD_ADDR_MASK | QRDMA_HMC_PD_VALID))) {
-            qrdma_guest_error(core, "HMC: %s %u: PD %u of SD %u is 0x%016" PRIx64
-                              ", not a valid page descriptor", hmc_type_name[type], index,
-                              pd_index, sd_index, pd);
+            qrdma_guest_error(core,
+                              "HMC: %s %u: PD %u of SD %u is 0x%016" PRIx64
+                              ", not a valid page descriptor",
+                              hmc_type_name[type], index, pd_index, sd_index,
+                              pd);
             return QRDMA_HMC_ERR_PD_INVALID;
         }
-        /* Only valid PDs are cached, so a PD the driver fills in later is seen. */
+        /*
+         * Only valid PDs are cached, so a PD the driver fills in later is seen.
+         */
         slot->valid = true;
         slot->tag = tag;
         slot->pd = pd;
@@ -203,33 +228,41 @@ int qrdma_core_hmc_object(struct qrdma_core *core, enum qrdma_hmc_type type, uin
     return 0;
 }
 
-/* ---- CQP commands --------------------------------------------------------- */
+/* ---- CQP commands -------------------------------------------------------- */
 
-struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_hmc_query_fpm_val(struct qrdma_core *core,
+                                          const uint64_t *arg)
 {
     struct qrdma_hmc *hmc = &core->hmc;
     uint8_t buf[FPM_BUF_SIZE];
     unsigned t;
 
     if (arg[0] & 63) {
-        qrdma_guest_error(core, "QUERY_FPM_VAL: buffer 0x%" PRIx64 " is not 64-byte aligned",
+        qrdma_guest_error(core,
+                          "QUERY_FPM_VAL: buffer 0x%" PRIx64
+                          " is not 64-byte aligned",
                           arg[0]);
         return hmc_bad_arg(0);
     }
     memset(buf, 0, sizeof(buf));
     qrdma_st_le64(buf, QRDMA_HMC_MAX_SDS);
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
-        qrdma_st_le64(buf + 8 * (1 + t), hmc->max_count[t] |
-                 (uint64_t)hmc->obj_size_log2[t] << QRDMA_FPM_OBJ_SIZE_LOG2_SHIFT);
+        qrdma_st_le64(buf + 8 * (1 + t),
+                      hmc->max_count[t] | (uint64_t)hmc->obj_size_log2[t]
+                                              << QRDMA_FPM_OBJ_SIZE_LOG2_SHIFT);
     }
     if (core->env.dma_write(core->env.opaque, arg[0], buf, sizeof(buf))) {
-        qrdma_guest_error(core, "QUERY_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
+        qrdma_guest_error(core,
+                          "QUERY_FPM_VAL: buffer 0x%" PRIx64
+                          " is not guest RAM",
+                          arg[0]);
         return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
     }
     return (struct cqp_result){ 0 };
 }
 
-struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core,
+                                           const uint64_t *arg)
 {
     struct qrdma_hmc *hmc = &core->hmc;
     const uint64_t fpm_limit = (uint64_t)QRDMA_HMC_MAX_SDS * QRDMA_HMC_SD_SIZE;
@@ -240,20 +273,28 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
     unsigned t;
 
     if (hmc->committed) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: a layout is already committed (until reset)");
+        qrdma_guest_error(
+            core,
+            "COMMIT_FPM_VAL: a layout is already committed (until reset)");
         return hmc_fail(QRDMA_HMC_ERR_ALREADY_COMMITTED);
     }
     if (arg[0] & 63) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not 64-byte aligned",
+        qrdma_guest_error(core,
+                          "COMMIT_FPM_VAL: buffer 0x%" PRIx64
+                          " is not 64-byte aligned",
                           arg[0]);
         return hmc_bad_arg(0);
     }
     if (core->env.dma_read(core->env.opaque, arg[0], buf, sizeof(buf))) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
+        qrdma_guest_error(core,
+                          "COMMIT_FPM_VAL: buffer 0x%" PRIx64
+                          " is not guest RAM",
+                          arg[0]);
         return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
     }
     if (qrdma_ld_le64(buf + 8 * FPM_RESERVED_QWORD)) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: reserved qword %u is not 0", FPM_RESERVED_QWORD);
+        qrdma_guest_error(core, "COMMIT_FPM_VAL: reserved qword %u is not 0",
+                          FPM_RESERVED_QWORD);
         return hmc_bad_arg(FPM_RESERVED_QWORD);
     }
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
@@ -261,29 +302,38 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
 
         /* max_count fits 32 bits, so this also refuses bits 63:32. */
         if (v > hmc->max_count[t]) {
-            qrdma_guest_error(core, "COMMIT_FPM_VAL: %" PRIu64 " %s objects, at most %u",
+            qrdma_guest_error(core,
+                              "COMMIT_FPM_VAL: %" PRIu64
+                              " %s objects, at most %u",
                               v, hmc_type_name[t], hmc->max_count[t]);
             return hmc_bad_arg(1 + t);
         }
         count[t] = v;
     }
     for (t = 0; t < QRDMA_HMC_NUM_TYPES; t++) {
-        base[t] = (end + QRDMA_HMC_PD_SIZE - 1) & ~(uint64_t)(QRDMA_HMC_PD_SIZE - 1);
+        base[t] = (end + QRDMA_HMC_PD_SIZE - 1) &
+                  ~(uint64_t)(QRDMA_HMC_PD_SIZE - 1);
         end = base[t] + ((uint64_t)count[t] << hmc->obj_size_log2[t]);
         /* Unreachable with today's property limits (about 1.2 GB at most). */
         if (end > fpm_limit) {
-            qrdma_guest_error(core, "COMMIT_FPM_VAL: the %s objects end at FPM 0x%" PRIx64
-                              ", beyond %u SDs", hmc_type_name[t], end, QRDMA_HMC_MAX_SDS);
+            qrdma_guest_error(
+                core,
+                "COMMIT_FPM_VAL: the %s objects end at FPM 0x%" PRIx64
+                ", beyond %u SDs",
+                hmc_type_name[t], end, QRDMA_HMC_MAX_SDS);
             return hmc_bad_arg(1 + t);
         }
     }
     sds = (end + QRDMA_HMC_SD_SIZE - 1) / QRDMA_HMC_SD_SIZE;
 
-    /* The working copies, one entry per object the layout holds (qrdma_obj.c). */
+    /*
+     * The working copies, one entry per object the layout holds (qrdma_obj.c).
+     */
     t = qrdma_obj_alloc(core, count);
     if (t) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: the host has no memory for %u %s objects",
-                          count[t - 1], hmc_type_name[t - 1]);
+        qrdma_guest_error(
+            core, "COMMIT_FPM_VAL: the host has no memory for %u %s objects",
+            count[t - 1], hmc_type_name[t - 1]);
         return hmc_bad_arg(t);
     }
     qrdma_st_le64(buf, sds);
@@ -291,7 +341,10 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
         qrdma_st_le64(buf + 8 * (1 + t), base[t]);
     }
     if (core->env.dma_write(core->env.opaque, arg[0], buf, sizeof(buf))) {
-        qrdma_guest_error(core, "COMMIT_FPM_VAL: buffer 0x%" PRIx64 " is not guest RAM", arg[0]);
+        qrdma_guest_error(core,
+                          "COMMIT_FPM_VAL: buffer 0x%" PRIx64
+                          " is not guest RAM",
+                          arg[0]);
         qrdma_obj_reset(core);
         return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
     }
@@ -302,7 +355,8 @@ struct cqp_result qrdma_hmc_commit_fpm_val(struct qrdma_core *core, const uint64
     return (struct cqp_result){ .retval = sds };
 }
 
-struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core,
+                                          const uint64_t *arg)
 {
     uint8_t raw[QRDMA_UPDATE_SDS_MAX * SDS_PAIR_SIZE];
     uint32_t sd_index[QRDMA_UPDATE_SDS_MAX];
@@ -310,8 +364,11 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
     uint64_t count = arg[0] & QRDMA_UPDATE_SDS_COUNT_MASK;
     unsigned i;
 
-    if ((arg[0] & ~QRDMA_UPDATE_SDS_COUNT_MASK) || !count || count > QRDMA_UPDATE_SDS_MAX) {
-        qrdma_guest_error(core, "UPDATE_PE_SDS: arg0 0x%" PRIx64 " is not a COUNT of 1..%u",
+    if ((arg[0] & ~QRDMA_UPDATE_SDS_COUNT_MASK) || !count ||
+        count > QRDMA_UPDATE_SDS_MAX) {
+        qrdma_guest_error(core,
+                          "UPDATE_PE_SDS: arg0 0x%" PRIx64
+                          " is not a COUNT of 1..%u",
                           arg[0], QRDMA_UPDATE_SDS_MAX);
         return hmc_bad_arg(0);
     }
@@ -326,9 +383,12 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
                               " is not 16-byte aligned", arg[5]);
             return hmc_bad_arg(5);
         }
-        if (core->env.dma_read(core->env.opaque, arg[5], raw, count * SDS_PAIR_SIZE)) {
-            qrdma_guest_error(core, "UPDATE_PE_SDS: %" PRIu64 " pairs at 0x%" PRIx64
-                              " are not guest RAM", count, arg[5]);
+        if (core->env.dma_read(core->env.opaque, arg[5], raw,
+                               count * SDS_PAIR_SIZE)) {
+            qrdma_guest_error(core,
+                              "UPDATE_PE_SDS: %" PRIu64 " pairs at 0x%" PRIx64
+                              " are not guest RAM",
+                              count, arg[5]);
             return hmc_fail(QRDMA_HMC_ERR_NOT_RAM);
         }
     }
@@ -339,21 +399,26 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
         uint64_t data = qrdma_ld_le64(raw + SDS_PAIR_SIZE * i + 8);
         const char *why;
 
-        if ((cmd & ~(uint64_t)QRDMA_HMC_SD_CMD_VALID_MASK) || !(cmd & QRDMA_HMC_SD_CMD_WRITE)) {
+        if ((cmd & ~(uint64_t)QRDMA_HMC_SD_CMD_VALID_MASK) ||
+            !(cmd & QRDMA_HMC_SD_CMD_WRITE)) {
             qrdma_guest_error(core, "UPDATE_PE_SDS: pair %u: cmd 0x%" PRIx64
                               " is not WRITE plus an SD index", i + 1, cmd);
             return hmc_bad_arg(i + 1);
         }
         sd_index[i] = cmd & QRDMA_HMC_SD_CMD_INDEX_MASK;
         if (sd_index[i] >= QRDMA_HMC_MAX_SDS) {
-            qrdma_guest_error(core, "UPDATE_PE_SDS: pair %u: SD %u is beyond the table",
-                              i + 1, sd_index[i]);
+            qrdma_guest_error(
+                core, "UPDATE_PE_SDS: pair %u: SD %u is beyond the table",
+                i + 1, sd_index[i]);
             return hmc_fail(QRDMA_HMC_ERR_BAD_SD);
         }
         why = sd_entry_problem(data);
         if (why) {
-            qrdma_guest_error(core, "UPDATE_PE_SDS: pair %u: SD %u entry 0x%016" PRIx64
-                              " refused: %s", i + 1, sd_index[i], data, why);
+            qrdma_guest_error(
+                core,
+                "UPDATE_PE_SDS: pair %u: SD %u entry 0x%016" PRIx64
+                " refused: %s",
+                i + 1, sd_index[i], data, why);
             return hmc_fail(QRDMA_HMC_ERR_BAD_SD);
         }
         entry[i] = data;
@@ -365,7 +430,7 @@ struct cqp_result qrdma_hmc_update_pe_sds(struct qrdma_core *core, const uint64_
     return (struct cqp_result){ 0 };
 }
 
-/* ---- registers ------------------------------------------------------------- */
+/* ---- registers ----------------------------------------------------------- */
 
 static uint32_t reg_read_hmc(struct qrdma_core *core, uint32_t offset)
 {
@@ -383,7 +448,8 @@ static uint32_t reg_read_hmc(struct qrdma_core *core, uint32_t offset)
     }
 }
 
-static void reg_write_sd_data(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_sd_data(struct qrdma_core *core, uint32_t offset,
+                              uint32_t value)
 {
     if (offset == QRDMA_REG_HMC_SD_DATA_LOW) {
         core->hmc.sd_data_low = value;
@@ -393,7 +459,8 @@ static void reg_write_sd_data(struct qrdma_core *core, uint32_t offset, uint32_t
 }
 
 /* Reserved bits never get here: the write mask refused them. */
-static void reg_write_sd_cmd(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_sd_cmd(struct qrdma_core *core, uint32_t offset,
+                             uint32_t value)
 {
     struct qrdma_hmc *hmc = &core->hmc;
     uint32_t sd_index = value & QRDMA_HMC_SD_CMD_INDEX_MASK;
@@ -401,7 +468,9 @@ static void reg_write_sd_cmd(struct qrdma_core *core, uint32_t offset, uint32_t 
     const char *why;
 
     if (sd_index >= QRDMA_HMC_MAX_SDS) {
-        qrdma_guest_error(core, "HMC_SD_CMD: SD %u is beyond the table; ignored", sd_index);
+        qrdma_guest_error(core,
+                          "HMC_SD_CMD: SD %u is beyond the table; ignored",
+                          sd_index);
         return;
     }
     if (!(value & QRDMA_HMC_SD_CMD_WRITE)) {
@@ -413,7 +482,9 @@ static void reg_write_sd_cmd(struct qrdma_core *core, uint32_t offset, uint32_t 
     entry = (uint64_t)hmc->sd_data_high << 32 | hmc->sd_data_low;
     why = sd_entry_problem(entry);
     if (why) {
-        qrdma_guest_error(core, "HMC_SD_CMD: SD %u entry 0x%016" PRIx64 " refused: %s; ignored",
+        qrdma_guest_error(core,
+                          "HMC_SD_CMD: SD %u entry 0x%016" PRIx64
+                          " refused: %s; ignored",
                           sd_index, entry, why);
         return;
     }
@@ -421,25 +492,30 @@ static void reg_write_sd_cmd(struct qrdma_core *core, uint32_t offset, uint32_t 
     hmc->sd_cmd = value;
 }
 
-static void reg_write_pdinv(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_pdinv(struct qrdma_core *core, uint32_t offset,
+                            uint32_t value)
 {
     uint32_t sd_index = value & QRDMA_HMC_PDINV_SD_INDEX_MASK;
-    uint32_t pd_index = (value & QRDMA_HMC_PDINV_PD_INDEX_MASK) >> QRDMA_HMC_PDINV_PD_INDEX_SHIFT;
+    uint32_t pd_index = (value & QRDMA_HMC_PDINV_PD_INDEX_MASK) >>
+                        QRDMA_HMC_PDINV_PD_INDEX_SHIFT;
 
     pd_cache_drop(&core->hmc, pd_tag(sd_index, pd_index));
 }
 
 #define B QRDMA_REG_HMC_BASE
 const struct qrdma_reg_desc qrdma_hmc_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_LOW, B, "HMC_SD_DATA_LOW", 0xffffffffu,
-                           reg_read_hmc, reg_write_sd_data),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_HIGH, B, "HMC_SD_DATA_HIGH", 0xffffffffu,
-                           reg_read_hmc, reg_write_sd_data),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_CMD, B, "HMC_SD_CMD", QRDMA_HMC_SD_CMD_VALID_MASK,
-                           reg_read_hmc, reg_write_sd_cmd),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_PDINV, B, "HMC_PDINV", QRDMA_HMC_PDINV_VALID_MASK,
-                           reg_read_hmc, reg_write_pdinv),
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_HMC_SD_COUNT, B, "HMC_SD_COUNT", reg_read_hmc),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_LOW, B, "HMC_SD_DATA_LOW",
+                           0xffffffffu, reg_read_hmc, reg_write_sd_data),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_DATA_HIGH, B, "HMC_SD_DATA_HIGH",
+                           0xffffffffu, reg_read_hmc, reg_write_sd_data),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_SD_CMD, B, "HMC_SD_CMD",
+                           QRDMA_HMC_SD_CMD_VALID_MASK, reg_read_hmc,
+                           reg_write_sd_cmd),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_HMC_PDINV, B, "HMC_PDINV",
+                           QRDMA_HMC_PDINV_VALID_MASK, reg_read_hmc,
+                           reg_write_pdinv),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_HMC_SD_COUNT, B, "HMC_SD_COUNT",
+                           reg_read_hmc),
 };
 #undef B
 

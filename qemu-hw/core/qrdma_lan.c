@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define LAN_REG(core, off) ((core)->lan.regs[((off) - QRDMA_REG_LAN_BASE) / 4])
-#define LAN_STAT(core, off) ((core)->lan.stats[((off) - QRDMA_REG_LAN_STAT_FIRST) / 4])
+#define LAN_STAT(core, off) \
+    ((core)->lan.stats[((off) - QRDMA_REG_LAN_STAT_FIRST) / 4])
 
 #define ETH_HLEN 14
 #define ETH_P_IPV4 0x0800
@@ -40,15 +41,18 @@ static uint32_t lan_max_frame(struct qrdma_core *core)
 static void lan_fire(struct qrdma_core *core, uint32_t cause)
 {
     uint32_t *ctrl = &LAN_REG(core, QRDMA_REG_LAN_INT_CTRL);
-    uint32_t arm = cause == QRDMA_LAN_INT_CAUSE_RX ? QRDMA_LAN_INT_RX_ARM : QRDMA_LAN_INT_TX_ARM;
+    uint32_t arm = cause == QRDMA_LAN_INT_CAUSE_RX ? QRDMA_LAN_INT_RX_ARM
+                                                   : QRDMA_LAN_INT_TX_ARM;
     unsigned vector;
 
     if (!(core->lan.pending & cause) || !(*ctrl & arm)) {
         return;
     }
     vector = cause == QRDMA_LAN_INT_CAUSE_RX
-             ? (*ctrl & QRDMA_LAN_INT_RX_VECTOR_MASK) >> QRDMA_LAN_INT_RX_VECTOR_SHIFT
-             : (*ctrl & QRDMA_LAN_INT_TX_VECTOR_MASK) >> QRDMA_LAN_INT_TX_VECTOR_SHIFT;
+                 ? (*ctrl & QRDMA_LAN_INT_RX_VECTOR_MASK) >>
+                       QRDMA_LAN_INT_RX_VECTOR_SHIFT
+                 : (*ctrl & QRDMA_LAN_INT_TX_VECTOR_MASK) >>
+                       QRDMA_LAN_INT_TX_VECTOR_SHIFT;
     /* An interrupt disarms its cause; the driver re-arms after polling. */
     *ctrl &= ~arm;
     core->lan.pending &= ~cause;
@@ -70,12 +74,14 @@ static uint64_t ring_desc_addr(const struct qrdma_lan_ring *ring, uint32_t idx)
     return ring->base + (uint64_t)idx * sizeof(struct qrdma_lan_desc);
 }
 
-static bool desc_read(struct qrdma_core *core, const struct qrdma_lan_ring *ring, uint32_t idx,
+static bool desc_read(struct qrdma_core *core,
+                      const struct qrdma_lan_ring *ring, uint32_t idx,
                       uint64_t *addr, uint64_t *cmd)
 {
     uint8_t raw[sizeof(struct qrdma_lan_desc)];
 
-    if (core->env.dma_read(core->env.opaque, ring_desc_addr(ring, idx), raw, sizeof(raw))) {
+    if (core->env.dma_read(core->env.opaque, ring_desc_addr(ring, idx), raw,
+                           sizeof(raw))) {
         return false;
     }
     *addr = qrdma_ld_le64(raw);
@@ -84,15 +90,19 @@ static bool desc_read(struct qrdma_core *core, const struct qrdma_lan_ring *ring
 }
 
 /* Write back qword 1 of a descriptor (the DD bit goes out with it). */
-static void desc_write_back(struct qrdma_core *core, const struct qrdma_lan_ring *ring,
-                            uint32_t idx, uint64_t cmd)
+static void desc_write_back(struct qrdma_core *core,
+                            const struct qrdma_lan_ring *ring, uint32_t idx,
+                            uint64_t cmd)
 {
     uint8_t raw[8];
 
     qrdma_st_le64(raw, cmd);
-    if (core->env.dma_write(core->env.opaque, ring_desc_addr(ring, idx) + 8, raw, sizeof(raw))) {
-        qrdma_guest_error(core, "LAN: cannot write back descriptor %u at 0x%" PRIx64
-                          ": not guest RAM", idx, ring_desc_addr(ring, idx));
+    if (core->env.dma_write(core->env.opaque, ring_desc_addr(ring, idx) + 8,
+                            raw, sizeof(raw))) {
+        qrdma_guest_error(core,
+                          "LAN: cannot write back descriptor %u at 0x%" PRIx64
+                          ": not guest RAM",
+                          idx, ring_desc_addr(ring, idx));
     }
 }
 
@@ -106,7 +116,8 @@ static void desc_write_back(struct qrdma_core *core, const struct qrdma_lan_ring
  */
 static bool lan_tx_checksum(uint8_t *frame, uint32_t len, uint64_t cmd)
 {
-    uint32_t start = (cmd & QRDMA_LAN_DESC_CSUM_START_MASK) >> QRDMA_LAN_DESC_CSUM_START_SHIFT;
+    uint32_t start = (cmd & QRDMA_LAN_DESC_CSUM_START_MASK) >>
+                     QRDMA_LAN_DESC_CSUM_START_SHIFT;
     uint32_t at = start + ((cmd & QRDMA_LAN_DESC_CSUM_OFFSET_MASK) >>
                            QRDMA_LAN_DESC_CSUM_OFFSET_SHIFT);
     uint64_t sum = 0;
@@ -165,14 +176,17 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
                 goto out;   /* the rest of the frame is not posted yet */
             }
             if (!desc_read(core, ring, idx, &addr[n], &cmd[n])) {
-                qrdma_guest_error(core, "LAN TX: descriptor %u at 0x%" PRIx64
-                                  " is not in guest RAM", idx, ring_desc_addr(ring, idx));
+                qrdma_guest_error(core,
+                                  "LAN TX: descriptor %u at 0x%" PRIx64
+                                  " is not in guest RAM",
+                                  idx, ring_desc_addr(ring, idx));
                 cmd[n] = 0;
                 bad = "descriptor ring outside guest RAM";
             }
             idx = (idx + 1) & (ring->len - 1);
             n++;
-            if ((cmd[n - 1] & QRDMA_LAN_DESC_EOP) || bad || n == QRDMA_LAN_TX_MAX_FRAGS) {
+            if ((cmd[n - 1] & QRDMA_LAN_DESC_EOP) || bad ||
+                n == QRDMA_LAN_TX_MAX_FRAGS) {
                 break;
             }
         }
@@ -181,7 +195,10 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
              * The rest of a frame that had no EOP within the limit: dropped
              * up to and including its EOP, never sent as a frame of its own.
              */
-            bad = bad ?: "rest of a frame longer than QRDMA_LAN_TX_MAX_FRAGS descriptors";
+            if (!bad) {
+                bad = "rest of a frame longer than QRDMA_LAN_TX_MAX_FRAGS "
+                      "descriptors";
+            }
             ring->discard_to_eop = !(cmd[n - 1] & QRDMA_LAN_DESC_EOP);
         } else if (!bad && !(cmd[n - 1] & QRDMA_LAN_DESC_EOP)) {
             bad = "no EOP within QRDMA_LAN_TX_MAX_FRAGS descriptors";
@@ -194,8 +211,8 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
                 bad = "zero-length fragment";
             } else if (total + len > lan_max_frame(core)) {
                 bad = "frame longer than MTU + 18";
-            } else if (core->env.dma_read(core->env.opaque, addr[i], core->lan.frame + total,
-                                          len)) {
+            } else if (core->env.dma_read(core->env.opaque, addr[i],
+                                          core->lan.frame + total, len)) {
                 bad = "fragment buffer outside guest RAM";
             }
             total += len;
@@ -209,7 +226,9 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
         }
 
         if (bad) {
-            qrdma_guest_error(core, "LAN TX: frame at descriptor %u dropped: %s", ring->head, bad);
+            qrdma_guest_error(core,
+                              "LAN TX: frame at descriptor %u dropped: %s",
+                              ring->head, bad);
             LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_ERRORS)++;
         } else {
             core->env.send_frame(core->env.opaque, core->lan.frame, total);
@@ -218,7 +237,8 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
         }
         for (i = 0; i < n; i++) {
             desc_write_back(core, ring, ring->head,
-                            cmd[i] | QRDMA_LAN_DESC_DD | (bad ? QRDMA_LAN_DESC_ERR : 0));
+                            cmd[i] | QRDMA_LAN_DESC_DD |
+                                (bad ? QRDMA_LAN_DESC_ERR : 0));
             ring->head = (ring->head + 1) & (ring->len - 1);
         }
         wrote_back = true;
@@ -234,7 +254,8 @@ out:
 /* Is dst the unicast address in LAN_MAC_LOW/HIGH? */
 static bool lan_is_own_mac(struct qrdma_core *core, const uint8_t *dst)
 {
-    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW), hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
+    uint32_t lo = LAN_REG(core, QRDMA_REG_LAN_MAC_LOW),
+             hi = LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH);
     const uint8_t mac[6] = { lo, lo >> 8, lo >> 16, lo >> 24, hi, hi >> 8 };
 
     return !memcmp(dst, mac, sizeof(mac));
@@ -259,7 +280,10 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
     if (ctrl & QRDMA_LAN_CTRL_ALLMULTI) {
         return true;
     }
-    /* The Ethernet CRC (reflected, as ether_crc_le); its top 6 bits index the hash. */
+    /*
+     * The Ethernet CRC (reflected, as ether_crc_le); its top 6 bits index the
+     * hash.
+     */
     for (i = 0; i < 6; i++) {
         crc ^= dst[i];
         for (k = 0; k < 8; k++) {
@@ -267,8 +291,10 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
         }
     }
     bit = crc >> 26;
-    return (bit < 32 ? LAN_REG(core, QRDMA_REG_LAN_MC_HASH_LOW) >> bit
-                     : LAN_REG(core, QRDMA_REG_LAN_MC_HASH_HIGH) >> (bit - 32)) & 1;
+    return (bit < 32
+                ? LAN_REG(core, QRDMA_REG_LAN_MC_HASH_LOW) >> bit
+                : LAN_REG(core, QRDMA_REG_LAN_MC_HASH_HIGH) >> (bit - 32)) &
+           1;
 }
 
 /*
@@ -280,8 +306,8 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
  */
 enum lan_roce { LAN_NOT_ROCE, LAN_ROCE_UNICAST, LAN_ROCE_MCAST };
 
-static enum lan_roce lan_is_roce(struct qrdma_core *core, const uint8_t *f, size_t len,
-                                 uint8_t dst_gid[16])
+static enum lan_roce lan_is_roce(struct qrdma_core *core, const uint8_t *f,
+                                 size_t len, uint8_t dst_gid[16])
 {
     static const uint8_t v4_mapped[16] = { [10] = 0xff, [11] = 0xff };
     uint16_t type = f[12] << 8 | f[13];
@@ -317,7 +343,8 @@ static enum lan_roce lan_is_roce(struct qrdma_core *core, const uint8_t *f, size
     if (mcast) {
         return qrdma_mcast_gid(dst_gid, NULL) ? LAN_ROCE_MCAST : LAN_NOT_ROCE;
     }
-    return qrdma_core_gid_is_own(core, dst_gid) ? LAN_ROCE_UNICAST : LAN_NOT_ROCE;
+    return qrdma_core_gid_is_own(core, dst_gid) ? LAN_ROCE_UNICAST
+                                                : LAN_NOT_ROCE;
 }
 
 static bool lan_rx_on(struct qrdma_core *core)
@@ -330,7 +357,8 @@ static bool lan_rx_on(struct qrdma_core *core)
  * buffer is posted (the frame is not consumed), true otherwise (stored, or
  * dropped for a buffer too short).
  */
-static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame, size_t len)
+static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame,
+                         size_t len)
 {
     struct qrdma_lan_ring *ring = &core->lan.rx;
     uint32_t budget;
@@ -346,8 +374,10 @@ static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame, size_t l
         }
         ring->head = (idx + 1) & (ring->len - 1);
         if (!desc_read(core, ring, idx, &addr, &cmd)) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u at 0x%" PRIx64
-                              " is not in guest RAM", idx, ring_desc_addr(ring, idx));
+            qrdma_guest_error(core,
+                              "LAN RX: descriptor %u at 0x%" PRIx64
+                              " is not in guest RAM",
+                              idx, ring_desc_addr(ring, idx));
             LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
             continue;
         }
@@ -359,20 +389,25 @@ static bool lan_rx_store(struct qrdma_core *core, const uint8_t *frame, size_t l
         if (!(cmd & QRDMA_LAN_DESC_LEN_MASK)) {
             bad = "zero-length buffer";
         } else if ((cmd & QRDMA_LAN_DESC_LEN_MASK) < len) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u: buffer of %u bytes for a frame of "
-                              "%zu; frame dropped", idx,
-                              (uint32_t)(cmd & QRDMA_LAN_DESC_LEN_MASK), len);
+            qrdma_guest_error(
+                core,
+                "LAN RX: descriptor %u: buffer of %u bytes for a frame of "
+                "%zu; frame dropped",
+                idx, (uint32_t)(cmd & QRDMA_LAN_DESC_LEN_MASK), len);
             LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
-            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            desc_write_back(core, ring, idx,
+                            QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
             lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
             return true;
         } else if (core->env.dma_write(core->env.opaque, addr, frame, len)) {
             bad = "buffer outside guest RAM";
         }
         if (bad) {
-            qrdma_guest_error(core, "LAN RX: descriptor %u skipped: %s", idx, bad);
+            qrdma_guest_error(core, "LAN RX: descriptor %u skipped: %s", idx,
+                              bad);
             LAN_STAT(core, QRDMA_REG_LAN_STAT_RX_ERRORS)++;
-            desc_write_back(core, ring, idx, QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
+            desc_write_back(core, ring, idx,
+                            QRDMA_LAN_DESC_DD | QRDMA_LAN_DESC_ERR);
             lan_signal(core, QRDMA_LAN_INT_CAUSE_RX);
             continue;
         }
@@ -412,7 +447,8 @@ bool qrdma_lan_can_receive(struct qrdma_core *core)
     return true;
 }
 
-size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame, size_t len)
+size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame,
+                         size_t len)
 {
     struct qrdma_lan_backlog *b = &core->lan.backlog;
     uint8_t dgid[16];
@@ -474,16 +510,19 @@ static struct qrdma_lan_ring *ring_of(struct qrdma_core *core, uint32_t offset)
 
 static bool ring_enabled(struct qrdma_core *core, uint32_t offset)
 {
-    uint32_t bit = offset < QRDMA_REG_LAN_RXQ_BASE_LOW ? QRDMA_LAN_CTRL_TX_ENABLE
-                                                       : QRDMA_LAN_CTRL_RX_ENABLE;
+    uint32_t bit = offset < QRDMA_REG_LAN_RXQ_BASE_LOW
+                       ? QRDMA_LAN_CTRL_TX_ENABLE
+                       : QRDMA_LAN_CTRL_RX_ENABLE;
     return lan_ctrl(core) & bit;
 }
 
-static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset,
+                               uint32_t value)
 {
     struct qrdma_lan_ring *ring = ring_of(core, offset);
-    uint32_t rel = offset - (ring == &core->lan.tx ? QRDMA_REG_LAN_TXQ_BASE_LOW
-                                                   : QRDMA_REG_LAN_RXQ_BASE_LOW);
+    uint32_t rel = offset - (ring == &core->lan.tx
+                                 ? QRDMA_REG_LAN_TXQ_BASE_LOW
+                                 : QRDMA_REG_LAN_RXQ_BASE_LOW);
 
     if (ring_enabled(core, offset)) {
         qrdma_guest_error(core, "%s written while the ring is enabled; ignored",
@@ -503,11 +542,12 @@ static void reg_write_ring_cfg(struct qrdma_core *core, uint32_t offset, uint32_
         ring->base = (ring->base & 0xffffffffull) | (uint64_t)value << 32;
         break;
     case 8: /* LEN */
-        if (value && (value < QRDMA_LAN_RING_MIN || value > QRDMA_LAN_RING_MAX ||
-                      (value & (value - 1)))) {
-            qrdma_guest_error(core, "%s=%u is not 0 or a power of two in %u..%u; ignored",
-                              qrdma_core_reg_name(offset), value, QRDMA_LAN_RING_MIN,
-                              QRDMA_LAN_RING_MAX);
+        if (value && (value < QRDMA_LAN_RING_MIN ||
+                      value > QRDMA_LAN_RING_MAX || (value & (value - 1)))) {
+            qrdma_guest_error(
+                core, "%s=%u is not 0 or a power of two in %u..%u; ignored",
+                qrdma_core_reg_name(offset), value, QRDMA_LAN_RING_MIN,
+                QRDMA_LAN_RING_MAX);
             return;
         }
         ring->len = value;
@@ -526,12 +566,14 @@ static uint32_t reg_read_ring_cfg(struct qrdma_core *core, uint32_t offset)
     return LAN_REG(core, offset);
 }
 
-static void reg_write_tail(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_tail(struct qrdma_core *core, uint32_t offset,
+                           uint32_t value)
 {
     struct qrdma_lan_ring *ring = ring_of(core, offset);
 
     if (value >= ring->len) {
-        qrdma_guest_error(core, "%s=%u outside a ring of %u descriptors; ignored",
+        qrdma_guest_error(core,
+                          "%s=%u outside a ring of %u descriptors; ignored",
                           qrdma_core_reg_name(offset), value, ring->len);
         return;
     }
@@ -554,41 +596,52 @@ static uint32_t reg_read_head(struct qrdma_core *core, uint32_t offset)
     return ring_of(core, offset)->head;
 }
 
-static void reg_write_lan_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_lan_ctrl(struct qrdma_core *core, uint32_t offset,
+                               uint32_t value)
 {
     uint32_t was = lan_ctrl(core);
 
     LAN_REG(core, offset) = value;
-    if ((value & QRDMA_LAN_CTRL_TX_ENABLE) && !(was & QRDMA_LAN_CTRL_TX_ENABLE)) {
+    if ((value & QRDMA_LAN_CTRL_TX_ENABLE) &&
+        !(was & QRDMA_LAN_CTRL_TX_ENABLE)) {
         core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX);
     }
-    if ((value & QRDMA_LAN_CTRL_RX_ENABLE) && !(was & QRDMA_LAN_CTRL_RX_ENABLE)) {
+    if ((value & QRDMA_LAN_CTRL_RX_ENABLE) &&
+        !(was & QRDMA_LAN_CTRL_RX_ENABLE)) {
         lan_backlog_drain(core);
         core->env.rx_ready(core->env.opaque);
     }
     if (!(value & QRDMA_LAN_CTRL_RX_ENABLE)) {
-        lan_backlog_clear(core);    /* receive off: what waited is dropped with it */
+        /* receive off: what waited is dropped with it */
+        lan_backlog_clear(core);
     }
 }
 
-static void reg_write_mtu(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_mtu(struct qrdma_core *core, uint32_t offset,
+                          uint32_t value)
 {
     if (value < QRDMA_LAN_MTU_MIN || value > QRDMA_LAN_MTU_MAX) {
-        qrdma_guest_error(core, "LAN_MTU=%u outside %u..%u; ignored", value, QRDMA_LAN_MTU_MIN,
-                          QRDMA_LAN_MTU_MAX);
+        qrdma_guest_error(core, "LAN_MTU=%u outside %u..%u; ignored", value,
+                          QRDMA_LAN_MTU_MIN, QRDMA_LAN_MTU_MAX);
         return;
     }
     LAN_REG(core, offset) = value;
 }
 
-static void reg_write_int_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_int_ctrl(struct qrdma_core *core, uint32_t offset,
+                               uint32_t value)
 {
-    uint32_t rx_vec = (value & QRDMA_LAN_INT_RX_VECTOR_MASK) >> QRDMA_LAN_INT_RX_VECTOR_SHIFT;
-    uint32_t tx_vec = (value & QRDMA_LAN_INT_TX_VECTOR_MASK) >> QRDMA_LAN_INT_TX_VECTOR_SHIFT;
+    uint32_t rx_vec = (value & QRDMA_LAN_INT_RX_VECTOR_MASK) >>
+                      QRDMA_LAN_INT_RX_VECTOR_SHIFT;
+    uint32_t tx_vec = (value & QRDMA_LAN_INT_TX_VECTOR_MASK) >>
+                      QRDMA_LAN_INT_TX_VECTOR_SHIFT;
 
     if (rx_vec >= core->cfg.msix_vectors || tx_vec >= core->cfg.msix_vectors) {
-        qrdma_guest_error(core, "LAN_INT_CTRL=0x%x names a vector beyond the %u MSI-X vectors;"
-                          " ignored", value, core->cfg.msix_vectors);
+        qrdma_guest_error(
+            core,
+            "LAN_INT_CTRL=0x%x names a vector beyond the %u MSI-X vectors;"
+            " ignored",
+            value, core->cfg.msix_vectors);
         return;
     }
     LAN_REG(core, offset) = value;
@@ -614,36 +667,42 @@ static uint32_t reg_read_stat(struct qrdma_core *core, uint32_t offset)
 #define STAT(off, nm) QRDMA_REG_RO_LIVE_DESC(off, B, nm, reg_read_stat)
 
 const struct qrdma_reg_desc qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_CTRL, B, "LAN_CTRL", QRDMA_LAN_CTRL_VALID_MASK,
-                      reg_write_lan_ctrl),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_CTRL, B, "LAN_CTRL",
+                      QRDMA_LAN_CTRL_VALID_MASK, reg_write_lan_ctrl),
     QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MTU, B, "LAN_MTU", 0xffff, reg_write_mtu),
-    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MAC_LOW, B, "LAN_MAC_LOW", 0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MAC_LOW, B, "LAN_MAC_LOW", 0xffffffffu,
+                      NULL),
     QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MAC_HIGH, B, "LAN_MAC_HIGH", 0xffff, NULL),
-    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_LOW, B, "LAN_MC_HASH_LOW", 0xffffffffu, NULL),
-    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_HIGH, B, "LAN_MC_HASH_HIGH", 0xffffffffu, NULL),
-    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_INT_CTRL, B, "LAN_INT_CTRL", QRDMA_LAN_INT_VALID_MASK,
-                      reg_write_int_ctrl),
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_INT_CAUSE, B, "LAN_INT_CAUSE", reg_read_int_cause),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_LOW, B, "LAN_MC_HASH_LOW",
+                      0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_MC_HASH_HIGH, B, "LAN_MC_HASH_HIGH",
+                      0xffffffffu, NULL),
+    QRDMA_REG_RW_DESC(QRDMA_REG_LAN_INT_CTRL, B, "LAN_INT_CTRL",
+                      QRDMA_LAN_INT_VALID_MASK, reg_write_int_ctrl),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_INT_CAUSE, B, "LAN_INT_CAUSE",
+                           reg_read_int_cause),
 
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_LOW, B, "LAN_TXQ_BASE_LOW", 0xffffffffu,
-                           reg_read_ring_cfg, reg_write_ring_cfg),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_HIGH, B, "LAN_TXQ_BASE_HIGH", 0xffffffffu,
-                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_LOW, B, "LAN_TXQ_BASE_LOW",
+                           0xffffffffu, reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_BASE_HIGH, B, "LAN_TXQ_BASE_HIGH",
+                           0xffffffffu, reg_read_ring_cfg, reg_write_ring_cfg),
     QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_LEN, B, "LAN_TXQ_LEN", 0xffffffffu,
                            reg_read_ring_cfg, reg_write_ring_cfg),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_TAIL, B, "LAN_TXQ_TAIL", 0xffffffffu,
-                           reg_read_tail, reg_write_tail),
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_TXQ_HEAD, B, "LAN_TXQ_HEAD", reg_read_head),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_TXQ_TAIL, B, "LAN_TXQ_TAIL",
+                           0xffffffffu, reg_read_tail, reg_write_tail),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_TXQ_HEAD, B, "LAN_TXQ_HEAD",
+                           reg_read_head),
 
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_LOW, B, "LAN_RXQ_BASE_LOW", 0xffffffffu,
-                           reg_read_ring_cfg, reg_write_ring_cfg),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_HIGH, B, "LAN_RXQ_BASE_HIGH", 0xffffffffu,
-                           reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_LOW, B, "LAN_RXQ_BASE_LOW",
+                           0xffffffffu, reg_read_ring_cfg, reg_write_ring_cfg),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_BASE_HIGH, B, "LAN_RXQ_BASE_HIGH",
+                           0xffffffffu, reg_read_ring_cfg, reg_write_ring_cfg),
     QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_LEN, B, "LAN_RXQ_LEN", 0xffffffffu,
                            reg_read_ring_cfg, reg_write_ring_cfg),
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_TAIL, B, "LAN_RXQ_TAIL", 0xffffffffu,
-                           reg_read_tail, reg_write_tail),
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_RXQ_HEAD, B, "LAN_RXQ_HEAD", reg_read_head),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_LAN_RXQ_TAIL, B, "LAN_RXQ_TAIL",
+                           0xffffffffu, reg_read_tail, reg_write_tail),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_LAN_RXQ_HEAD, B, "LAN_RXQ_HEAD",
+                           reg_read_head),
 
     STAT(QRDMA_REG_LAN_STAT_TX_FRAMES, "LAN_STAT_TX_FRAMES"),
     STAT(QRDMA_REG_LAN_STAT_TX_BYTES, "LAN_STAT_TX_BYTES"),
@@ -663,7 +722,9 @@ void qrdma_lan_reset(struct qrdma_core *core)
 {
     memset(&core->lan, 0, sizeof(core->lan));
     LAN_REG(core, QRDMA_REG_LAN_MTU) = 1500;
-    /* The filter starts at the permanent MAC (qrdma_core_reset set it first). */
+    /*
+     * The filter starts at the permanent MAC (qrdma_core_reset set it first).
+     */
     LAN_REG(core, QRDMA_REG_LAN_MAC_LOW) = core->regs[QRDMA_REG_MAC_LOW / 4];
     LAN_REG(core, QRDMA_REG_LAN_MAC_HIGH) = core->regs[QRDMA_REG_MAC_HIGH / 4];
 }

@@ -33,7 +33,8 @@ bool qrdma_mcast_gid(const uint8_t gid[16], uint8_t mac[6])
 {
     static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
 
-    if (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) && (gid[12] & 0xf0) == 0xe0) {
+    if (!memcmp(gid, v4_prefix, sizeof(v4_prefix)) &&
+        (gid[12] & 0xf0) == 0xe0) {
         if (mac) {
             mac[0] = 0x01;
             mac[1] = 0x00;
@@ -55,13 +56,17 @@ bool qrdma_mcast_gid(const uint8_t gid[16], uint8_t mac[6])
     return false;
 }
 
-/* CAP_FEATURES.MCAST: the backend delivers groups' frames and the device has room for a group. */
+/*
+ * CAP_FEATURES.MCAST: the backend delivers groups' frames and the device has
+ * room for a group.
+ */
 static bool mcast_offered(const struct qrdma_core *core)
 {
     return core->regs[QRDMA_REG_CAP_FEATURES / 4] & QRDMA_FEATURE_MCAST;
 }
 
-static struct qrdma_mcast_grp *grp_find(struct qrdma_core *core, const uint8_t gid[16])
+static struct qrdma_mcast_grp *grp_find(struct qrdma_core *core,
+                                        const uint8_t gid[16])
 {
     uint32_t i;
 
@@ -86,8 +91,12 @@ static uint32_t grp_slot(const struct qrdma_mcast_grp *grp, uint32_t qp_id)
     return i;
 }
 
-/* Take slot i out of grp, and grp out of the table once it has no QP (both stay packed). */
-static void grp_remove(struct qrdma_core *core, struct qrdma_mcast_grp *grp, uint32_t i)
+/*
+ * Take slot i out of grp, and grp out of the table once it has no QP (both stay
+ * packed).
+ */
+static void grp_remove(struct qrdma_core *core, struct qrdma_mcast_grp *grp,
+                       uint32_t i)
 {
     struct qrdma_mcast *mc = &core->mcast;
 
@@ -122,25 +131,29 @@ void qrdma_mcast_qp_gone(struct qrdma_core *core, uint32_t qp_id)
  * The checks both commands share: arg0 names a UD QP that exists, arg1 and
  * arg2 a multicast GID. *gid gets the GID.
  */
-static struct cqp_result mcast_args(struct qrdma_core *core, const uint64_t *arg,
-                                    const char *cmd, uint8_t gid[16])
+static struct cqp_result mcast_args(struct qrdma_core *core,
+                                    const uint64_t *arg, const char *cmd,
+                                    uint8_t gid[16])
 {
     uint32_t qp_id = arg[0] & QRDMA_CQP_MCAST_QP_ID_MASK;
     struct qrdma_qp *qp;
 
     if (arg[0] & ~QRDMA_CQP_MCAST_QP_ID_MASK) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                              "%s: arg0 0x%" PRIx64 " is not a QP_ID", cmd, arg[0]);
+                              "%s: arg0 0x%" PRIx64 " is not a QP_ID", cmd,
+                              arg[0]);
     }
     qrdma_st_le64(gid, arg[1]);
     qrdma_st_le64(gid + 8, arg[2]);
     if (!qrdma_mcast_gid(gid, NULL)) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
-                              "%s: QP %u: the GID is not a multicast address", cmd, qp_id);
+                              "%s: QP %u: the GID is not a multicast address",
+                              cmd, qp_id);
     }
     qp = qrdma_qp_get(core, qp_id);
     if (!qp) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE,
+                              QRDMA_STATE_ERR_NOT_FOUND,
                               "%s: QP %u does not exist", cmd, qp_id);
     }
     /* IBTA 10.5: only unreliable datagram QPs join multicast groups. */
@@ -151,7 +164,8 @@ static struct cqp_result mcast_args(struct qrdma_core *core, const uint64_t *arg
     return (struct cqp_result){ 0 };
 }
 
-struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core,
+                                         const uint64_t *arg)
 {
     static const char cmd[] = "MCAST_ATTACH";
     struct qrdma_mcast *mc = &core->mcast;
@@ -161,8 +175,9 @@ struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t
     uint8_t gid[16];
 
     if (!mcast_offered(core)) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_BAD_OPCODE, 0,
-                              "%s: the device offers no multicast (CAP_FEATURES.MCAST)", cmd);
+        return qrdma_cqp_fail(
+            core, QRDMA_CQP_ERR_BAD_OPCODE, 0,
+            "%s: the device offers no multicast (CAP_FEATURES.MCAST)", cmd);
     }
     res = mcast_args(core, arg, cmd, gid);
     if (res.major) {
@@ -171,12 +186,14 @@ struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t
     grp = grp_find(core, gid);
     if (grp && grp_slot(grp, qp_id) < grp->nqp) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS,
-                              "%s: QP %u is already attached to the group", cmd, qp_id);
+                              "%s: QP %u is already attached to the group", cmd,
+                              qp_id);
     }
     if (!grp && mc->ngrp >= core->cfg.max_mcast_grp) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_MCAST_GRP,
-                              "%s: QP %u: all %u groups of CAP_MAX_MCAST_GRP are in use",
-                              cmd, qp_id, core->cfg.max_mcast_grp);
+        return qrdma_cqp_fail(
+            core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_MCAST_GRP,
+            "%s: QP %u: all %u groups of CAP_MAX_MCAST_GRP are in use", cmd,
+            qp_id, core->cfg.max_mcast_grp);
     }
     if (grp && grp->nqp >= core->cfg.max_mcast_qp_attach) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE,
@@ -193,7 +210,8 @@ struct cqp_result qrdma_cqp_mcast_attach(struct qrdma_core *core, const uint64_t
     return (struct cqp_result){ 0 };
 }
 
-struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core,
+                                         const uint64_t *arg)
 {
     static const char cmd[] = "MCAST_DETACH";
     uint32_t qp_id = arg[0] & QRDMA_CQP_MCAST_QP_ID_MASK;
@@ -203,8 +221,9 @@ struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core, const uint64_t
     uint32_t i;
 
     if (!mcast_offered(core)) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_BAD_OPCODE, 0,
-                              "%s: the device offers no multicast (CAP_FEATURES.MCAST)", cmd);
+        return qrdma_cqp_fail(
+            core, QRDMA_CQP_ERR_BAD_OPCODE, 0,
+            "%s: the device offers no multicast (CAP_FEATURES.MCAST)", cmd);
     }
     res = mcast_args(core, arg, cmd, gid);
     if (res.major) {
@@ -213,8 +232,10 @@ struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core, const uint64_t
     grp = grp_find(core, gid);
     i = grp ? grp_slot(grp, qp_id) : 0;
     if (!grp || i == grp->nqp) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
-                              "%s: QP %u is not attached to the group", cmd, qp_id);
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE,
+                              QRDMA_STATE_ERR_NOT_FOUND,
+                              "%s: QP %u is not attached to the group", cmd,
+                              qp_id);
     }
     grp_remove(core, grp, i);
     return (struct cqp_result){ 0 };
@@ -226,7 +247,10 @@ void qrdma_mcast_rx(struct qrdma_core *core, const uint8_t *frame, size_t len,
     const struct qrdma_mcast_grp *grp = grp_find(core, dgid);
     uint8_t mac[6];
 
-    /* The group's own Ethernet address only, as a NIC's multicast filter has it. */
+    /*
+     * The group's own Ethernet address only, as a NIC's multicast filter has
+     * it.
+     */
     if (!grp || !qrdma_mcast_gid(dgid, mac) || memcmp(frame, mac, 6)) {
         core->stats.mcast_rx_dropped++;
         return;

@@ -27,7 +27,8 @@ static void mig_config(struct qrdma_core *core, struct qrdma_mig *m)
     memcpy(mac, c->mac, 6);
     qrdma_mig_bytes(m, "mac", mac, 6);
     if (m->loading && !m->error && memcmp(mac, c->mac, 6)) {
-        qrdma_mig_fail(m, -EINVAL, "mac", "the stream's station address is not this device's");
+        qrdma_mig_fail(m, -EINVAL, "mac",
+                       "the stream's station address is not this device's");
     }
     qrdma_mig_u32_same(m, "backend", c->backend);
     qrdma_mig_u32_same(m, "max_qp", c->max_qp);
@@ -109,10 +110,14 @@ static void mig_lan(struct qrdma_core *core, struct qrdma_mig *m)
     for (i = 0; i < QRDMA_LAN_NUM_STATS; i++) {
         qrdma_mig_u32(m, "stats", &lan->stats[i]);
     }
-    /* The frames waiting for a receive buffer, oldest first; loaded from slot 0. */
+    /*
+     * The frames waiting for a receive buffer, oldest first; loaded from slot
+     * 0.
+     */
     qrdma_mig_u32_max(m, "backlog.count", &count, QRDMA_LAN_BACKLOG_FRAMES);
     for (i = 0; i < count && !m->error; i++) {
-        unsigned slot = m->loading ? i : (b->head + i) % QRDMA_LAN_BACKLOG_FRAMES;
+        unsigned slot = m->loading ? i
+                                   : (b->head + i) % QRDMA_LAN_BACKLOG_FRAMES;
         uint32_t len = b->len[slot];
 
         qrdma_mig_u32_max(m, "backlog.len", &len, sizeof(b->data[slot]));
@@ -166,7 +171,8 @@ static void mig_eq(struct qrdma_mig *m, struct qrdma_eq *q)
     qrdma_mig_bool(m, "eq.valid", &q->valid);
     qrdma_mig_u32(m, "eq.avail", &q->avail);
     if (m->loading && !m->error && q->created &&
-        (q->len == 0 || (q->len & (q->len - 1)) || q->tail >= q->len || q->avail > q->len)) {
+        (q->len == 0 || (q->len & (q->len - 1)) || q->tail >= q->len ||
+         q->avail > q->len)) {
         qrdma_mig_fail(m, -EINVAL, "eq.tail", "cursor outside its ring");
     }
 }
@@ -231,8 +237,8 @@ static void mig_hmc(struct qrdma_core *core, struct qrdma_mig *m)
         qrdma_mig_u64(m, "pd_cache.pd", &h->pd_cache[i].pd);
         if (m->loading && !m->error && h->pd_cache[i].valid &&
             (h->pd_cache[i].tag & (QRDMA_HMC_PD_CACHE_SIZE - 1)) != i) {
-            qrdma_mig_fail(m, -EINVAL, "pd_cache.tag", "entry %u holds tag %u", i,
-                           h->pd_cache[i].tag);
+            qrdma_mig_fail(m, -EINVAL, "pd_cache.tag", "entry %u holds tag %u",
+                           i, h->pd_cache[i].tag);
         }
     }
     qrdma_mig_section_end(m);
@@ -241,7 +247,10 @@ static void mig_hmc(struct qrdma_core *core, struct qrdma_mig *m)
 static void mig_queue(struct qrdma_mig *m, struct qrdma_queue *q)
 {
     qrdma_mig_u64(m, "queue.addr", &q->addr);
-    /* A ring of 2^31 entries of 1 KB would be far beyond any limit: 31 bounds the shifts. */
+    /*
+     * A ring of 2^31 entries of 1 KB would be far beyond any limit: 31 bounds
+     * the shifts.
+     */
     qrdma_mig_u8_max(m, "queue.size_log2", &q->size_log2, 31);
     qrdma_mig_u8_max(m, "queue.stride_log2", &q->stride_log2, 12);
     qrdma_mig_bool(m, "queue.virtmap", &q->virtmap);
@@ -337,11 +346,13 @@ static void mig_mr(struct qrdma_mig *m, struct qrdma_mr *mr)
 {
     qrdma_mig_u8(m, "mr.state", &mr->state);
     if (!mr->state) {
-        return;                 /* never used since the layout was committed: all zero */
+        /* never used since the layout was committed: all zero */
+        return;
     }
     qrdma_mig_u64(m, "mr.iova", &mr->iova);
     qrdma_mig_u64(m, "mr.length", &mr->length);
-    qrdma_mig_u64(m, "mr.first", &mr->first);           /* or mw_mr: the same bytes */
+    /* or mw_mr: the same bytes */
+    qrdma_mig_u64(m, "mr.first", &mr->first);
     qrdma_mig_u32(m, "mr.pd", &mr->pd);
     qrdma_mig_u32(m, "mr.fbo", &mr->fbo);
     qrdma_mig_u32(m, "mr.max_pages", &mr->max_pages);   /* or mw_qp */
@@ -375,8 +386,8 @@ static void mig_objs(struct qrdma_core *core, struct qrdma_mig *m)
         unsigned failed = qrdma_obj_alloc(core, n);
 
         if (failed) {
-            qrdma_mig_fail(m, -ENOMEM, "count", "out of memory for objects of type %u",
-                           failed - 1);
+            qrdma_mig_fail(m, -ENOMEM, "count",
+                           "out of memory for objects of type %u", failed - 1);
         }
     }
     if (core->hmc.committed) {
@@ -408,16 +419,20 @@ bool qrdma_core_can_save(struct qrdma_core *core, char *err, size_t err_len)
     struct qrdma_dp *dp = &core->dp;
 
     if (!dp->ops || !dp->ops->save || !dp->ops->load) {
-        snprintf(err, err_len, "backend %s cannot save its state: migration is blocked",
+        snprintf(err, err_len,
+                 "backend %s cannot save its state: migration is blocked",
                  dp->ops ? dp->ops->name : "(none)");
         return false;
     }
     if (!dp->be) {
-        snprintf(err, err_len, "the backend is down (it failed to restart at a reset)");
+        snprintf(err, err_len,
+                 "the backend is down (it failed to restart at a reset)");
         return false;
     }
-    if (core->guard.depth || core->guard.reset_pending || core->guard.fini_pending) {
-        snprintf(err, err_len, "the device is inside one of its own entry points");
+    if (core->guard.depth || core->guard.reset_pending ||
+        core->guard.fini_pending) {
+        snprintf(err, err_len,
+                 "the device is inside one of its own entry points");
         return false;
     }
     return true;
@@ -440,9 +455,11 @@ static void mig_mcast(struct qrdma_core *core, struct qrdma_mig *m)
         struct qrdma_mcast_grp *grp = &mc->grp[g];
 
         qrdma_mig_bytes(m, "grp.gid", grp->gid, sizeof(grp->gid));
-        qrdma_mig_u32_max(m, "grp.nqp", &grp->nqp, core->cfg.max_mcast_qp_attach);
+        qrdma_mig_u32_max(m, "grp.nqp", &grp->nqp,
+                          core->cfg.max_mcast_qp_attach);
         for (i = 0; i < grp->nqp && !m->error; i++) {
-            qrdma_mig_u32_max(m, "grp.qp_id", &grp->qp_id[i], core->cfg.max_qp - 1);
+            qrdma_mig_u32_max(m, "grp.qp_id", &grp->qp_id[i],
+                              core->cfg.max_qp - 1);
         }
     }
     qrdma_mig_section_end(m);
@@ -463,21 +480,24 @@ static void mig_all(struct qrdma_core *core, struct qrdma_mig *m)
     mig_mcast(core, m);
     qrdma_dp_mig(core, m);
     if (!m->error) {
-        int ret = m->loading ? dp->ops->load(dp->be, m) : dp->ops->save(dp->be, m);
+        int ret = m->loading ? dp->ops->load(dp->be, m)
+                             : dp->ops->save(dp->be, m);
 
         if (ret && !m->error) {
-            qrdma_mig_fail(m, ret, "-", "backend %s failed (%d)", dp->ops->name, ret);
+            qrdma_mig_fail(m, ret, "-", "backend %s failed (%d)", dp->ops->name,
+                           ret);
         }
     }
     qrdma_mig_section(m, QRDMA_MIG_SEC_END, "end", QRDMA_MIG_V_END);
     qrdma_mig_section_end(m);
     if (m->loading && !m->error && m->pos != m->in_len) {
-        qrdma_mig_fail(m, -EINVAL, "-", "%zu bytes after the END section", m->in_len - m->pos);
+        qrdma_mig_fail(m, -EINVAL, "-", "%zu bytes after the END section",
+                       m->in_len - m->pos);
     }
 }
 
-int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len, char *err,
-                    size_t err_len)
+int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
+                    char *err, size_t err_len)
 {
     struct qrdma_mig m;
 
@@ -498,8 +518,8 @@ int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len, char *e
     return 0;
 }
 
-int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len, char *err,
-                    size_t err_len)
+int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len,
+                    char *err, size_t err_len)
 {
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_mig m;
@@ -507,7 +527,10 @@ int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len, cha
     if (!qrdma_core_can_save(core, err, err_len)) {
         return -ENOTSUP;
     }
-    /* Load into a device just reset, so that a failure can leave it reset again. */
+    /*
+     * Load into a device just reset, so that a failure can leave it reset
+     * again.
+     */
     qrdma_core_reset(core);
     if (!dp->be) {
         snprintf(err, err_len, "the backend did not restart");
@@ -525,13 +548,16 @@ int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len, cha
      * over: only a device still coming up waits again), the backend's
      * station address, the CQP, the LAN and the data path.
      */
-    if (!core->pe_ready && core->cfg.pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
+    if (!core->pe_ready &&
+        core->cfg.pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
         core->env.schedule_pe_ready(core->env.opaque,
-                                    (uint64_t)core->cfg.pe_ready_delay_us * 1000);
+                                    (uint64_t)core->cfg.pe_ready_delay_us *
+                                        1000);
     }
     if (dp->ops->set_mac && memcmp(dp->be_mac, core->cfg.mac, 6)) {
         dp->ops->set_mac(dp->be, dp->be_mac);
     }
-    core->env.kick(core->env.opaque, QRDMA_WORK_CQP | QRDMA_WORK_LAN_TX | QRDMA_WORK_DP);
+    core->env.kick(core->env.opaque,
+                   QRDMA_WORK_CQP | QRDMA_WORK_LAN_TX | QRDMA_WORK_DP);
     return 0;
 }

@@ -37,7 +37,8 @@ static const char *const qp_state_name[] = {
     [QRDMA_QPS_SQE] = "SQE",
     [QRDMA_QPS_ERR] = "ERR",
 };
-_Static_assert(sizeof(qp_state_name) / sizeof(qp_state_name[0]) == QRDMA_QP_NUM_STATES,
+_Static_assert(sizeof(qp_state_name) / sizeof(qp_state_name[0]) ==
+                   QRDMA_QP_NUM_STATES,
                "a name for every state");
 
 const char *qrdma_qp_state_name(unsigned s)
@@ -45,9 +46,10 @@ const char *qrdma_qp_state_name(unsigned s)
     return s < QRDMA_QP_NUM_STATES ? qp_state_name[s] : "?";
 }
 
-/* ---- the state machine ------------------------------------------------------------ */
+/* ---- the state machine --------------------------------------------------- */
 
-static const char *const qp_kind_name[QRDMA_QPK_NUM] = { "RC", "UC", "UD", "GSI" };
+static const char *const qp_kind_name[QRDMA_QPK_NUM] = { "RC", "UC", "UD",
+                                                         "GSI" };
 
 static int qp_kind(uint8_t type, uint8_t flags)
 {
@@ -81,9 +83,11 @@ struct qp_transition_attrs {
 #define K(x) QRDMA_QPK_##x
 
 /* What RTR -> RTS, RTS -> RTS, SQD -> RTS (and SQE -> RTS) allow. */
-#define TO_RTS_OPT_RC (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE) | \
-                       A(MIN_RNR_TIMER))
-#define TO_RTS_OPT_UC (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE))
+#define TO_RTS_OPT_RC                                                   \
+    (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE) | \
+     A(MIN_RNR_TIMER))
+#define TO_RTS_OPT_UC \
+    (A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) | A(PATH_MIG_STATE))
 #define TO_RTS_OPT_UD (A(CUR_STATE) | A(QKEY))
 #define TO_RTS_OPT { [K(RC)] = TO_RTS_OPT_RC, [K(UC)] = TO_RTS_OPT_UC, \
                      [K(UD)] = TO_RTS_OPT_UD, [K(GSI)] = TO_RTS_OPT_UD }
@@ -147,12 +151,13 @@ qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
         /* A drained SQ is where a connected QP's path may be changed. */
         [QRDMA_QPS_SQD] = {
             .opt = {
-                [K(RC)] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-                          A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
+                [K(RC)] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) |
+                          A(RNR_RETRY) | A(MAX_QP_RD_ATOMIC) |
+                          A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
                           A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
                           A(PATH_MIG_STATE),
-                [K(UC)] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
-                          A(PATH_MIG_STATE),
+                [K(UC)] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+                          A(PKEY_INDEX) | A(PATH_MIG_STATE),
                 [K(UD)] = A(PKEY_INDEX) | A(QKEY),
                 [K(GSI)] = A(PKEY_INDEX) | A(QKEY),
             },
@@ -161,7 +166,8 @@ qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
     [QRDMA_QPS_SQE] = {
         [QRDMA_QPS_RTS] = {
             .opt = { [K(UC)] = A(CUR_STATE) | A(ACCESS_FLAGS),
-                     [K(UD)] = A(CUR_STATE) | A(QKEY), [K(GSI)] = A(CUR_STATE) | A(QKEY) },
+                     [K(UD)] = A(CUR_STATE) | A(QKEY),
+                     [K(GSI)] = A(CUR_STATE) | A(QKEY) },
         },
     },
 };
@@ -170,9 +176,10 @@ qp_transition_attrs[QRDMA_QP_NUM_STATES][QRDMA_QP_NUM_STATES] = {
 #define QP_ATTR_KNOWN ((QRDMA_QP_ATTR_DEST_QPN << 1) - 1)
 #define QP_ATTR_UNSUPPORTED (A(ALT_PATH) | A(PATH_MIG_STATE) | A(CAP))
 /* Attributes kept and reported (the others are part of a transition only). */
-#define QP_ATTR_STORED (QP_ATTR_KNOWN & ~(A(STATE) | A(CUR_STATE) | A(EN_SQD_ASYNC)))
+#define QP_ATTR_STORED \
+    (QP_ATTR_KNOWN & ~(A(STATE) | A(CUR_STATE) | A(EN_SQD_ASYNC)))
 
-/* ---- contexts -------------------------------------------------------------------- */
+/* ---- contexts ------------------------------------------------------------ */
 
 static void qp_create_info_render(const struct qrdma_qp *qp, uint8_t *p)
 {
@@ -231,27 +238,30 @@ static void qp_ctx_render(const struct qrdma_qp *qp, uint8_t *ctx)
     qp_modify_info_render(qp, ctx + CREATE_INFO_SIZE);
 }
 
-/* ---- CREATE_QP --------------------------------------------------------------------- */
+/* ---- CREATE_QP ----------------------------------------------------------- */
 
-static struct cqp_result info_fail(struct qrdma_core *core, size_t offset, const char *cmd,
-                                   uint32_t id, const char *why)
+static struct cqp_result info_fail(struct qrdma_core *core, size_t offset,
+                                   const char *cmd, uint32_t id,
+                                   const char *why)
 {
-    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INFO, offset, "%s: QP %u: info byte %zu: %s",
-                          cmd, id, offset, why);
+    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INFO, offset,
+                          "%s: QP %u: info byte %zu: %s", cmd, id, offset, why);
 }
 
 /* arg0 of every QP command: reserved bits, an ID in the layout. */
-static struct cqp_result qp_id_check(struct qrdma_core *core, uint64_t arg0, const char *cmd)
+static struct cqp_result qp_id_check(struct qrdma_core *core, uint64_t arg0,
+                                     const char *cmd)
 {
     if (arg0 & ~QRDMA_OBJ_ID_MASK) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                              "%s: arg0 0x%" PRIx64 " is not a QP_ID", cmd, arg0);
+                              "%s: arg0 0x%" PRIx64 " is not a QP_ID", cmd,
+                              arg0);
     }
     return qrdma_obj_id_check(core, QRDMA_HMC_QP, arg0, cmd);
 }
 
-static struct cqp_result qp_lookup(struct qrdma_core *core, uint64_t arg0, const char *cmd,
-                                   struct qrdma_qp **qpp)
+static struct cqp_result qp_lookup(struct qrdma_core *core, uint64_t arg0,
+                                   const char *cmd, struct qrdma_qp **qpp)
 {
     struct cqp_result res = qp_id_check(core, arg0, cmd);
 
@@ -259,7 +269,8 @@ static struct cqp_result qp_lookup(struct qrdma_core *core, uint64_t arg0, const
         return res;
     }
     if (!core->obj.qp[arg0].valid) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE,
+                              QRDMA_STATE_ERR_NOT_FOUND,
                               "%s: QP %u does not exist", cmd, (uint32_t)arg0);
     }
     *qpp = &core->obj.qp[arg0];
@@ -267,22 +278,26 @@ static struct cqp_result qp_lookup(struct qrdma_core *core, uint64_t arg0, const
 }
 
 /* A work queue's size and stride (offsets of the two bytes for errors). */
-static struct cqp_result wq_check(struct qrdma_core *core, const struct qrdma_queue *q,
-                                  size_t size_off, size_t wqe_off, uint32_t id)
+static struct cqp_result wq_check(struct qrdma_core *core,
+                                  const struct qrdma_queue *q, size_t size_off,
+                                  size_t wqe_off, uint32_t id)
 {
     static const char cmd[] = "CREATE_QP";
     char why[96];
 
-    if (q->size_log2 < QRDMA_WQ_SIZE_LOG2_MIN || q->size_log2 > QRDMA_WQ_SIZE_LOG2_MAX ||
+    if (q->size_log2 < QRDMA_WQ_SIZE_LOG2_MIN ||
+        q->size_log2 > QRDMA_WQ_SIZE_LOG2_MAX ||
         (1ull << q->size_log2) > (uint64_t)core->cfg.max_qp_wr + 1) {
-        snprintf(why, sizeof(why), "SIZE_LOG2 %u is outside %u..%u or above CAP_MAX_QP_WR %u",
+        snprintf(why, sizeof(why),
+                 "SIZE_LOG2 %u is outside %u..%u or above CAP_MAX_QP_WR %u",
                  q->size_log2, QRDMA_WQ_SIZE_LOG2_MIN, QRDMA_WQ_SIZE_LOG2_MAX,
                  core->cfg.max_qp_wr);
         return info_fail(core, size_off, cmd, id, why);
     }
-    if (q->stride_log2 < QRDMA_WQE_LOG2_MIN || q->stride_log2 > QRDMA_WQE_LOG2_MAX) {
-        snprintf(why, sizeof(why), "WQE_LOG2 %u is outside %u..%u", q->stride_log2,
-                 QRDMA_WQE_LOG2_MIN, QRDMA_WQE_LOG2_MAX);
+    if (q->stride_log2 < QRDMA_WQE_LOG2_MIN ||
+        q->stride_log2 > QRDMA_WQE_LOG2_MAX) {
+        snprintf(why, sizeof(why), "WQE_LOG2 %u is outside %u..%u",
+                 q->stride_log2, QRDMA_WQE_LOG2_MIN, QRDMA_WQE_LOG2_MAX);
         return info_fail(core, wqe_off, cmd, id, why);
     }
     if ((1ull << (q->size_log2 + q->stride_log2)) > QRDMA_QUEUE_MAX_BYTES) {
@@ -293,27 +308,38 @@ static struct cqp_result wq_check(struct qrdma_core *core, const struct qrdma_qu
     return cqp_ok;
 }
 
-/* A CQ or SRQ ID field: within the layout (else INFO), existing (else NOT_FOUND). */
-static struct cqp_result qp_ref_check(struct qrdma_core *core, enum qrdma_hmc_type t,
-                                      uint32_t ref, size_t off, const char *field, uint32_t id)
+/*
+ * A CQ or SRQ ID field: within the layout (else INFO), existing (else
+ * NOT_FOUND).
+ */
+static struct cqp_result qp_ref_check(struct qrdma_core *core,
+                                      enum qrdma_hmc_type t, uint32_t ref,
+                                      size_t off, const char *field,
+                                      uint32_t id)
 {
     bool exists;
 
     if (ref >= core->hmc.count[t]) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INFO, off,
-                              "CREATE_QP: QP %u: info byte %zu: %s %u is beyond the %u "
-                              "committed", id, off, field, ref, core->hmc.count[t]);
+        return qrdma_cqp_fail(
+            core, QRDMA_CQP_ERR_INFO, off,
+            "CREATE_QP: QP %u: info byte %zu: %s %u is beyond the %u "
+            "committed",
+            id, off, field, ref, core->hmc.count[t]);
     }
-    exists = t == QRDMA_HMC_CQ ? core->obj.cq[ref].valid : core->obj.srq[ref].valid;
+    exists = t == QRDMA_HMC_CQ ? core->obj.cq[ref].valid
+                               : core->obj.srq[ref].valid;
     if (!exists) {
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_NOT_FOUND,
-                              "CREATE_QP: QP %u: %s %u does not exist", id, field, ref);
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE,
+                              QRDMA_STATE_ERR_NOT_FOUND,
+                              "CREATE_QP: QP %u: %s %u does not exist", id,
+                              field, ref);
     }
     return cqp_ok;
 }
 
 /* Parse and check a create info into qp; nothing is changed. */
-static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t *p, uint32_t id,
+static struct cqp_result qp_create_parse(struct qrdma_core *core,
+                                         const uint8_t *p, uint32_t id,
                                          struct qrdma_qp *qp)
 {
     static const char cmd[] = "CREATE_QP";
@@ -341,11 +367,13 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     with_srq = !!(qp->flags & QRDMA_QP_CREATE_SRQ);
 
     if (qp->pd >= core->cfg.max_pd) {
-        snprintf(why, sizeof(why), "PD %u is beyond CAP_MAX_PD %u", qp->pd, core->cfg.max_pd);
+        snprintf(why, sizeof(why), "PD %u is beyond CAP_MAX_PD %u", qp->pd,
+                 core->cfg.max_pd);
         return info_fail(core, CI(pd), cmd, id, why);
     }
     if (qp_kind(qp->type, qp->flags) < 0) {
-        snprintf(why, sizeof(why), "type %u is not RC (2), UC (3) or UD (4)", qp->type);
+        snprintf(why, sizeof(why), "type %u is not RC (2), UC (3) or UD (4)",
+                 qp->type);
         return info_fail(core, CI(type), cmd, id, why);
     }
     if (qp->flags & ~QRDMA_QP_CREATE_FLAGS_MASK) {
@@ -353,7 +381,8 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
         return info_fail(core, CI(flags), cmd, id, why);
     }
     if (with_srq && (qp->flags & QRDMA_QP_CREATE_RQ_VIRTMAP)) {
-        return info_fail(core, CI(flags), cmd, id, "RQ_VIRTMAP with SRQ: there is no RQ");
+        return info_fail(core, CI(flags), cmd, id,
+                         "RQ_VIRTMAP with SRQ: there is no RQ");
     }
     /* QP 1 exists only as the GSI QP, and only QP 1 may be it. */
     if ((id == QRDMA_QP_GSI) != !!(qp->flags & QRDMA_QP_CREATE_GSI)) {
@@ -365,7 +394,8 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
         return info_fail(core, CI(type), cmd, id, "the GSI QP is UD");
     }
     if (qp->db_page >= core->cfg.db_pages) {
-        snprintf(why, sizeof(why), "doorbell page %u is beyond the %u the device has",
+        snprintf(why, sizeof(why),
+                 "doorbell page %u is beyond the %u the device has",
                  qp->db_page, core->cfg.db_pages);
         return info_fail(core, CI(db_page), cmd, id, why);
     }
@@ -373,23 +403,32 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     if (res.major) {
         return res;
     }
-    /* The data path parses the 64-byte header and what follows it in one stride. */
+    /*
+     * The data path parses the 64-byte header and what follows it in one
+     * stride.
+     */
     if (qp->sq.stride_log2 < QRDMA_SQ_WQE_LOG2_MIN) {
-        snprintf(why, sizeof(why), "SQ WQE_LOG2 %u: an SQ WQE is at least its %u-byte header",
+        snprintf(why, sizeof(why),
+                 "SQ WQE_LOG2 %u: an SQ WQE is at least its %u-byte header",
                  qp->sq.stride_log2, QRDMA_SQ_WQE_HDR_BYTES);
         return info_fail(core, CI(sq_wqe_log2), cmd, id, why);
     }
     if (with_srq) {
         if (qp->rq.size_log2 || qp->rq.stride_log2) {
-            return info_fail(core, qp->rq.size_log2 ? CI(rq_size_log2) : CI(rq_wqe_log2), cmd,
-                             id, "an RQ size with SRQ: receives come from the SRQ");
+            return info_fail(core,
+                             qp->rq.size_log2 ? CI(rq_size_log2)
+                                              : CI(rq_wqe_log2),
+                             cmd, id,
+                             "an RQ size with SRQ: receives come from the SRQ");
         }
         if (qp->rq.addr) {
-            return info_fail(core, CI(rq_addr), cmd, id, "an RQ address with SRQ");
+            return info_fail(core, CI(rq_addr), cmd, id,
+                             "an RQ address with SRQ");
         }
     } else {
         if (qp->srq) {
-            return info_fail(core, CI(srq), cmd, id, "an SRQ without the SRQ flag");
+            return info_fail(core, CI(srq), cmd, id,
+                             "an SRQ without the SRQ flag");
         }
         res = wq_check(core, &qp->rq, CI(rq_size_log2), CI(rq_wqe_log2), id);
         if (res.major) {
@@ -403,14 +442,17 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
         return info_fail(core, CI(reserved), cmd, id, "reserved, must be 0");
     }
     if (qrdma_ld_le64(p + CI(reserved) + 8)) {
-        return info_fail(core, CI(reserved) + 8, cmd, id, "reserved, must be 0");
+        return info_fail(core, CI(reserved) + 8, cmd, id,
+                         "reserved, must be 0");
     }
 
-    res = qp_ref_check(core, QRDMA_HMC_CQ, qp->send_cq, CI(send_cq), "send CQ", id);
+    res = qp_ref_check(core, QRDMA_HMC_CQ, qp->send_cq, CI(send_cq), "send CQ",
+                       id);
     if (res.major) {
         return res;
     }
-    res = qp_ref_check(core, QRDMA_HMC_CQ, qp->recv_cq, CI(recv_cq), "receive CQ", id);
+    res = qp_ref_check(core, QRDMA_HMC_CQ, qp->recv_cq, CI(recv_cq),
+                       "receive CQ", id);
     if (res.major) {
         return res;
     }
@@ -420,8 +462,8 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
             return res;
         }
         if (core->obj.srq[qp->srq].pd != qp->pd) {
-            snprintf(why, sizeof(why), "SRQ %u is in PD %u, the QP in PD %u", qp->srq,
-                     core->obj.srq[qp->srq].pd, qp->pd);
+            snprintf(why, sizeof(why), "SRQ %u is in PD %u, the QP in PD %u",
+                     qp->srq, core->obj.srq[qp->srq].pd, qp->pd);
             return info_fail(core, CI(srq), cmd, id, why);
         }
     }
@@ -435,9 +477,11 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     }
     if (!with_srq) {
         snprintf(why, sizeof(why), "%s: QP %u RQ", cmd, id);
-        res = qrdma_queue_check(core, &qp->rq,
-                                (struct cqp_result){ .major = QRDMA_CQP_ERR_INFO,
-                                                     .minor = CI(rq_addr) }, why);
+        res =
+            qrdma_queue_check(core, &qp->rq,
+                              (struct cqp_result){ .major = QRDMA_CQP_ERR_INFO,
+                                                   .minor = CI(rq_addr) },
+                              why);
         if (res.major) {
             return res;
         }
@@ -445,7 +489,8 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core, const uint8_t 
     return cqp_ok;
 }
 
-struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core,
+                                      const uint64_t *arg)
 {
     static const char cmd[] = "CREATE_QP";
     uint8_t info[CREATE_INFO_SIZE], ctx[QRDMA_QP_CTX_SIZE];
@@ -461,15 +506,18 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
     }
     if (id < QRDMA_QP_GSI) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                              "%s: QP 0 (IB's SMI QP) does not exist on RoCE", cmd);
+                              "%s: QP 0 (IB's SMI QP) does not exist on RoCE",
+                              cmd);
     }
     if (core->obj.qp[id].valid) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_EXISTS,
                               "%s: QP %u exists", cmd, id);
     }
-    if ((arg[1] & 63) || core->env.dma_read(core->env.opaque, arg[1], info, sizeof(info))) {
+    if ((arg[1] & 63) ||
+        core->env.dma_read(core->env.opaque, arg[1], info, sizeof(info))) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
-                              "%s: QP %u: info 0x%" PRIx64 " is not 64-byte aligned guest RAM",
+                              "%s: QP %u: info 0x%" PRIx64
+                              " is not 64-byte aligned guest RAM",
                               cmd, id, arg[1]);
     }
     res = qp_create_parse(core, info, id, &qp);
@@ -512,17 +560,20 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core, const uint64_t *a
                               ret == -ENOTSUP ? "the backend's QPN does not fit 24 bits"
                                               : "the backend refuses it");
     }
-    /* The QPN peers address the QP by (WIRE_IDS, docs/hw-spec.md section 17.1). */
+    /*
+     * The QPN peers address the QP by (WIRE_IDS, docs/hw-spec.md section 17.1).
+     */
     res = cqp_ok;
     res.retval = wire_qpn;
     return res;
 }
 
-/* ---- MODIFY_QP ------------------------------------------------------------------- */
+/* ---- MODIFY_QP ----------------------------------------------------------- */
 
 /* Log why a modify failed and return its result. */
-static struct cqp_result modify_fail(struct qrdma_core *core, enum qrdma_cqp_major major,
-                                     unsigned minor, uint32_t id, const char *why)
+static struct cqp_result modify_fail(struct qrdma_core *core,
+                                     enum qrdma_cqp_major major, unsigned minor,
+                                     uint32_t id, const char *why)
 {
     return qrdma_cqp_fail(core, major, minor, "MODIFY_QP: QP %u: %s", id, why);
 }
@@ -532,25 +583,28 @@ static struct cqp_result modify_fail(struct qrdma_core *core, enum qrdma_cqp_maj
  * 0, or 1 + the info offset of the first bad one. Only attributes in the
  * mask are looked at: IB leaves the others' fields undefined.
  */
-static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32_t mask,
-                               struct qrdma_qp_attrs *attr, uint32_t id)
+static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p,
+                               uint32_t mask, struct qrdma_qp_attrs *attr,
+                               uint32_t id)
 {
     char what[32];
     unsigned bad;
 
-#define REFUSE(field, fmt, ...)                                                    \
-    do {                                                                           \
-        qrdma_guest_error(core, "MODIFY_QP: QP %u: info byte %zu: " fmt, id,      \
-                          MI(field), __VA_ARGS__);                                 \
-        return 1 + MI(field);                                                      \
+#define REFUSE(field, fmt, ...)                                              \
+    do {                                                                     \
+        qrdma_guest_error(core, "MODIFY_QP: QP %u: info byte %zu: " fmt, id, \
+                          MI(field), __VA_ARGS__);                           \
+        return 1 + MI(field);                                                \
     } while (0)
 
     if (mask & A(PATH_MTU)) {
         attr->path_mtu = p[MI(path_mtu)];
         if (attr->path_mtu < 1 || attr->path_mtu > 5 ||
             (128u << attr->path_mtu) > core->cfg.max_mtu) {
-            REFUSE(path_mtu, "path MTU %u is not 1 (256) .. %u (CAP_MAX_MTU %u)",
-                   attr->path_mtu, __builtin_ctz(core->cfg.max_mtu) - 7, core->cfg.max_mtu);
+            REFUSE(path_mtu,
+                   "path MTU %u is not 1 (256) .. %u (CAP_MAX_MTU %u)",
+                   attr->path_mtu, __builtin_ctz(core->cfg.max_mtu) - 7,
+                   core->cfg.max_mtu);
         }
     }
     if (mask & A(TIMEOUT)) {
@@ -574,7 +628,8 @@ static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32
     if (mask & A(DEST_QPN)) {
         attr->dest_qpn = qrdma_ld_le32(p + MI(dest_qpn));
         if (attr->dest_qpn >> 24) {
-            REFUSE(dest_qpn, "destination QPN 0x%x is over 24 bits", attr->dest_qpn);
+            REFUSE(dest_qpn, "destination QPN 0x%x is over 24 bits",
+                   attr->dest_qpn);
         }
     }
     if (mask & A(QKEY)) {
@@ -583,14 +638,15 @@ static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32
     if (mask & A(ACCESS_FLAGS)) {
         attr->access_flags = qrdma_ld_le32(p + MI(access_flags));
         if (attr->access_flags & ~QRDMA_ACCESS_VALID_MASK) {
-            REFUSE(access_flags, "access flags 0x%x are not within 0x%x", attr->access_flags,
-                   QRDMA_ACCESS_VALID_MASK);
+            REFUSE(access_flags, "access flags 0x%x are not within 0x%x",
+                   attr->access_flags, QRDMA_ACCESS_VALID_MASK);
         }
     }
     if (mask & A(PKEY_INDEX)) {
         attr->pkey_index = qrdma_ld_le16(p + MI(pkey_index));
         if (attr->pkey_index) {
-            REFUSE(pkey_index, "P_Key index %u: the port has one P_Key, index 0",
+            REFUSE(pkey_index,
+                   "P_Key index %u: the port has one P_Key, index 0",
                    attr->pkey_index);
         }
     }
@@ -609,7 +665,8 @@ static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32
     if (mask & A(MIN_RNR_TIMER)) {
         attr->min_rnr_timer = p[MI(min_rnr_timer)];
         if (attr->min_rnr_timer > 31) {
-            REFUSE(min_rnr_timer, "minimum RNR timer %u is over 31", attr->min_rnr_timer);
+            REFUSE(min_rnr_timer, "minimum RNR timer %u is over 31",
+                   attr->min_rnr_timer);
         }
     }
     if (mask & A(MAX_QP_RD_ATOMIC)) {
@@ -622,14 +679,16 @@ static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32
     if (mask & A(MAX_DEST_RD_ATOMIC)) {
         attr->max_dest_rd_atomic = p[MI(max_dest_rd_atomic)];
         if (attr->max_dest_rd_atomic > core->cfg.max_rd_atom) {
-            REFUSE(max_dest_rd_atomic, "max_dest_rd_atomic %u is over CAP_MAX_RESP_RES %u",
+            REFUSE(max_dest_rd_atomic,
+                   "max_dest_rd_atomic %u is over CAP_MAX_RESP_RES %u",
                    attr->max_dest_rd_atomic, core->cfg.max_rd_atom);
         }
     }
     if (mask & A(PORT)) {
         attr->port_num = p[MI(port_num)];
         if (attr->port_num != 1) {
-            REFUSE(port_num, "port %u: the device has port 1 only", attr->port_num);
+            REFUSE(port_num, "port %u: the device has port 1 only",
+                   attr->port_num);
         }
     }
     if (mask & A(AV)) {
@@ -643,7 +702,8 @@ static unsigned qp_attr_values(struct qrdma_core *core, const uint8_t *p, uint32
     return 0;
 }
 
-struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core,
+                                      const uint64_t *arg)
 {
     static const char cmd[] = "MODIFY_QP";
     uint8_t info[MODIFY_INFO_SIZE], ctx[QRDMA_QP_CTX_SIZE];
@@ -661,9 +721,11 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
     if (res.major) {
         return res;
     }
-    if ((arg[1] & 63) || core->env.dma_read(core->env.opaque, arg[1], info, sizeof(info))) {
+    if ((arg[1] & 63) ||
+        core->env.dma_read(core->env.opaque, arg[1], info, sizeof(info))) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
-                              "%s: QP %u: info 0x%" PRIx64 " is not 64-byte aligned guest RAM",
+                              "%s: QP %u: info 0x%" PRIx64
+                              " is not 64-byte aligned guest RAM",
                               cmd, id, arg[1]);
     }
     mask = qrdma_ld_le32(info + MI(attr_mask));
@@ -673,33 +735,38 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
         return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(attr_mask), id, why);
     }
     if (mask & QP_ATTR_UNSUPPORTED) {
-        snprintf(why, sizeof(why), "ATTR_MASK 0x%x asks for ALT_PATH, PATH_MIG_STATE or CAP "
-                 "(0x%x), which the device does not implement", mask,
-                 mask & QP_ATTR_UNSUPPORTED);
+        snprintf(why, sizeof(why),
+                 "ATTR_MASK 0x%x asks for ALT_PATH, PATH_MIG_STATE or CAP "
+                 "(0x%x), which the device does not implement",
+                 mask, mask & QP_ATTR_UNSUPPORTED);
         return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(attr_mask), id, why);
     }
-    for (i = 0; i < sizeof(((struct qrdma_qp_modify_info *)0)->reserved0); i++) {
+    for (i = 0; i < sizeof(((struct qrdma_qp_modify_info *)0)->reserved0);
+         i++) {
         if (info[MI(reserved0) + i]) {
             return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(reserved0) + i, id,
                                "reserved0 is not 0");
         }
     }
     if (qrdma_ld_le32(info + MI(reserved1))) {
-        return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(reserved1), id, "reserved1 is not 0");
+        return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(reserved1), id,
+                           "reserved1 is not 0");
     }
     for (i = 0; i < 6; i++) {
         if (qrdma_ld_le64(info + MI(reserved2) + 8 * i)) {
-            return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(reserved2) + 8 * i, id,
-                               "reserved2 is not 0");
+            return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(reserved2) + 8 * i,
+                               id, "reserved2 is not 0");
         }
     }
 
     cur = qp->state;
-    next_state = cur;           /* IB: without STATE, attributes change in place */
+    /* IB: without STATE, attributes change in place */
+    next_state = cur;
     if (mask & A(STATE)) {
         next_state = info[MI(state)];
         if (next_state >= QRDMA_QP_NUM_STATES) {
-            snprintf(why, sizeof(why), "state %u is not a QP state", next_state);
+            snprintf(why, sizeof(why), "state %u is not a QP state",
+                     next_state);
             return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(state), id, why);
         }
     }
@@ -707,46 +774,59 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
         uint8_t expected = info[MI(cur_state)];
 
         if (expected >= QRDMA_QP_NUM_STATES) {
-            snprintf(why, sizeof(why), "current state %u is not a QP state", expected);
-            return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(cur_state), id, why);
+            snprintf(why, sizeof(why), "current state %u is not a QP state",
+                     expected);
+            return modify_fail(core, QRDMA_CQP_ERR_INFO, MI(cur_state), id,
+                               why);
         }
         if (expected != cur) {
             snprintf(why, sizeof(why), "the driver expects %s, the QP is in %s",
                      qp_state_name[expected], qp_state_name[cur]);
-            return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_TRANSITION, id, why);
+            return modify_fail(core, QRDMA_CQP_ERR_STATE,
+                               QRDMA_STATE_ERR_TRANSITION, id, why);
         }
     }
     kind = qp_kind(qp->type, qp->flags);
     tr = &qp_transition_attrs[cur][next_state];
     if (!(qrdma_qp_transitions[cur][next_state] & QRDMA_QPK_BIT(kind))) {
         snprintf(why, sizeof(why), "%s %s -> %s is not a transition IB allows",
-                 qp_kind_name[kind], qp_state_name[cur], qp_state_name[next_state]);
-        return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_TRANSITION, id, why);
+                 qp_kind_name[kind], qp_state_name[cur],
+                 qp_state_name[next_state]);
+        return modify_fail(core, QRDMA_CQP_ERR_STATE,
+                           QRDMA_STATE_ERR_TRANSITION, id, why);
     }
     missing = tr->req[kind] & ~mask;
     if (missing) {
-        snprintf(why, sizeof(why), "%s %s -> %s requires attributes 0x%x; ATTR_MASK 0x%x "
-                 "lacks 0x%x", qp_kind_name[kind], qp_state_name[cur],
+        snprintf(why, sizeof(why),
+                 "%s %s -> %s requires attributes 0x%x; ATTR_MASK 0x%x "
+                 "lacks 0x%x",
+                 qp_kind_name[kind], qp_state_name[cur],
                  qp_state_name[next_state], tr->req[kind], mask, missing);
-        return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_ATTR, id, why);
+        return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_ATTR, id,
+                           why);
     }
     allowed = A(STATE) | tr->req[kind] | tr->opt[kind];
     if (mask & ~allowed) {
         snprintf(why, sizeof(why), "%s %s -> %s does not take attributes 0x%x",
-                 qp_kind_name[kind], qp_state_name[cur], qp_state_name[next_state],
-                 mask & ~allowed);
-        return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_ATTR, id, why);
+                 qp_kind_name[kind], qp_state_name[cur],
+                 qp_state_name[next_state], mask & ~allowed);
+        return modify_fail(core, QRDMA_CQP_ERR_STATE, QRDMA_STATE_ERR_ATTR, id,
+                           why);
     }
 
     next = *qp;
     bad = qp_attr_values(core, info, mask, &next.attr, id);
     if (bad) {
-        return (struct cqp_result){ .major = QRDMA_CQP_ERR_INFO, .minor = bad - 1 };
+        return (struct cqp_result){ .major = QRDMA_CQP_ERR_INFO,
+                                    .minor = bad - 1 };
     }
     next.attr.set |= mask & QP_ATTR_STORED;
     next.state = next_state;
     if (next_state == QRDMA_QPS_RESET) {
-        /* RESET empties the queues and forgets the attributes: INIT must give them again. */
+        /*
+         * RESET empties the queues and forgets the attributes: INIT must give
+         * them again.
+         */
         memset(&next.attr, 0, sizeof(next.attr));
         next.sq_head = next.rq_head = 0;
     }
@@ -772,9 +852,10 @@ struct cqp_result qrdma_cqp_modify_qp(struct qrdma_core *core, const uint64_t *a
     return cqp_ok;
 }
 
-/* ---- QUERY_QP and DESTROY_QP --------------------------------------------------------- */
+/* ---- QUERY_QP and DESTROY_QP --------------------------------------------- */
 
-struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core,
+                                     const uint64_t *arg)
 {
     static const char cmd[] = "QUERY_QP";
     uint8_t info[MODIFY_INFO_SIZE];
@@ -786,15 +867,18 @@ struct cqp_result qrdma_cqp_query_qp(struct qrdma_core *core, const uint64_t *ar
         return res;
     }
     qp_modify_info_render(qp, info);
-    if ((arg[1] & 63) || core->env.dma_write(core->env.opaque, arg[1], info, sizeof(info))) {
+    if ((arg[1] & 63) ||
+        core->env.dma_write(core->env.opaque, arg[1], info, sizeof(info))) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
-                              "%s: QP %u: buffer 0x%" PRIx64 " is not 64-byte aligned guest RAM",
+                              "%s: QP %u: buffer 0x%" PRIx64
+                              " is not 64-byte aligned guest RAM",
                               cmd, (uint32_t)arg[0], arg[1]);
     }
     return cqp_ok;
 }
 
-struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *arg)
+struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core,
+                                       const uint64_t *arg)
 {
     static const char cmd[] = "DESTROY_QP";
     uint8_t zero[QRDMA_QP_CTX_SIZE];
@@ -806,7 +890,10 @@ struct cqp_result qrdma_cqp_destroy_qp(struct qrdma_core *core, const uint64_t *
     if (res.major) {
         return res;
     }
-    /* As every destroy: a context that cannot be cleared does not keep the QP alive. */
+    /*
+     * As every destroy: a context that cannot be cleared does not keep the QP
+     * alive.
+     */
     memset(zero, 0, sizeof(zero));
     qrdma_obj_ctx_write(core, QRDMA_HMC_QP, id, zero, sizeof(zero), cmd);
     core->obj.cq[qp->send_cq].refs--;

@@ -16,7 +16,8 @@
 
 static uint32_t reg_read_stats_ctrl(struct qrdma_core *core, uint32_t offset)
 {
-    return 0;   /* SNAPSHOT is self-clearing: the copy is done when the write returns */
+    /* SNAPSHOT is self-clearing: the copy is done when the write returns */
+    return 0;
 }
 
 static uint32_t reg_read_stats_num(struct qrdma_core *core, uint32_t offset)
@@ -24,7 +25,8 @@ static uint32_t reg_read_stats_num(struct qrdma_core *core, uint32_t offset)
     return QRDMA_STAT_NUM;
 }
 
-static void reg_write_stats_ctrl(struct qrdma_core *core, uint32_t offset, uint32_t value)
+static void reg_write_stats_ctrl(struct qrdma_core *core, uint32_t offset,
+                                 uint32_t value)
 {
     if (value & QRDMA_STATS_CTRL_SNAPSHOT) {
         qrdma_stats_snapshot(core);
@@ -36,18 +38,23 @@ static uint32_t reg_read_stat(struct qrdma_core *core, uint32_t offset)
     uint32_t i = (offset - QRDMA_REG_STAT_LO(0)) / 8;
     uint64_t v = core->port_stats.snapshot[i];
 
-    return (offset - QRDMA_REG_STAT_LO(0)) % 8 ? (uint32_t)(v >> 32) : (uint32_t)v;
+    return (offset - QRDMA_REG_STAT_LO(0)) % 8 ? (uint32_t)(v >> 32)
+                                               : (uint32_t)v;
 }
 
 /* Counter i's two registers, named after its index's enum name. */
-#define STAT(i, nm)                                                                     \
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STAT_LO(i), B, "STAT_" nm "_LO", reg_read_stat),   \
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STAT_HI(i), B, "STAT_" nm "_HI", reg_read_stat)
+#define STAT_REG(nm) \
+    { .name = "STAT_" nm, .access = QRDMA_REG_RO, .read = reg_read_stat }
+#define STAT(i, nm)                                        \
+    [(QRDMA_REG_STAT_LO(i) - B) / 4] = STAT_REG(nm "_LO"), \
+    [(QRDMA_REG_STAT_HI(i) - B) / 4] = STAT_REG(nm "_HI")
 
 const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
-    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_STATS_CTRL, B, "STATS_CTRL", QRDMA_STATS_CTRL_VALID_MASK,
-                           reg_read_stats_ctrl, reg_write_stats_ctrl),
-    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STATS_NUM, B, "STATS_NUM", reg_read_stats_num),
+    QRDMA_REG_RW_LIVE_DESC(QRDMA_REG_STATS_CTRL, B, "STATS_CTRL",
+                           QRDMA_STATS_CTRL_VALID_MASK, reg_read_stats_ctrl,
+                           reg_write_stats_ctrl),
+    QRDMA_REG_RO_LIVE_DESC(QRDMA_REG_STATS_NUM, B, "STATS_NUM",
+                           reg_read_stats_num),
     STAT(QRDMA_STAT_TX_PKTS, "TX_PKTS"),
     STAT(QRDMA_STAT_TX_BYTES, "TX_BYTES"),
     STAT(QRDMA_STAT_RX_PKTS, "RX_PKTS"),
@@ -101,7 +108,9 @@ void qrdma_stats_snapshot(struct qrdma_core *core)
     s[QRDMA_STAT_RX_ATOMIC_REQUESTS] = be.rx_atomic_requests;
 }
 
-/* The core's counters and the snapshot; the backend's restart with its reset. */
+/*
+ * The core's counters and the snapshot; the backend's restart with its reset.
+ */
 void qrdma_stats_reset(struct qrdma_core *core)
 {
     memset(&core->port_stats, 0, sizeof(core->port_stats));
