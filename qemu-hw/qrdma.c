@@ -218,7 +218,8 @@ static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
  * the core copies what is not); the direction is a read, so unmapping
  * marks nothing dirty for migration.
  */
-static const void *qrdma_env_dma_map_read(void *opaque, uint64_t addr, size_t len)
+static const void *qrdma_env_dma_map_read(void *opaque, uint64_t addr,
+                                          size_t len)
 {
     QrdmaState *s = opaque;
     dma_addr_t plen = len;
@@ -269,7 +270,8 @@ static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
  * does not (dgram, socket), the net layer would join them into a buffer
  * it allocates per frame, so they are joined here, on the stack, instead.
  */
-static void qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+static void qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
+                                     unsigned n)
 {
     QrdmaState *s = opaque;
     NetClientState *nc;

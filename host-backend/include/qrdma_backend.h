@@ -202,14 +202,22 @@ enum qrdma_be_mtu {
  * what id names: a CQ ID, a QP ID or an SRQ ID of the core.
  */
 enum qrdma_be_event {
-    QRDMA_BE_EV_CQ_ERR              = 0,    /* CQ: the backend cannot complete into it */
-    QRDMA_BE_EV_QP_FATAL            = 1,    /* QP: a transport error with no WR to report it; QP in ERR */
-    QRDMA_BE_EV_QP_REQ_ERR          = 2,    /* QP: the responder saw an invalid request; QP in ERR */
-    QRDMA_BE_EV_QP_ACCESS_ERR       = 3,    /* QP: the responder saw a remote access violation; QP in ERR */
-    QRDMA_BE_EV_COMM_EST            = 4,    /* QP: first packet received in RTR */
-    QRDMA_BE_EV_SQ_DRAINED          = 5,    /* QP: SQD reached with nothing outstanding */
-    QRDMA_BE_EV_SRQ_ERR             = 9,    /* SRQ: the backend cannot use it any more */
-    QRDMA_BE_EV_SRQ_LIMIT           = 15,   /* SRQ: its WQEs fell below the armed limit (srq_create/srq_modify) */
+    /* CQ: the backend cannot complete into it */
+    QRDMA_BE_EV_CQ_ERR              = 0,
+    /* QP: a transport error with no WR to report it; QP in ERR */
+    QRDMA_BE_EV_QP_FATAL            = 1,
+    /* QP: the responder saw an invalid request; QP in ERR */
+    QRDMA_BE_EV_QP_REQ_ERR          = 2,
+    /* QP: the responder saw a remote access violation; QP in ERR */
+    QRDMA_BE_EV_QP_ACCESS_ERR       = 3,
+    /* QP: first packet received in RTR */
+    QRDMA_BE_EV_COMM_EST            = 4,
+    /* QP: SQD reached with nothing outstanding */
+    QRDMA_BE_EV_SQ_DRAINED          = 5,
+    /* SRQ: the backend cannot use it any more */
+    QRDMA_BE_EV_SRQ_ERR             = 9,
+    /* SRQ: its WQEs fell below the armed limit (srq_create/srq_modify) */
+    QRDMA_BE_EV_SRQ_LIMIT           = 15,
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
 };
 
@@ -400,9 +408,12 @@ struct qrdma_be_qp_init {
     uint32_t max_send_sge, max_recv_sge, max_inline;
 };
 
-/* A shared receive queue for a backend that posts receives ahead (srq_create). */
+/*
+ * A shared receive queue for a backend that posts receives ahead (srq_create).
+ */
 struct qrdma_be_srq_init {
-    uint32_t srq_id;            /* the core's: get_srq_recv and events name the SRQ by it */
+    /* the core's: get_srq_recv and events name the SRQ by it */
+    uint32_t srq_id;
     uint32_t pd;
     uint32_t max_wr;            /* the SRQ ring's depth */
     uint32_t max_sge;           /* SGEs per WQE */
@@ -539,7 +550,8 @@ struct qrdma_be_callbacks {
      * SRQ_ERROR and skipped it). Its wr_id, given back in the receive
      * completion of whichever QP takes it, names the SRQ WQE.
      */
-    int (*get_srq_recv)(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out);
+    int (*get_srq_recv)(void *opaque, uint32_t srq_id,
+                        struct qrdma_be_recv_wr *out);
     /*
      * A completion of QP qp_id: send side (opcode < QRDMA_BE_WC_RECV) in
      * SQ order; a signaled one also retires the earlier unsignaled WRs.
@@ -569,12 +581,19 @@ struct qrdma_be_callbacks {
      * MR refuses the access. Reading does not dirty guest memory. Every
      * mapping goes back with mr_unmap_read once the frame is out.
      */
-    int (*mr_map_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                       uint32_t len, uint32_t access, struct iovec *iov, unsigned max);
+    int (*mr_map_read)(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                       uint64_t iova, uint32_t len, uint32_t access,
+                       struct iovec *iov, unsigned max);
     void (*mr_unmap_read)(void *opaque, const struct iovec *iov, unsigned n);
-    /* frame_out for a frame in n pieces (headers, mapped payload, ICRC), valid during the call. */
+    /*
+     * frame_out for a frame in n pieces (headers, mapped payload, ICRC), valid
+     * during the call.
+     */
     void (*frame_out_iov)(void *opaque, const struct iovec *iov, unsigned n);
-    /* Guest time in ns (stops while the VM is stopped), the clock of poll's deadlines. */
+    /*
+     * Guest time in ns (stops while the VM is stopped), the clock of poll's
+     * deadlines.
+     */
     uint64_t (*now_ns)(void *opaque);
     /*
      * A transport event of QP qp_id, for the device's trace points: a
@@ -687,7 +706,8 @@ struct qrdma_be_ops {
      */
     int (*srq_create)(struct qrdma_be *be, const struct qrdma_be_srq_init *init,
                       struct qrdma_be_srq **srq);
-    int (*srq_modify)(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit);
+    int (*srq_modify)(struct qrdma_be *be, struct qrdma_be_srq *srq,
+                      uint32_t limit);
     void (*srq_destroy)(struct qrdma_be *be, struct qrdma_be_srq *srq);
 
     /*

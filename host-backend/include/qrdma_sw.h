@@ -400,8 +400,8 @@ struct qsw_ops {
      * Optional: a transport event, for tracing (enum qsw_trace says what
      * psn and detail hold). Rare events only: never per packet sent.
      */
-    void (*trace)(void *opaque, struct qsw_qp *qp, enum qsw_trace ev, uint32_t psn,
-                  uint32_t detail);
+    void (*trace)(void *opaque, struct qsw_qp *qp, enum qsw_trace ev,
+                  uint32_t psn, uint32_t detail);
     /*
      * Optional, all three or none: zero-copy transmit. sge_map gives the
      * host memory behind len bytes at byte offset off of an SGE list, for
@@ -414,9 +414,11 @@ struct qsw_ops {
      * case once it is done. send_frame alone carries the frames that have
      * no mapped payload.
      */
-    int (*sge_map)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge, unsigned nsge,
-                   uint64_t off, uint32_t len, struct iovec *iov, unsigned max);
-    void (*sge_unmap)(void *opaque, struct qsw_qp *qp, const struct iovec *iov, unsigned n);
+    int (*sge_map)(void *opaque, struct qsw_qp *qp, const struct qsw_sge *sge,
+                   unsigned nsge, uint64_t off, uint32_t len, struct iovec *iov,
+                   unsigned max);
+    void (*sge_unmap)(void *opaque, struct qsw_qp *qp, const struct iovec *iov,
+                      unsigned n);
     void (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
 };
 

@@ -191,8 +191,9 @@ static int cb_sge_read(void *opaque, struct qsw_qp *tp,
  * with sge_read instead (which reports any fault the map met); or minus
  * the completion status of an access the MR refuses.
  */
-static int cb_sge_map(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge, unsigned nsge,
-                      uint64_t off, uint32_t len, struct iovec *iov, unsigned max)
+static int cb_sge_map(void *opaque, struct qsw_qp *tp,
+                      const struct qsw_sge *sge, unsigned nsge, uint64_t off,
+                      uint32_t len, struct iovec *iov, unsigned max)
 {
     struct sw_be *sw = opaque;
     struct sw_be_qp *qp = qp_of_tp(tp);
@@ -212,8 +213,9 @@ static int cb_sge_map(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge
             n = len - done;
         }
         if (cnt < max) {
-            r = sw->cb.mr_map_read(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey, sge[i].addr + off,
-                                   (uint32_t)n, 0, iov + cnt, max - cnt);
+            r = sw->cb.mr_map_read(sw->opaque, qp->pd, qp->qp_id, sge[i].lkey,
+                                   sge[i].addr + off, (uint32_t)n, 0, iov + cnt,
+                                   max - cnt);
         }
         if (r <= 0) {
             sw->cb.mr_unmap_read(sw->opaque, iov, cnt);
@@ -225,20 +227,23 @@ static int cb_sge_map(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge
     }
     if (done != len) {
         sw->cb.mr_unmap_read(sw->opaque, iov, cnt);
-        return 0;                           /* the copy names the short SGE list */
+        /* the copy names the short SGE list */
+        return 0;
     }
     return (int)cnt;
 }
 
-static void cb_sge_unmap(void *opaque, struct qsw_qp *tp, const struct iovec *iov, unsigned n)
+static void cb_sge_unmap(void *opaque, struct qsw_qp *tp,
+                         const struct iovec *iov, unsigned n)
 {
     struct sw_be *sw = opaque;
 
     sw->cb.mr_unmap_read(sw->opaque, iov, n);
 }
 
-static int cb_sge_write(void *opaque, struct qsw_qp *tp, const struct qsw_sge *sge,
-                        unsigned nsge, uint64_t off, const void *src, uint32_t len)
+static int cb_sge_write(void *opaque, struct qsw_qp *tp,
+                        const struct qsw_sge *sge, unsigned nsge, uint64_t off,
+                        const void *src, uint32_t len)
 {
     return sge_copy(opaque, tp, sge, nsge, off, NULL, src, len);
 }
@@ -468,7 +473,10 @@ static struct qsw_engine *engine_new(struct sw_be *sw)
     struct qsw_ops ops = sw_engine_ops;
     struct qsw_engine *eng;
 
-    /* An embedding that cannot map guest memory: every payload is copied, without asking. */
+    /*
+     * An embedding that cannot map guest memory: every payload is copied,
+     * without asking.
+     */
     if (!sw->cb.mr_map_read) {
         ops.sge_map = NULL;
         ops.sge_unmap = NULL;

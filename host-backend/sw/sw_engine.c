@@ -78,9 +78,10 @@ struct qsw_engine *qsw_engine_new(const struct qsw_ops *ops, void *opaque,
 {
     struct qsw_engine *eng;
 
-    if (!ops || !ops->send_frame || !ops->now_ns || !ops->complete || !ops->sge_read ||
-        !ops->sge_write || !ops->get_recv || !ops->rkey_read || !ops->rkey_write ||
-        !ops->rkey_atomic || !ops->sge_map != !ops->sge_unmap ||
+    if (!ops || !ops->send_frame || !ops->now_ns || !ops->complete ||
+        !ops->sge_read || !ops->sge_write || !ops->get_recv ||
+        !ops->rkey_read || !ops->rkey_write || !ops->rkey_atomic ||
+        !ops->sge_map != !ops->sge_unmap ||
         !ops->sge_map != !ops->send_frame_iov) {
         return NULL;
     }

@@ -226,7 +226,10 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 
 /* ---- engine and QP ------------------------------------------------------- */
 
-/* Payload pieces of one frame sent mapped (qsw_ops.sge_map); more: the payload is copied. */
+/*
+ * Payload pieces of one frame sent mapped (qsw_ops.sge_map); more: the payload
+ * is copied.
+ */
 #define QSW_TX_IOV_MAX  16
 /*
  * Payloads shorter than this are copied into the frame even when they
@@ -239,9 +242,13 @@ uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
  * VM tests' default) would otherwise never send a frame mapped.
  */
 #define QSW_TX_MAP_MIN  1024
-#define QSW_MAX_FRAME   (ETH_HLEN + IPV6_HLEN + UDP_HLEN + BTH_LEN + ATMETH_LEN + 4096 + 4 + ICRC_LEN)
-#define QSW_MAX_UNACKED 256     /* request PSNs in flight before the requester waits */
-#define QSW_ACKREQ_EVERY 32     /* AckReq at least this often within long messages */
+#define QSW_MAX_FRAME                                                    \
+    (ETH_HLEN + IPV6_HLEN + UDP_HLEN + BTH_LEN + ATMETH_LEN + 4096 + 4 + \
+     ICRC_LEN)
+/* request PSNs in flight before the requester waits */
+#define QSW_MAX_UNACKED 256
+/* AckReq at least this often within long messages */
+#define QSW_ACKREQ_EVERY 32
 #define QSW_MIN_CWND    8       /* the send window never shrinks below this */
 /* responder ACKs unprompted after this many packets */
 #define QSW_ACK_EVERY   16
@@ -393,9 +400,15 @@ struct qsw_engine {
     uint64_t now;               /* cached for the current call */
     uint64_t stall_floor_ns;    /* qsw_engine_set_stall_floor() */
     const uint32_t (*crc_tab)[256];   /* qsw_crc32_tables() */
-    /* frames whose payload went out mapped (qsw_ops.sge_map), not copied into tx */
+    /*
+     * frames whose payload went out mapped (qsw_ops.sge_map), not copied into
+     * tx
+     */
     uint64_t tx_mapped;
-    /* a mapped frame: tx holds the headers, tx_iov the headers, payload pieces and trailer */
+    /*
+     * a mapped frame: tx holds the headers, tx_iov the headers, payload pieces
+     * and trailer
+     */
     struct iovec tx_iov[QSW_TX_IOV_MAX + 2];
     uint8_t tx_trailer[4 + ICRC_LEN];       /* pad, then the ICRC */
     uint8_t tx[QSW_MAX_FRAME] __attribute__((aligned(8)));
@@ -437,23 +450,32 @@ void qsw_complete(struct qsw_qp *qp, const struct qsw_wc *wc);
 void qsw_sq_freed(struct qsw_qp *qp);
 
 /* sw_proto.c: build a frame in eng->tx. */
-uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6);
-void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad, uint32_t dqpn, bool ackreq,
-                uint32_t psn);
-void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
-                   unsigned tp_len);
+uint8_t *qsw_tx_begin(struct qsw_engine *eng, const struct qsw_av *av,
+                      bool ipv6);
+void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad,
+                uint32_t dqpn, bool ackreq, uint32_t psn);
+void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6,
+                   uint16_t sport, unsigned tp_len);
 /*
  * The same for a frame whose payload is not in eng->tx: hdr_len bytes of
  * BTH and extension headers there, then the n pieces of iov (paylen bytes
  * in all, n >= 1), then pad zero bytes; sent through send_frame_iov.
  */
-void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
-                       unsigned hdr_len, const struct iovec *iov, unsigned n, uint32_t paylen,
+void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av,
+                       bool ipv6, uint16_t sport, unsigned hdr_len,
+                       const struct iovec *iov, unsigned n, uint32_t paylen,
                        unsigned pad);
-/* The ICRC in three steps, for a frame in pieces: the headers (l3 on, hdr_len >= IP+UDP+BTH)... */
-uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3, size_t hdr_len, bool ipv6);
-/* ...each further piece with qsw_crc32_update, then the complement is the ICRC. */
-int qsw_parse(struct qsw_engine *eng, const uint8_t *frame, size_t len, struct qsw_pkt *pkt);
+/*
+ * The ICRC in three steps, for a frame in pieces: the headers (l3 on, hdr_len
+ * >= IP+UDP+BTH)...
+ */
+uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3,
+                        size_t hdr_len, bool ipv6);
+/*
+ * ...each further piece with qsw_crc32_update, then the complement is the ICRC.
+ */
+int qsw_parse(struct qsw_engine *eng, const uint8_t *frame, size_t len,
+              struct qsw_pkt *pkt);
 /* The same for a frame to a multicast Ethernet address (qsw_rx_mcast). */
 int qsw_parse_mcast(struct qsw_engine *eng, const uint8_t *frame, size_t len,
                     struct qsw_pkt *pkt);

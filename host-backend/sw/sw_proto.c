@@ -529,7 +529,8 @@ uint32_t qsw_crc32_update(const uint32_t tab[8][256], uint32_t crc,
  * then whatever else of the first hdr_len bytes of l3 (the extension
  * headers, or the whole packet). Not yet complemented.
  */
-uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3, size_t hdr_len, bool ipv6)
+uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3,
+                        size_t hdr_len, bool ipv6)
 {
     uint8_t ph[IPV6_HLEN + UDP_HLEN + BTH_LEN];
     size_t iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
@@ -560,7 +561,8 @@ uint32_t qsw_icrc_begin(const uint32_t tab[8][256], const uint8_t *l3, size_t hd
     return crc32_table(tab, crc, l3 + phl, hdr_len - phl);
 }
 
-uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len, bool ipv6)
+uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len,
+                  bool ipv6)
 {
     return ~qsw_icrc_begin(tab, l3, l3_len, ipv6);
 }
@@ -681,9 +683,9 @@ void qsw_tx_bth(uint8_t *bth, uint8_t opcode, bool se, unsigned pad,
  * (BTH through the padded payload) is tp_len bytes, the UDP checksum
  * aside; returns the UDP length.
  */
-static inline __attribute__((always_inline)) unsigned tx_ip_udp(struct qsw_engine *eng,
-                                                                const struct qsw_av *av, bool ipv6,
-                          uint16_t sport, unsigned tp_len)
+static inline __attribute__((always_inline)) unsigned tx_ip_udp(
+    struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
+    unsigned tp_len)
 {
     uint8_t *l3 = eng->tx + ETH_HLEN;
     unsigned iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
@@ -717,7 +719,8 @@ static inline __attribute__((always_inline)) unsigned tx_ip_udp(struct qsw_engin
     st16(udp, sport);
     st16(udp + 2, QSW_UDP_PORT);
     st16(udp + 4, (uint16_t)udp_len);
-    st16(udp + 6, 0);                       /* IPv4: no UDP checksum (Annex A17) */
+    /* IPv4: no UDP checksum (Annex A17) */
+    st16(udp + 6, 0);
     return udp_len;
 }
 
@@ -729,11 +732,16 @@ static void st_icrc(uint8_t *p, uint32_t icrc)
     p[3] = (uint8_t)(icrc >> 24);
 }
 
-/* The one's complement sum of a piece at an odd or even position of the datagram. */
-static uint64_t csum_piece(uint64_t sum, const uint8_t *p, size_t len, bool *odd)
+/*
+ * The one's complement sum of a piece at an odd or even position of the
+ * datagram.
+ */
+static uint64_t csum_piece(uint64_t sum, const uint8_t *p, size_t len,
+                           bool *odd)
 {
     if (*odd && len) {
-        sum += p[0];                        /* the low byte of the word the last piece began */
+        /* the low byte of the word the last piece began */
+        sum += p[0];
         p++;
         len--;
         *odd = false;
@@ -748,11 +756,15 @@ static uint64_t csum_piece(uint64_t sum, const uint8_t *p, size_t len, bool *odd
     return sum;
 }
 
-/* IPv6 requires a UDP checksum (RFC 8200 8.1); the ICRC masks it. Over the pieces of iov. */
+/*
+ * IPv6 requires a UDP checksum (RFC 8200 8.1); the ICRC masks it. Over the
+ * pieces of iov.
+ */
 static void udp6_csum(uint8_t *l3, const struct iovec *iov, unsigned n)
 {
     uint8_t *udp = l3 + IPV6_HLEN;
-    uint64_t sum = ld16(udp + 4) + 17;      /* pseudo-header: length, next header */
+    /* pseudo-header: length, next header */
+    uint64_t sum = ld16(udp + 4) + 17;
     bool odd = false;
     uint16_t c;
 
@@ -774,16 +786,16 @@ static void tx_count(struct qsw_engine *eng, size_t flen)
 }
 
 /* tp_len: BTH through the padded payload. Fills IP/UDP, the ICRC, and sends. */
-void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
-                   unsigned tp_len)
+void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6,
+                   uint16_t sport, unsigned tp_len)
 {
     uint8_t *l3 = eng->tx + ETH_HLEN;
     unsigned iphl = ipv6 ? IPV6_HLEN : IPV4_HLEN;
     unsigned udp_len = tx_ip_udp(eng, av, ipv6, sport, tp_len);
     size_t flen;
 
-    st_icrc(l3 + iphl + UDP_HLEN + tp_len, qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len,
-                                                    ipv6));
+    st_icrc(l3 + iphl + UDP_HLEN + tp_len,
+            qsw_icrc(eng->crc_tab, l3, iphl + UDP_HLEN + tp_len, ipv6));
     if (ipv6) {
         struct iovec udp = { .iov_base = l3 + iphl, .iov_len = udp_len };
 
@@ -808,8 +820,9 @@ void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, u
  * pieces in place. The frame is at least 60 bytes: 54 of headers, a
  * payload padded to 4 and the ICRC.
  */
-void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6, uint16_t sport,
-                       unsigned hdr_len, const struct iovec *iov, unsigned n, uint32_t paylen,
+void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av,
+                       bool ipv6, uint16_t sport, unsigned hdr_len,
+                       const struct iovec *iov, unsigned n, uint32_t paylen,
                        unsigned pad)
 {
     static const uint8_t zeros[4];
@@ -821,7 +834,8 @@ void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv
 
     crc = qsw_icrc_begin(eng->crc_tab, l3, iphl + UDP_HLEN + hdr_len, ipv6);
     for (i = 0; i < n; i++) {
-        crc = qsw_crc32_update(eng->crc_tab, crc, iov[i].iov_base, iov[i].iov_len);
+        crc = qsw_crc32_update(eng->crc_tab, crc, iov[i].iov_base,
+                               iov[i].iov_len);
     }
     if (pad) {
         crc = qsw_crc32_update(eng->crc_tab, crc, zeros, pad);
@@ -837,7 +851,10 @@ void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv
     eng->tx_iov[cnt].iov_base = eng->tx_trailer;
     eng->tx_iov[cnt++].iov_len = pad + ICRC_LEN;
     if (ipv6) {
-        /* The checksum covers the UDP datagram: the first piece from the UDP header on. */
+        /*
+         * The checksum covers the UDP datagram: the first piece from the UDP
+         * header on.
+         */
         eng->tx_iov[0].iov_base = l3 + iphl;
         eng->tx_iov[0].iov_len = UDP_HLEN + hdr_len;
         udp6_csum(l3, eng->tx_iov, cnt);
@@ -849,7 +866,7 @@ void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av, bool ipv
     eng->ops.send_frame_iov(eng->opaque, eng->tx_iov, cnt);
 }
 
-/* ---- receive -------------------------------------------------------------------- */
+/* ---- receive ------------------------------------------------------------- */
 
 static void gid_from_v4(uint8_t gid[16], const uint8_t *a)
 {

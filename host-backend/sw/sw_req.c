@@ -340,8 +340,8 @@ static uint8_t send_opcode(const struct qsw_wqe *w, bool first, bool last)
  * frames, a payload below QSW_TX_MAP_MIN, or the embedder cannot map),
  * or minus a wc status.
  */
-static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint32_t paylen,
-                       struct iovec *iov)
+static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off,
+                       uint32_t paylen, struct iovec *iov)
 {
     struct qsw_engine *eng = qp->eng;
     uint64_t total = 0;
@@ -350,17 +350,21 @@ static int map_payload(struct qsw_qp *qp, struct qsw_wqe *w, uint64_t off, uint3
     if (!eng->ops.sge_map || eng->fault_on || paylen < QSW_TX_MAP_MIN) {
         return 0;
     }
-    n = eng->ops.sge_map(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off, paylen, iov,
-                         QSW_TX_IOV_MAX);
+    n = eng->ops.sge_map(eng->opaque, qp, w->wr.sg_list, w->wr.num_sge, off,
+                         paylen, iov, QSW_TX_IOV_MAX);
     if (n <= 0) {
         return n;
     }
     for (int i = 0; i < n && i < QSW_TX_IOV_MAX; i++) {
         total += iov[i].iov_len;
     }
-    /* An embedder's slip must not put a frame on the wire whose lengths lie: copy instead. */
+    /*
+     * An embedder's slip must not put a frame on the wire whose lengths lie:
+     * copy instead.
+     */
     if (n > QSW_TX_IOV_MAX || total != paylen) {
-        eng->ops.sge_unmap(eng->opaque, qp, iov, n > QSW_TX_IOV_MAX ? QSW_TX_IOV_MAX : n);
+        eng->ops.sge_unmap(eng->opaque, qp, iov,
+                           n > QSW_TX_IOV_MAX ? QSW_TX_IOV_MAX : n);
         return 0;
     }
     return n;
@@ -460,8 +464,9 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
                     return ret;
                 }
                 nmap = (unsigned)ret;
-                ret = nmap ? 0 : eng->ops.sge_read(eng->opaque, qp, w->wr.sg_list,
-                                                   w->wr.num_sge, off, h, paylen);
+                ret = nmap ? 0
+                           : eng->ops.sge_read(eng->opaque, qp, w->wr.sg_list,
+                                               w->wr.num_sge, off, h, paylen);
                 if (ret) {
                     return ret < 0 ? ret : -QSW_WC_LOC_PROT_ERR;
                 }
@@ -496,7 +501,8 @@ static int send_pkt(struct qsw_qp *qp, struct qsw_wqe *w)
         qp->req.hi_psn = qp->req.psn;
     }
     if (nmap) {
-        qsw_tx_finish_iov(eng, av, ipv6, sport, (unsigned)(h - bth), iov, nmap, paylen, pad);
+        qsw_tx_finish_iov(eng, av, ipv6, sport, (unsigned)(h - bth), iov, nmap,
+                          paylen, pad);
         eng->ops.sge_unmap(eng->opaque, qp, iov, nmap);
     } else {
         qsw_tx_finish(eng, av, ipv6, sport, (unsigned)(h - bth) + paylen + pad);

@@ -49,13 +49,15 @@ struct qrdma_vb_verbs {
     int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
                      struct ibv_recv_wr **bad);
 
-    struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+    struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+                                  struct ibv_srq_init_attr *attr);
     int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
     int (*destroy_srq)(struct ibv_srq *srq);
-    int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+    int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                         struct ibv_recv_wr **bad);
 
-    struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                                   unsigned int access);
+    struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t length,
+                                   uint64_t iova, unsigned int access);
     int (*dereg_mr)(struct ibv_mr *mr);
     struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
     int (*dealloc_mw)(struct ibv_mw *mw);

@@ -129,7 +129,8 @@ SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 #define VB_MAX_ID       (1u << 24)      /* QP IDs and MR indexes */
 #define VB_POLL_BATCH   16
 #define VB_AH_CACHE     64
-#define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)  /* a DMA-MR SGE may split at a RAM range's end */
+/* a DMA-MR SGE may split at a RAM range's end */
+#define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)
 /*
  * How often poll looks for SRQ WQEs the guest posted while a host SRQ has
  * room: the guest rings no SRQ doorbell, so this bounds how long a peer
@@ -140,7 +141,10 @@ SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 
 struct vb_pd {
     struct ibv_pd *pd;
-    /* iova = gpa, made for a DMA MR or a window to bind to (MW_BIND); never remote */
+    /*
+     * iova = gpa, made for a DMA MR or a window to bind to (MW_BIND); never
+     * remote
+     */
     struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];
 };
 
@@ -154,7 +158,8 @@ struct vb_sq_entry {
 /* A guest SRQ on a host SRQ. */
 struct qrdma_be_srq {
     uint32_t srq_id, pd;
-    uint32_t size;              /* the guest ring's depth, the host SRQ's max_wr */
+    /* the guest ring's depth, the host SRQ's max_wr */
+    uint32_t size;
     uint32_t posted;            /* WQEs the host SRQ holds */
     uint32_t max_sge;           /* the host SRQ's SGEs per WR */
     struct ibv_srq *srq;
@@ -182,11 +187,13 @@ struct qrdma_be_qp {
 struct vb_mr {
     bool live;
     uint32_t stag, pd, type;
-    struct ibv_mr *mr;          /* NULL for a DMA MR (vb_pd.dma) and a fast-register MR */
+    /* NULL for a DMA MR (vb_pd.dma) and a fast-register MR */
+    struct ibv_mr *mr;
     void *alias;                /* the alias mapping, or NULL */
     size_t alias_len;
     struct ibv_mw *mw;          /* a fast-register MR's host window */
-    uint32_t wire_rkey;         /* its rkey now: the host window's index, the guest's key byte */
+    /* its rkey now: the host window's index, the guest's key byte */
+    uint32_t wire_rkey;
 };
 
 struct vb_ah {
@@ -434,7 +441,8 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
 static void mr_release(struct qrdma_be *be, struct vb_mr *m)
 {
     if (m->mw) {
-        be->v->dealloc_mw(m->mw);       /* unbinds it: before the RAM MR it may be bound to */
+        /* unbinds it: before the RAM MR it may be bound to */
+        be->v->dealloc_mw(m->mw);
     }
     if (m->mr) {
         be->v->dereg_mr(m->mr);
@@ -493,7 +501,8 @@ static int dma_mrs(struct qrdma_be *be, struct vb_pd *p)
          * LOCAL_WRITE lets a window grant remote write (IBTA 10.6.7.2.1).
          */
         p->dma[i] = be->v->reg_mr_iova2(p->pd, r->hva, r->size, r->gpa,
-                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+                                        IBV_ACCESS_LOCAL_WRITE |
+                                            IBV_ACCESS_MW_BIND);
         if (!p->dma[i]) {
             return host_res_err();
         }
@@ -641,7 +650,8 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd,
      * serves peers only (NVMe over RDMA and rdma_rw use the PD's DMA lkey
      * locally).
      */
-    if (!m || !m->live || m->stag != s->lkey || m->pd != pd || m->type == QRDMA_BE_MR_FAST_REG) {
+    if (!m || !m->live || m->stag != s->lkey || m->pd != pd ||
+        m->type == QRDMA_BE_MR_FAST_REG) {
         return -EACCES;
     }
     if (m->type != QRDMA_BE_MR_DMA) {
@@ -766,7 +776,8 @@ static int qp_table_put(struct qrdma_be *be, uint32_t qp_id,
     return 0;
 }
 
-static int srq_table_put(struct qrdma_be *be, uint32_t srq_id, struct qrdma_be_srq *srq)
+static int srq_table_put(struct qrdma_be *be, uint32_t srq_id,
+                         struct qrdma_be_srq *srq)
 {
     if (srq_id >= VB_MAX_ID) {
         return -EINVAL;
@@ -852,8 +863,10 @@ static int vb_qp_create(struct qrdma_be *be,
     }
     /* With an SRQ, at most the SRQ's WQEs complete here. */
     q->rcq = be->v->create_cq(be->ctx,
-                              (int)(q->srq ? q->srq->size : q->rq_size ? q->rq_size : 1), q,
-                              be->ch, 0);
+                              (int)(q->srq       ? q->srq->size
+                                    : q->rq_size ? q->rq_size
+                                                 : 1),
+                              q, be->ch, 0);
     if (!q->rcq) {
         ret = host_res_err();
         goto err_free;
@@ -877,7 +890,9 @@ static int vb_qp_create(struct qrdma_be *be,
     attr.cap.max_recv_wr = q->srq ? 0 : init->max_recv_wr;
     /* A DMA-MR SGE may become two host SGEs; ask for the room. */
     attr.cap.max_send_sge = init->max_send_sge ? 2 * init->max_send_sge : 1;
-    attr.cap.max_recv_sge = q->srq ? 0 : init->max_recv_sge ? 2 * init->max_recv_sge : 1;
+    attr.cap.max_recv_sge = q->srq               ? 0
+                            : init->max_recv_sge ? 2 * init->max_recv_sge
+                                                 : 1;
     if (attr.cap.max_send_sge > VB_MAX_HOST_SGE) {
         attr.cap.max_send_sge = VB_MAX_HOST_SGE;
     }
@@ -1025,8 +1040,12 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
     }
 }
 
-/* The fast-register MR of QP q's PD that stag names (index, and key byte if exact). */
-static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag, bool exact)
+/*
+ * The fast-register MR of QP q's PD that stag names (index, and key byte if
+ * exact).
+ */
+static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q,
+                           uint32_t stag, bool exact)
 {
     struct vb_mr *m = mr_slot(be, stag, false);
 
@@ -1049,7 +1068,8 @@ static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t 
  * (-EINVAL: LOC_QP_OP_ERR).
  */
 static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
-                            const struct qrdma_be_fast_reg *fr, struct ibv_send_wr *hw)
+                            const struct qrdma_be_fast_reg *fr,
+                            struct ibv_send_wr *hw)
 {
     struct vb_mr *m = fr_mr(be, q, fr->stag, false);
     struct vb_pieces pieces = { 0 };
@@ -1061,12 +1081,17 @@ static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
     }
     ret = be->cbs.fast_reg(be->opaque, q->pd, fr);
     if (!ret) {
-        ret = be->cbs.mr_gpa_walk(be->opaque, q->pd, fr->stag, fr->iova, fr->length, piece_add,
-                                  &pieces);
+        ret = be->cbs.mr_gpa_walk(be->opaque, q->pd, fr->stag, fr->iova,
+                                  fr->length, piece_add, &pieces);
     }
-    if (!ret && (pieces.n != 1 || pieces.gpa[0] != fr->iova ||
-                 !(r = ram_of(be, pieces.gpa[0], pieces.len[0])))) {
+    if (!ret && (pieces.n != 1 || pieces.gpa[0] != fr->iova)) {
         ret = -EINVAL;
+    }
+    if (!ret) {
+        r = ram_of(be, pieces.gpa[0], pieces.len[0]);
+        if (!r) {
+            ret = -EINVAL;
+        }
     }
     free(pieces.gpa);
     free(pieces.len);
@@ -1082,13 +1107,17 @@ static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
     hw->bind_mw.bind_info.addr = fr->iova;
     hw->bind_mw.bind_info.length = fr->length;
     hw->bind_mw.bind_info.mw_access_flags =
-        fr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+        fr->access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                      IBV_ACCESS_REMOTE_ATOMIC);
     return 0;
 }
 
-/* A LOCAL_INV WR (the guest names its STag) as the host's, by the window's wire rkey. */
-static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t stag,
-                             struct ibv_send_wr *hw)
+/*
+ * A LOCAL_INV WR (the guest names its STag) as the host's, by the window's wire
+ * rkey.
+ */
+static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
+                             uint32_t stag, struct ibv_send_wr *hw)
 {
     struct vb_mr *m = fr_mr(be, q, stag, true);
 
@@ -1100,8 +1129,12 @@ static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_
     return 0;
 }
 
-/* The fast-register MR of QP q's PD whose window has wire rkey rkey now, or NULL. */
-static struct vb_mr *window_of(struct qrdma_be *be, struct qrdma_be_qp *q, uint32_t rkey)
+/*
+ * The fast-register MR of QP q's PD whose window has wire rkey rkey now, or
+ * NULL.
+ */
+static struct vb_mr *window_of(struct qrdma_be *be, struct qrdma_be_qp *q,
+                               uint32_t rkey)
 {
     uint32_t i;
 
@@ -1123,7 +1156,8 @@ static struct vb_mr *window_of(struct qrdma_be *be, struct qrdma_be_qp *q, uint3
  * means nothing on an RC or UC QP: there, with an rkey that is one of
  * our windows, it is the invalidation.
  */
-static struct vb_mr *recv_invalidated(struct qrdma_be *be, struct qrdma_be_qp *q,
+static struct vb_mr *recv_invalidated(struct qrdma_be *be,
+                                      struct qrdma_be_qp *q,
                                       const struct ibv_wc *hw)
 {
     if (hw->status != IBV_WC_SUCCESS || (hw->wc_flags & IBV_WC_WITH_IMM)) {
@@ -1157,7 +1191,8 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     case QRDMA_BE_WR_LOCAL_INV:
         break;
     default:
-        return -EOPNOTSUPP;     /* BIND_MW: no guest windows (CARRIES_MW clear) */
+        /* BIND_MW: no guest windows (CARRIES_MW clear) */
+        return -EOPNOTSUPP;
     }
     if (q->sq_tail - q->sq_head >= q->sq_size) {
         q->sq_refused = true;
@@ -1166,9 +1201,10 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     memset(&hw, 0, sizeof(hw));
     hw.wr_id = wr->wr_id;
     hw.opcode = (enum ibv_wr_opcode)wr->opcode;
-    hw.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
-                                      IBV_SEND_INLINE);
-    if (wr->opcode == QRDMA_BE_WR_FAST_REG || wr->opcode == QRDMA_BE_WR_LOCAL_INV) {
+    hw.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+                                      IBV_SEND_SOLICITED | IBV_SEND_INLINE);
+    if (wr->opcode == QRDMA_BE_WR_FAST_REG ||
+        wr->opcode == QRDMA_BE_WR_LOCAL_INV) {
         hw.send_flags &= ~(unsigned)(IBV_SEND_INLINE | IBV_SEND_SOLICITED);
         ret = wr->opcode == QRDMA_BE_WR_FAST_REG
               ? fast_reg_to_host(be, q, &wr->fast_reg, &hw)
@@ -1251,8 +1287,9 @@ post:
          */
         hw.bind_mw.mw->rkey = hw.bind_mw.rkey;
     }
-    q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){ .wr_id = wr->wr_id,
-                                                           .wc_opcode = wc_opcode_of(wr->opcode) };
+    q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){
+        .wr_id = wr->wr_id, .wc_opcode = wc_opcode_of(wr->opcode)
+    };
     q->sq_tail++;
     return 0;
 }
@@ -1311,7 +1348,7 @@ static void vb_recv_doorbell(struct qrdma_be *be, struct qrdma_be_qp *q)
     rq_fill(be, q);
 }
 
-/* ---- SRQs -------------------------------------------------------------------------------- */
+/* ---- SRQs ---------------------------------------------------------------- */
 
 /*
  * Take the guest's new SRQ WQEs onto the host SRQ, as many as it has room
@@ -1335,10 +1372,12 @@ static void srq_fill(struct qrdma_be *be, struct qrdma_be_srq *srq)
             return;
         }
         if (ret) {
-            continue;           /* unusable: the core raised SRQ_ERROR and skipped it */
+            /* unusable: the core raised SRQ_ERROR and skipped it */
+            continue;
         }
         for (i = 0; !ret && i < rw.num_sge && i < QRDMA_BE_MAX_SGE; i++) {
-            ret = sge_to_host(be, srq->pd, &rw.sg_list[i], sge, &n, srq->max_sge);
+            ret = sge_to_host(be, srq->pd, &rw.sg_list[i], sge, &n,
+                              srq->max_sge);
         }
         memset(&hw, 0, sizeof(hw));
         hw.wr_id = rw.wr_id;
@@ -1353,7 +1392,8 @@ static void srq_fill(struct qrdma_be *be, struct qrdma_be_srq *srq)
 }
 
 /* Arm (limit > 0) or disarm the host SRQ's limit event. */
-static int srq_arm(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+static int srq_arm(struct qrdma_be *be, struct qrdma_be_srq *srq,
+                   uint32_t limit)
 {
     struct ibv_srq_attr attr = { .srq_limit = limit };
 
@@ -1368,7 +1408,8 @@ static void srq_free(struct qrdma_be *be, struct qrdma_be_srq *srq)
     free(srq);
 }
 
-static int vb_srq_create(struct qrdma_be *be, const struct qrdma_be_srq_init *init,
+static int vb_srq_create(struct qrdma_be *be,
+                         const struct qrdma_be_srq_init *init,
                          struct qrdma_be_srq **srqp)
 {
     struct ibv_srq_init_attr attr;
@@ -1393,13 +1434,17 @@ static int vb_srq_create(struct qrdma_be *be, const struct qrdma_be_srq_init *in
     memset(&attr, 0, sizeof(attr));
     attr.srq_context = srq;
     attr.attr.max_wr = init->max_wr;
-    /* A DMA-MR SGE may become two host SGEs: ask for the room, or make do without. */
+    /*
+     * A DMA-MR SGE may become two host SGEs: ask for the room, or make do
+     * without.
+     */
     attr.attr.max_sge = init->max_sge ? 2 * init->max_sge : 1;
     if (attr.attr.max_sge > VB_MAX_HOST_SGE) {
         attr.attr.max_sge = VB_MAX_HOST_SGE;
     }
     srq->srq = be->v->create_srq(p->pd, &attr);
-    if (!srq->srq && errno == EINVAL && init->max_sge && attr.attr.max_sge > init->max_sge) {
+    if (!srq->srq && errno == EINVAL && init->max_sge &&
+        attr.attr.max_sge > init->max_sge) {
         attr.attr.max_sge = init->max_sge;
         srq->srq = be->v->create_srq(p->pd, &attr);
     }
@@ -1426,7 +1471,8 @@ err_free:
     return ret;
 }
 
-static int vb_srq_modify(struct qrdma_be *be, struct qrdma_be_srq *srq, uint32_t limit)
+static int vb_srq_modify(struct qrdma_be *be, struct qrdma_be_srq *srq,
+                         uint32_t limit)
 {
     /* Fill first: the host counts only the WQEs it holds against the limit. */
     srq_fill(be, srq);
@@ -1441,7 +1487,7 @@ static void vb_srq_destroy(struct qrdma_be *be, struct qrdma_be_srq *srq)
     srq_free(be, srq);
 }
 
-/* ---- completions and events ------------------------------------------------------------- */
+/* ---- completions and events ---------------------------------------------- */
 
 /*
  * One host completion of QP q, from its send CQ or its receive CQ, to the core.
@@ -1473,10 +1519,14 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
          * an unsolicited one, which consumers tolerate).
          */
         wc.wc_flags |= QRDMA_BE_WC_SOLICITED;
+        m = recv_invalidated(be, q, hw);    /* NULL with immediate data */
         if (hw->wc_flags & IBV_WC_WITH_IMM) {
             wc.imm_data = hw->imm_data;
-        } else if ((m = recv_invalidated(be, q, hw)) != NULL) {
-            /* The host invalidated the window; the core's table follows, by STag. */
+        } else if (m) {
+            /*
+             * The host invalidated the window; the core's table follows, by
+             * STag.
+             */
             be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
             wc.wc_flags |= QRDMA_BE_WC_WITH_INV;
             wc.invalidated_stag = hw->invalidated_rkey;
@@ -1503,7 +1553,10 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
 
             q->sq_head++;
             if (e->wr_id == hw->wr_id) {
-                /* The WR's own: verbs leaves it undefined on errors, and a FAST_REG ran as a bind. */
+                /*
+                 * The WR's own: verbs leaves it undefined on errors, and a
+                 * FAST_REG ran as a bind.
+                 */
                 wc.opcode = e->wc_opcode;
                 break;
             }
@@ -1564,8 +1617,10 @@ static void async_events(struct qrdma_be *be)
         case IBV_EVENT_SRQ_ERR: {
             struct qrdma_be_srq *srq = ev.element.srq->srq_context;
 
-            be->cbs.event(be->opaque, ev.event_type == IBV_EVENT_SRQ_ERR ? QRDMA_BE_EV_SRQ_ERR
-                                                                         : QRDMA_BE_EV_SRQ_LIMIT,
+            be->cbs.event(be->opaque,
+                          ev.event_type == IBV_EVENT_SRQ_ERR
+                              ? QRDMA_BE_EV_SRQ_ERR
+                              : QRDMA_BE_EV_SRQ_LIMIT,
                           srq->srq_id);
             break;
         }

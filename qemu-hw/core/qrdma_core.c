@@ -315,10 +315,10 @@ int qrdma_core_init(struct qrdma_core *core,
         snprintf(err, err_len, "mac is a multicast address");
         return -EINVAL;
     }
-    if (!env->guest_error || !env->schedule_pe_ready || !env->link_up || !env->dma_read ||
-        !env->dma_write || !env->msix_notify || !env->send_frame || !env->kick ||
-        !env->rx_ready || !env->now_ns || !env->timer_mod ||
-        !env->dma_map_read != !env->dma_unmap_read) {
+    if (!env->guest_error || !env->schedule_pe_ready || !env->link_up ||
+        !env->dma_read || !env->dma_write || !env->msix_notify ||
+        !env->send_frame || !env->kick || !env->rx_ready || !env->now_ns ||
+        !env->timer_mod || !env->dma_map_read != !env->dma_unmap_read) {
         snprintf(err, err_len, "incomplete core environment");
         return -EINVAL;
     }

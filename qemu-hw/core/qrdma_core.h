@@ -452,8 +452,10 @@ struct qrdma_srq {
     struct qrdma_queue ring;
     /* The data path's. */
     uint32_t head;              /* next WQE the device takes */
-    uint32_t outstanding;       /* posted and not yet taken, as QUERY_SRQ reports */
-    struct qrdma_be_srq *be_srq; /* the backend's, with srq_create; NULL otherwise */
+    /* posted and not yet taken, as QUERY_SRQ reports */
+    uint32_t outstanding;
+    /* the backend's, with srq_create; NULL otherwise */
+    struct qrdma_be_srq *be_srq;
 };
 
 struct qrdma_ah {
@@ -849,14 +851,17 @@ int qrdma_mr_walk_next(struct qrdma_core *core, struct qrdma_mr_walk *walk,
  * checks and codes; a piece that fails the DMA is QRDMA_MR_ERR_NOT_RAM.
  * A failure may leave part of the copy done.
  */
-int qrdma_mr_read(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
-                  void *buf, uint64_t len, unsigned access);
-int qrdma_mr_write(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint64_t iova,
-                   const void *buf, uint64_t len, unsigned access);
-int qrdma_mr_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
-                     uint64_t iova, void *buf, uint64_t len, unsigned access);
-int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
-                      uint64_t iova, const void *buf, uint64_t len, unsigned access);
+int qrdma_mr_read(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                  uint64_t iova, void *buf, uint64_t len, unsigned access);
+int qrdma_mr_write(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                   uint64_t iova, const void *buf, uint64_t len,
+                   unsigned access);
+int qrdma_mr_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                     uint32_t qp_id, uint64_t iova, void *buf, uint64_t len,
+                     unsigned access);
+int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                      uint32_t qp_id, uint64_t iova, const void *buf,
+                      uint64_t len, unsigned access);
 /*
  * The same checks, then the pieces mapped for reading (env.dma_map_read)
  * into iov, at most max: their number; 0 when they cannot all be mapped
@@ -865,9 +870,10 @@ int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint3
  * qrdma_mr_read_qp names the fault); or minus a QRDMA_MR_ERR_* code.
  * Give the pieces back with qrdma_mr_unmap_read.
  */
-int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
-                         uint64_t iova, uint64_t len, unsigned access, struct iovec *iov,
-                         unsigned max);
-void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov, unsigned n);
+int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                         uint32_t qp_id, uint64_t iova, uint64_t len,
+                         unsigned access, struct iovec *iov, unsigned max);
+void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov,
+                         unsigned n);
 
 #endif /* QRDMA_CORE_H */

@@ -453,11 +453,12 @@ static int cb_mr_write(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
                : 0;
 }
 
-static int cb_mr_map_read(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
-                          uint64_t iova, uint32_t len, uint32_t access, struct iovec *iov,
-                          unsigned max)
+static int cb_mr_map_read(void *opaque, uint32_t pd, uint32_t qp_id,
+                          uint32_t stag, uint64_t iova, uint32_t len,
+                          uint32_t access, struct iovec *iov, unsigned max)
 {
-    int n = qrdma_mr_map_read_qp(opaque, stag, pd, qp_id, iova, len, access, iov, max);
+    int n = qrdma_mr_map_read_qp(opaque, stag, pd, qp_id, iova, len, access,
+                                 iov, max);
 
     return n < 0 ? -EACCES : n;
 }
@@ -467,8 +468,8 @@ static void cb_mr_unmap_read(void *opaque, const struct iovec *iov, unsigned n)
     qrdma_mr_unmap_read(opaque, iov, n);
 }
 
-static int cb_mr_check(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag, uint64_t iova,
-                       uint64_t len, uint32_t access)
+static int cb_mr_check(void *opaque, uint32_t pd, uint32_t qp_id, uint32_t stag,
+                       uint64_t iova, uint64_t len, uint32_t access)
 {
     struct qrdma_mr_walk walk;
 
@@ -637,7 +638,10 @@ static enum rq_wqe_read read_rq_wqe(struct qrdma_core *core, uint32_t id,
     return RQ_WQE_OK;
 }
 
-/* The SRQ's WQEs posted and not yet taken by the device, from its shadow's posted count. */
+/*
+ * The SRQ's WQEs posted and not yet taken by the device, from its shadow's
+ * posted count.
+ */
 static void srq_outstanding(struct qrdma_core *core, struct qrdma_srq *srq)
 {
     uint8_t shadow[8];
@@ -653,7 +657,8 @@ static void srq_outstanding(struct qrdma_core *core, struct qrdma_srq *srq)
     }
 }
 
-static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrdma_srq *srq)
+static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id,
+                            struct qrdma_srq *srq)
 {
     /*
      * A backend that posts SRQ WQEs ahead to a host SRQ holds most of the
@@ -675,7 +680,8 @@ static void srq_limit_check(struct qrdma_core *core, uint32_t srq_id, struct qrd
  * malformed one raises SRQ_ERROR and is skipped, as there is no QP yet
  * whose receive could complete in error.
  */
-static int cb_get_srq_recv(void *opaque, uint32_t srq_id, struct qrdma_be_recv_wr *out)
+static int cb_get_srq_recv(void *opaque, uint32_t srq_id,
+                           struct qrdma_be_recv_wr *out)
 {
     struct qrdma_core *core = opaque;
     struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
@@ -689,9 +695,11 @@ static int cb_get_srq_recv(void *opaque, uint32_t srq_id, struct qrdma_be_recv_w
         return -ENOENT;
     }
     if (r != RQ_WQE_OK) {
-        qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable", srq_id,
+        qrdma_guest_error(core, "SRQ %u: WQE %u is malformed or unreadable",
+                          srq_id,
                           srq->head & ((1u << srq->ring.size_log2) - 1));
-        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_ERROR, QRDMA_AE_SRC_SRQ);
+        qrdma_aeq_post(core, srq->srq_ctx, srq_id, QRDMA_AE_SRQ_ERROR,
+                       QRDMA_AE_SRC_SRQ);
         core->dp.bad_wqes++;
         srq->head++;
         return -EIO;
@@ -945,7 +953,8 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
         /* One event per arming, as IB says; MODIFY_SRQ arms it again. */
         if (srq && srq->limit) {
             srq->limit = 0;
-            qrdma_aeq_post(core, srq->srq_ctx, id, QRDMA_AE_SRQ_LIMIT, QRDMA_AE_SRC_SRQ);
+            qrdma_aeq_post(core, srq->srq_ctx, id, QRDMA_AE_SRQ_LIMIT,
+                           QRDMA_AE_SRC_SRQ);
         }
         return;
     }
@@ -1030,7 +1039,8 @@ static void cb_frame_out(void *opaque, const void *frame, size_t len)
 }
 
 /* A frame in pieces into one buffer; 0 when it does not fit. */
-static size_t iov_join(uint8_t *dst, size_t cap, const struct iovec *iov, unsigned n)
+static size_t iov_join(uint8_t *dst, size_t cap, const struct iovec *iov,
+                       unsigned n)
 {
     size_t len = 0;
 
@@ -1058,7 +1068,8 @@ static void cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
     size_t len;
 
     lan_mac(core, mac);
-    if (core->env.send_frame_iov && n && iov[0].iov_len >= 6 && memcmp(iov[0].iov_base, mac, 6)) {
+    if (core->env.send_frame_iov && n && iov[0].iov_len >= 6 &&
+        memcmp(iov[0].iov_base, mac, 6)) {
         if (core->env.link_up(core->env.opaque)) {
             core->env.send_frame_iov(core->env.opaque, iov, n);
         }
@@ -1072,7 +1083,10 @@ static void cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
     cb_frame_out(core, dp->tx_join, len);
 }
 
-/* The backend's send queue, full at a post, has room: fetch the rest of the ring. */
+/*
+ * The backend's send queue, full at a post, has room: fetch the rest of the
+ * ring.
+ */
 static void cb_sq_space(void *opaque, uint32_t id)
 {
     dp_kick_qp(opaque, id);
@@ -1152,7 +1166,10 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .now_ns = cb_now_ns,
 };
 
-/* The same for an embedding without dma_map_read: payloads are copied into frames. */
+/*
+ * The same for an embedding without dma_map_read: payloads are copied into
+ * frames.
+ */
 static const struct qrdma_be_callbacks dp_callbacks_copy = {
     .mr_read = cb_mr_read,
     .mr_write = cb_mr_write,
@@ -1688,7 +1705,8 @@ int qrdma_dp_srq_create(struct qrdma_core *core, uint32_t srq_id)
     }
     srq->be_srq = NULL;
     if (!dp->ops->srq_create) {
-        return 0;               /* the core reads SRQ WQEs when messages need them */
+        /* the core reads SRQ WQEs when messages need them */
+        return 0;
     }
     if (!dp->be) {
         return -ENOMEM;
@@ -1709,12 +1727,16 @@ int qrdma_dp_srq_create(struct qrdma_core *core, uint32_t srq_id)
         srq->be_srq = NULL;
         return ret;
     }
-    /* The guest rings no SRQ doorbell: the backend's poll looks for WQEs from now on. */
+    /*
+     * The guest rings no SRQ doorbell: the backend's poll looks for WQEs from
+     * now on.
+     */
     core->env.kick(core->env.opaque, QRDMA_WORK_DP);
     return 0;
 }
 
-int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id, uint32_t limit)
+int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id,
+                        uint32_t limit)
 {
     struct qrdma_srq *srq = qrdma_srq_get(core, srq_id);
     struct qrdma_dp *dp = &core->dp;
@@ -2016,8 +2038,9 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops,
     dp->ops = ops;
     dp->deadline = UINT64_MAX;
     memcpy(dp->be_mac, params.mac, 6);
-    dp->be = ops->create(core->env.dma_map_read ? &dp_callbacks : &dp_callbacks_copy, core,
-                         &params, err, err_len);
+    dp->be = ops->create(core->env.dma_map_read ? &dp_callbacks
+                                                : &dp_callbacks_copy,
+                         core, &params, err, err_len);
     return dp->be ? 0 : -ENOMEM;
 }
 

@@ -57,7 +57,10 @@ struct qrdma_dp_frame {
 
 #define QRDMA_DP_LOOPBACK_MAX   1024    /* frames waiting; more are dropped */
 
-/* The longest frame the backend sends: 4096 bytes of payload and its headers, with room. */
+/*
+ * The longest frame the backend sends: 4096 bytes of payload and its headers,
+ * with room.
+ */
 #define QRDMA_DP_FRAME_MAX  (4096 + 256)
 
 struct qrdma_dp {
@@ -130,9 +133,11 @@ void qrdma_dp_cq_destroy(struct qrdma_core *core, uint32_t cq_id);
  * fails and the old limit stays); DESTROY_SRQ is about to forget it.
  */
 int qrdma_dp_srq_create(struct qrdma_core *core, uint32_t srq_id);
-int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id, uint32_t limit);
+int qrdma_dp_srq_modify(struct qrdma_core *core, uint32_t srq_id,
+                        uint32_t limit);
 void qrdma_dp_srq_destroy(struct qrdma_core *core, uint32_t srq_id);
-int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag, uint32_t *rkey);
+int qrdma_dp_mr_register(struct qrdma_core *core, uint32_t stag,
+                         uint32_t *rkey);
 void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 
 /* Doorbells (page, offset inside the page, value). */

@@ -330,17 +330,24 @@ static struct cqp_result mr_mirror_forget(struct qrdma_core *core,
     memset(&core->obj.mr[stag_index(stag)], 0, sizeof(core->obj.mr[0]));
     qrdma_obj_count_dec(core, QRDMA_HMC_MR);
     memset(zero, 0, sizeof(zero));
-    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero, sizeof(zero), cmd);
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), zero,
+                        sizeof(zero), cmd);
     if (ret == -ENOMEM) {
-        /* Not the guest's fault: NO_RESOURCE, which the driver reports as ENOMEM. */
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
-                              "%s: STag 0x%08x: the backend cannot register it (out of host "
-                              "resources)", cmd, stag);
+        /*
+         * Not the guest's fault: NO_RESOURCE, which the driver reports as
+         * ENOMEM.
+         */
+        return qrdma_cqp_fail(
+            core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
+            "%s: STag 0x%08x: the backend cannot register it (out of host "
+            "resources)",
+            cmd, stag);
     }
-    return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
-                          "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
-                          ret == -ENOTSUP ? "its rkey lacks the STag's key byte"
-                                          : "it refuses the MR");
+    return qrdma_cqp_fail(
+        core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+        "%s: STag 0x%08x: the backend cannot register it (%s)", cmd, stag,
+        ret == -ENOTSUP ? "its rkey lacks the STag's key byte"
+                        : "it refuses the MR");
 }
 
 /* Success: the return value is the rkey peers use (WIRE_IDS, hw-spec 18.1). */
@@ -384,13 +391,16 @@ static struct cqp_result mr_mirror_rereg(struct qrdma_core *core, uint32_t stag,
     }
     core->obj.mr[stag_index(stag)] = *old;
     mr_ctx_render(old, ctx);
-    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx), cmd);
-    return qrdma_cqp_fail(core,
-                          ret == -ENOMEM ? QRDMA_CQP_ERR_NO_RESOURCE : QRDMA_CQP_ERR_INVALID_ARG,
-                          QRDMA_RESOURCE_ERR_HOST,
-                          "%s: STag 0x%08x: the backend cannot re-register it (%s); the old "
-                          "registration stays", cmd, stag,
-                          ret == -ENOMEM ? "out of host resources" : "it refuses the MR");
+    qrdma_obj_ctx_write(core, QRDMA_HMC_MR, stag_index(stag), ctx, sizeof(ctx),
+                        cmd);
+    return qrdma_cqp_fail(
+        core,
+        ret == -ENOMEM ? QRDMA_CQP_ERR_NO_RESOURCE : QRDMA_CQP_ERR_INVALID_ARG,
+        QRDMA_RESOURCE_ERR_HOST,
+        "%s: STag 0x%08x: the backend cannot re-register it (%s); the old "
+        "registration stays",
+        cmd, stag,
+        ret == -ENOMEM ? "out of host resources" : "it refuses the MR");
 }
 
 struct cqp_result qrdma_cqp_reg_mr(struct qrdma_core *core, const uint64_t *arg)
@@ -1122,9 +1132,9 @@ int qrdma_mr_write_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
     return mr_copy(core, stag, pd, qp_id, iova, NULL, buf, len, access);
 }
 
-int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, uint32_t qp_id,
-                         uint64_t iova, uint64_t len, unsigned access, struct iovec *iov,
-                         unsigned max)
+int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd,
+                         uint32_t qp_id, uint64_t iova, uint64_t len,
+                         unsigned access, struct iovec *iov, unsigned max)
 {
     struct qrdma_mr_walk walk;
     uint64_t gpa, n;
@@ -1135,7 +1145,8 @@ int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, ui
     if (!core->env.dma_map_read) {
         return 0;
     }
-    err = qrdma_mr_translate_qp(core, stag, pd, qp_id, iova, len, access, &walk);
+    err = qrdma_mr_translate_qp(core, stag, pd, qp_id, iova, len, access,
+                                &walk);
     if (err) {
         return -err;
     }
@@ -1158,14 +1169,16 @@ int qrdma_mr_map_read_qp(struct qrdma_core *core, uint32_t stag, uint32_t pd, ui
     return (int)cnt;
 }
 
-void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov, unsigned n)
+void qrdma_mr_unmap_read(struct qrdma_core *core, const struct iovec *iov,
+                         unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
-        core->env.dma_unmap_read(core->env.opaque, iov[i].iov_base, iov[i].iov_len);
+        core->env.dma_unmap_read(core->env.opaque, iov[i].iov_base,
+                                 iov[i].iov_len);
     }
 }
 
-/* ---- windows: bind and invalidate, in SQ order ------------------------------------ */
+/* ---- windows: bind and invalidate, in SQ order --------------------------- */
 
 /*
  * BIND_MW (section 18.4). The checks, in the order rxe and the IBTA rules

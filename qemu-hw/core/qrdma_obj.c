@@ -843,8 +843,9 @@ struct cqp_result qrdma_cqp_create_srq(struct qrdma_core *core,
         memset(&core->obj.srq[id], 0, sizeof(core->obj.srq[id]));
         qrdma_obj_count_dec(core, QRDMA_HMC_SRQ);
         if (ret == -ENOMEM) {
-            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
-                                  "%s: SRQ %u: the device is out of host resources", cmd, id);
+            return qrdma_cqp_fail(
+                core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
+                "%s: SRQ %u: the device is out of host resources", cmd, id);
         }
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
                               "%s: SRQ %u: the backend refuses it", cmd, id);
@@ -882,7 +883,8 @@ struct cqp_result qrdma_cqp_modify_srq(struct qrdma_core *core,
     ret = qrdma_dp_srq_modify(core, id, limit);
     if (ret) {
         return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 1,
-                              "%s: SRQ %u: the backend cannot set LIMIT %u", cmd, id, limit);
+                              "%s: SRQ %u: the backend cannot set LIMIT %u",
+                              cmd, id, limit);
     }
     next = *srq;
     next.limit = limit;

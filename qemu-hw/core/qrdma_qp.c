@@ -552,13 +552,19 @@ struct cqp_result qrdma_cqp_create_qp(struct qrdma_core *core,
         memset(ctx, 0, sizeof(ctx));
         qrdma_obj_ctx_write(core, QRDMA_HMC_QP, id, ctx, sizeof(ctx), cmd);
         if (ret == -ENOMEM) {
-            /* Not the guest's fault: NO_RESOURCE, which the driver reports as ENOMEM. */
-            return qrdma_cqp_fail(core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
-                                  "%s: QP %u: the device is out of host resources", cmd, id);
+            /*
+             * Not the guest's fault: NO_RESOURCE, which the driver reports as
+             * ENOMEM.
+             */
+            return qrdma_cqp_fail(
+                core, QRDMA_CQP_ERR_NO_RESOURCE, QRDMA_RESOURCE_ERR_HOST,
+                "%s: QP %u: the device is out of host resources", cmd, id);
         }
-        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0, "%s: QP %u: %s", cmd, id,
-                              ret == -ENOTSUP ? "the backend's QPN does not fit 24 bits"
-                                              : "the backend refuses it");
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG, 0,
+                              "%s: QP %u: %s", cmd, id,
+                              ret == -ENOTSUP
+                                  ? "the backend's QPN does not fit 24 bits"
+                                  : "the backend refuses it");
     }
     /*
      * The QPN peers address the QP by (WIRE_IDS, docs/hw-spec.md section 17.1).
