@@ -303,6 +303,7 @@ struct qsw_engine {
     struct qsw_fault fault;
     uint64_t rng;
     struct qsw_held *held;      /* sorted by release time */
+    struct qsw_held *held_tail; /* its last frame (valid while held is not NULL) */
     uint64_t now;               /* cached for the current call */
     uint64_t stall_floor_ns;    /* qsw_engine_set_stall_floor() */
     const uint32_t (*crc_tab)[256];   /* qsw_crc32_tables() */
