@@ -111,14 +111,6 @@ static int env_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 
 static bool dirty[2][DIRTY_PAGES];
 
-/*
- * What a clean page holds: zero, or after fzb_restore() the saved state's
- * RAM (base_ram, whose pages base_pages may be non-zero). A page is
- * cleaned by copying it back from there.
- */
-static const uint8_t *base_ram[2];
-static const bool *base_pages[2];
-
 void fzb_dirty(struct side *s, uint64_t addr, size_t len)
 {
     uint64_t c;
@@ -134,42 +126,14 @@ void fzb_dirty(struct side *s, uint64_t addr, size_t len)
 
 static void clear_pages(struct side *s, unsigned first, unsigned end)
 {
-    const uint8_t *base = base_ram[s->idx];
     unsigned c;
 
     for (c = first; c < end; c++) {
         if (dirty[s->idx][c]) {
-            const size_t off = (size_t)c << DIRTY_SHIFT;
-
-            if (base) {
-                memcpy(s->ram + off, base + off, 1u << DIRTY_SHIFT);
-            } else {
-                memset(s->ram + off, 0, 1u << DIRTY_SHIFT);
-            }
+            memset(s->ram + ((size_t)c << DIRTY_SHIFT), 0, 1u << DIRTY_SHIFT);
             dirty[s->idx][c] = false;
         }
     }
-}
-
-/*
- * Clean pages from now on hold base (NULL: zero): the pages the old and
- * the new base may hold non-zero are marked, so that the next clearing
- * makes them the new base's.
- */
-static void set_base(struct side *s, const uint8_t *base, const bool *pages)
-{
-    unsigned c;
-
-    if (base == base_ram[s->idx]) {
-        return;
-    }
-    for (c = 0; c < DIRTY_PAGES; c++) {
-        if ((base_pages[s->idx] && base_pages[s->idx][c]) || (pages && pages[c])) {
-            dirty[s->idx][c] = true;
-        }
-    }
-    base_ram[s->idx] = base;
-    base_pages[s->idx] = pages;
 }
 
 /*
@@ -178,15 +142,13 @@ static void set_base(struct side *s, const uint8_t *base, const bool *pages)
  * change to the bed or the programs).
  */
 static bool check_clear;
-static bool snapshots_on;               /* QRDMA_FUZZ_SNAPSHOT (default 1) */
 
 static void check_zero(struct side *s, unsigned first, unsigned end)
 {
-    const uint8_t *base = base_ram[s->idx];
     size_t off;
 
     for (off = (size_t)first << DIRTY_SHIFT; off < (size_t)end << DIRTY_SHIFT; off++) {
-        if (s->ram[off] != (base ? base[off] : 0)) {
+        if (s->ram[off]) {
             bug("side %c: RAM at 0x%llx written without being marked dirty", 'A' + s->idx,
                 (unsigned long long)(RAM_BASE + off));
         }
@@ -588,8 +550,6 @@ void fzb_init(void)
     fzb_trace = e && e[0] == '1';
     e = getenv("QRDMA_FUZZ_CHECK_CLEAR");
     check_clear = e && e[0] == '1';
-    e = getenv("QRDMA_FUZZ_SNAPSHOT");
-    snapshots_on = !(e && e[0] == '0');
     dp_tb_touch = fzb_dirty;
     dp_tb_clear_ram = clear_driver_areas;
     checker = qsw_engine_new(&ops, NULL, mac);
@@ -604,8 +564,9 @@ void fzb_init(void)
     }
 }
 
-static struct qrdma_core_env side_env(struct side *s)
+static void side_init(struct side *s, int idx, unsigned variant)
 {
+    struct qrdma_core_config cfg;
     const struct qrdma_core_env env = {
         .opaque = s,
         .guest_error = env_guest_error,
@@ -620,29 +581,6 @@ static struct qrdma_core_env side_env(struct side *s)
         .now_ns = env_now_ns,
         .timer_mod = env_timer_mod,
     };
-
-    return env;
-}
-
-static void side_config(const struct side *s, unsigned variant, struct qrdma_core_config *cfg)
-{
-    qrdma_core_config_defaults(cfg);
-    memcpy(cfg->mac, s->mac, 6);
-    cfg->pe_ready_delay_us = QRDMA_PE_READY_NEVER;
-    if (variant & FZB_FAULTS) {
-        /* The transport's own loss, duplication, reordering and delay (not corruption). */
-        cfg->fault.loss_ppm = 20000;
-        cfg->fault.dup_ppm = 20000;
-        cfg->fault.reorder_ppm = 20000;
-        cfg->fault.delay_us = 50;
-        cfg->fault.seed = 1 + s->idx;
-    }
-}
-
-static void side_init(struct side *s, int idx, unsigned variant)
-{
-    const struct qrdma_core_env env = side_env(s);
-    struct qrdma_core_config cfg;
     uint8_t *ram = s->ram;
     char err[128] = "";
 
@@ -650,11 +588,20 @@ static void side_init(struct side *s, int idx, unsigned variant)
     memset(s, 0, sizeof(*s));
     s->ram = ram;
     s->idx = idx;
-    set_base(s, NULL, NULL);        /* a bring-up starts from zeroed RAM */
     clear_data(s);                  /* side_bringup() clears the rest */
     side_ident(s, idx);
     s->timer = UINT64_MAX;
-    side_config(s, variant, &cfg);
+    qrdma_core_config_defaults(&cfg);
+    memcpy(cfg.mac, s->mac, 6);
+    cfg.pe_ready_delay_us = QRDMA_PE_READY_NEVER;
+    if (variant & FZB_FAULTS) {
+        /* The transport's own loss, duplication, reordering and delay (not corruption). */
+        cfg.fault.loss_ppm = 20000;
+        cfg.fault.dup_ppm = 20000;
+        cfg.fault.reorder_ppm = 20000;
+        cfg.fault.delay_us = 50;
+        cfg.fault.seed = 1 + idx;
+    }
     if (qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err))) {
         bug("qrdma_core_init: %s", err);
     }
@@ -933,122 +880,4 @@ void fzb_free(void)
         qrdma_core_fini(&sides[i].core);
         memset(&sides[i].core, 0, sizeof(sides[i].core));
     }
-}
-
-/* ---- saved states ------------------------------------------------------------------------- */
-
-/*
- * A state a harness built (fzb_up and what it adds) saved once and
- * restored for every later input that asks for it: each core's migration
- * stream (qrdma_core_save, loaded into a fresh core), each side's RAM and
- * driver-side bookkeeping, the clock and the wire. Loading a stream costs
- * a fraction of the bring-up's CQP commands (every structure read and
- * checked through DMA), which was a tenth to a fifth of an input's time.
- */
-struct fzb_snap {
-    bool valid;
-    unsigned variant;
-    uint64_t now;
-    struct side side[2];                /* .core and .ram unused */
-    uint8_t *stream[2];
-    size_t len[2];
-    uint8_t *ram[2];
-    bool pages[2][DIRTY_PAGES];         /* may be non-zero in ram[] */
-    unsigned wire_count;
-    struct fzb_frame *wire;             /* wire_count frames, oldest first */
-};
-
-static struct fzb_snap snaps[FZB_SNAP_KEYS];
-
-void fzb_save(unsigned key, unsigned variant)
-{
-    struct fzb_snap *sn = &snaps[key % FZB_SNAP_KEYS];
-    char err[160] = "";
-    unsigned i;
-
-    if (!snapshots_on || sn->valid) {
-        return;
-    }
-    for (i = 0; i < 2; i++) {
-        struct side *s = &sides[i];
-
-        if (qrdma_core_save(&s->core, &sn->stream[i], &sn->len[i], err, sizeof(err))) {
-            bug("side %c: the brought-up state does not save: %s", 'A' + s->idx, err);
-        }
-        sn->ram[i] = malloc(RAM_SIZE);
-        if (!sn->ram[i]) {
-            abort();
-        }
-        memcpy(sn->ram[i], s->ram, RAM_SIZE);
-        sn->side[i] = *s;
-        memset(&sn->side[i].core, 0, sizeof(sn->side[i].core));
-        /*
-         * The pages that may differ from zero: those written since the
-         * bring-up's clearing (relative to zero: fzb_up set the base).
-         */
-        memcpy(sn->pages[i], dirty[i], sizeof(sn->pages[i]));
-        set_base(s, sn->ram[i], sn->pages[i]);
-        memset(dirty[i], 0, sizeof(dirty[i]));  /* RAM is the base now */
-    }
-    sn->wire_count = fzb_wire.count;
-    sn->wire = calloc(fzb_wire.count ? fzb_wire.count : 1, sizeof(*sn->wire));
-    if (!sn->wire) {
-        abort();
-    }
-    for (i = 0; i < fzb_wire.count; i++) {
-        sn->wire[i] = fzb_wire.f[(fzb_wire.head + i) % FZB_WIRE_MAX];
-    }
-    sn->now = now_ns;
-    sn->variant = variant;
-    sn->valid = true;
-}
-
-bool fzb_restore(unsigned key, unsigned variant)
-{
-    struct fzb_snap *sn = &snaps[key % FZB_SNAP_KEYS];
-    char err[160] = "";
-    unsigned i;
-
-    if (!snapshots_on || !sn->valid) {
-        return false;
-    }
-    if (sn->variant != variant) {
-        bug("saved state %u: variant 0x%x asked for, 0x%x saved", key, variant, sn->variant);
-    }
-    fzb_down();
-    unit_failures = 0;
-    now_ns = sn->now;
-    memset(fzb_reenter, 0, sizeof(fzb_reenter));
-    for (i = 0; i < 2; i++) {
-        struct side *s = &sides[i];
-        const struct qrdma_core_env env = side_env(s);
-        struct qrdma_core_config cfg;
-        uint8_t *ram = s->ram;
-
-        qrdma_core_fini(&s->core);
-        /* The driver's bookkeeping; the core's bytes are init's to set. */
-        memcpy(s, &sn->side[i], offsetof(struct side, core));
-        memcpy((uint8_t *)s + offsetof(struct side, core) + sizeof(s->core),
-               (const uint8_t *)&sn->side[i] + offsetof(struct side, core) + sizeof(s->core),
-               sizeof(*s) - offsetof(struct side, core) - sizeof(s->core));
-        s->ram = ram;
-        set_base(s, sn->ram[i], sn->pages[i]);
-        clear_data(s);
-        clear_driver_areas(s);
-        s->timer = UINT64_MAX;          /* the data path re-arms it on its first run */
-        side_config(s, variant, &cfg);
-        if (qrdma_core_init(&s->core, &cfg, &env, err, sizeof(err))) {
-            bug("qrdma_core_init: %s", err);
-        }
-        fzb_enter();
-        if (qrdma_core_load(&s->core, sn->stream[i], sn->len[i], err, sizeof(err))) {
-            bug("side %c: the saved state does not load: %s", 'A' + s->idx, err);
-        }
-    }
-    for (i = 0; i < sn->wire_count; i++) {
-        fzb_wire.f[i] = sn->wire[i];
-    }
-    fzb_wire.head = 0;
-    fzb_wire.count = sn->wire_count;
-    return true;
 }

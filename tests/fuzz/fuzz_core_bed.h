@@ -134,18 +134,6 @@ void fzb_init(void);
 #define FZB_FAULTS      2u
 #define FZB_PD_PAGE     (DATA + DATA_LEN)
 void fzb_up(unsigned variant);
-/*
- * Saved states: fzb_save(key, variant) keeps both sides as they are now
- * (after fzb_up(variant) and whatever the harness added), once per key;
- * fzb_restore(key, variant) puts them back (each core loaded from its
- * migration stream into a fresh core, RAM, bookkeeping, clock, wire) and
- * returns true, or false if nothing is saved under key, in which case the
- * harness builds the state itself and saves it. QRDMA_FUZZ_SNAPSHOT=0
- * turns them off: every input brings the cores up from reset.
- */
-#define FZB_SNAP_KEYS 4
-void fzb_save(unsigned key, unsigned variant);
-bool fzb_restore(unsigned key, unsigned variant);
 /* After a reset of side s: bring it up again (objects and connections). */
 void fzb_rebringup(struct side *s);
 /* The driver's interrupt handler is done: DYN_CTL.INTENA again on vectors 0 and 1. */

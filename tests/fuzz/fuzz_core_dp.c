@@ -851,14 +851,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct input in = { data, size };
 
-    /* fzb_up reads only these bits of the variant byte: one saved state each. */
-    const unsigned variant = take(&in, 1) & (FZB_PAGED_SD | FZB_FAULTS);
-
     fzb_init();
-    if (!fzb_restore(variant, variant)) {
-        fzb_up(variant);
-        fzb_save(variant, variant);
-    }
+    fzb_up(take(&in, 1));
     run_program(&in);
     fzb_free();
     return 0;

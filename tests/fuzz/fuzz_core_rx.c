@@ -325,34 +325,24 @@ static void post_request(struct side *s, uint32_t q, uint8_t op, uint32_t len, u
     db(s, 0, QRDMA_DB_SQ, q);
 }
 
-#ifdef FUZZ_CORE_SEEDGEN
 /* B's requests in flight; their frames are taken off the wire into held. */
 static struct fzb_wire held;
-#endif
 
-/* The harness's own state at the start of an input. */
-static void rx_reset(void)
+static void rx_setup(unsigned variant)
 {
     unsigned i;
 
+    fzb_up(variant);
     for (i = 0; i < N_QP; i++) {
         next_psn[i] = PSN(PEER);
     }
     last_len = 0;
-}
-
-static void rx_setup(unsigned variant)
-{
-    fzb_up(variant);
-    rx_reset();
     post_request(TARGET, FZB_QP_RC, QRDMA_SQ_OP_RDMA_READ, 3 * 1024, 0x2000);
     post_request(TARGET, FZB_QP_RC, QRDMA_SQ_OP_ATOMIC_FETCH_AND_ADD, 8, 0x3000);
     post_request(TARGET, FZB_QP_RC, QRDMA_SQ_OP_SEND, 2000, 0x4000);
     fzb_run(TARGET, TARGET->kicks);
     TARGET->kicks = 0;
-#ifdef FUZZ_CORE_SEEDGEN
-    held = fzb_wire;                    /* (only the seed generator replays them) */
-#endif
+    held = fzb_wire;
     fzb_down();
 }
 
@@ -471,16 +461,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct input in = { data, size };
 
-    /* fzb_up reads only these bits of the variant byte: one saved state each. */
-    const unsigned variant = take(&in, 1) & (FZB_PAGED_SD | FZB_FAULTS);
-
     fzb_init();
-    if (fzb_restore(variant, variant)) {
-        rx_reset();
-    } else {
-        rx_setup(variant);
-        fzb_save(variant, variant);
-    }
+    rx_setup(take(&in, 1));
     run_program(&in);
     fzb_free();
     return 0;
