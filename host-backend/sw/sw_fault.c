@@ -2,9 +2,9 @@
  * Fault injection on the engine's transmit side: frames lost, duplicated,
  * held back (reordered or delayed) or corrupted at rates in parts per
  * million, drawn from a seeded xorshift64* generator so that a test run
- * repeats exactly. Held frames wait in a list sorted by release time and
- * leave from qsw_engine_poll(). This path allocates per frame; the normal
- * path does not.
+ * repeats exactly. Held frames wait, in release-time order (see hold()),
+ * and leave from qsw_engine_poll(). This path allocates per frame; the
+ * normal path does not.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
