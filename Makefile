@@ -202,9 +202,17 @@ fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx $(BUILD)/fuzz/fuzz_core_dp \
 		$(BUILD)/fuzz/fuzz_core_rx
 
+# ASan's quarantine (freed memory held back from reuse, to catch a use after
+# free) at 16 MB instead of 256: an input frees a few MB, so a use after a
+# free within the input is still caught, and reused memory no longer
+# faults in fresh pages (8 to 10% of fuzz_core_dp's and fuzz_core_rx's
+# time). ASAN_OPTIONS from the environment come after it and win.
+FUZZ_ASAN_OPTIONS ?= quarantine_size_mb=16
+
 # One harness for $(2) seconds; its log in $(3), then one line: executions, edges.
 define fuzz_one
-	{ QRDMA_FUZZ_REENTER=$(FUZZ_REENTER) nice -n $(FUZZ_NICE) ./$(1) -max_total_time=$(2) -print_final_stats=1 $(4) > $(3) 2>&1; \
+	{ ASAN_OPTIONS=$(FUZZ_ASAN_OPTIONS)$${ASAN_OPTIONS:+:$$ASAN_OPTIONS} \
+	  QRDMA_FUZZ_REENTER=$(FUZZ_REENTER) nice -n $(FUZZ_NICE) ./$(1) -max_total_time=$(2) -print_final_stats=1 $(4) > $(3) 2>&1; \
 	  r=$$?; echo "== $(1)"; \
 	  grep -E '^(stat::|#[0-9]+[[:space:]]+DONE|==[0-9]+== ?ERROR|SUMMARY|fuzz_sw_rx: engine bug|fuzz_core: device bug)' $(3); \
 	  printf '%s: %s executions, %s edges (cov), at most %s s\n' $(1) \

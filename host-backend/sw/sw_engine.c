@@ -768,7 +768,7 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
     unsigned sent = 0;
     struct qsw_qp *qp, *n;
 
-    if (eng->held) {
+    if (qsw_fault_holding(eng)) {
         qsw_fault_poll(eng, now);
     }
     for (qp = eng->timers; qp; qp = n) {
@@ -810,7 +810,7 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
             next = min64(next, qp->comp.rnr_deadline);
         }
     }
-    if (eng->held) {
+    if (qsw_fault_holding(eng)) {
         next = min64(next, qsw_fault_poll(eng, now));
     }
     return next;

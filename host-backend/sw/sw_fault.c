@@ -2,9 +2,9 @@
  * Fault injection on the engine's transmit side: frames lost, duplicated,
  * held back (reordered or delayed) or corrupted at rates in parts per
  * million, drawn from a seeded xorshift64* generator so that a test run
- * repeats exactly. Held frames wait in a list sorted by release time and
- * leave from qsw_engine_poll(). This path allocates per frame; the normal
- * path does not.
+ * repeats exactly. Held frames wait, in release-time order (see hold()),
+ * and leave from qsw_engine_poll(). This path allocates per frame; the
+ * normal path does not.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -15,6 +15,8 @@
 struct qsw_held {
     struct qsw_held *next;
     uint64_t at;
+    /* order sent, among frames due at once */
+    uint64_t seq;
     size_t len;
     uint8_t data[];
 };
@@ -35,8 +37,17 @@ static bool hit(struct qsw_engine *eng, uint32_t ppm)
     return ppm && rnd(eng) % 1000000u < ppm;
 }
 
+/*
+ * Held frames leave by release time, frames due at the same time in the
+ * order they were sent. Most are held for the configured delay only, so
+ * their release times follow the clock: they queue in held, in constant
+ * time. The others (reordered, or due before the last one queued) go into
+ * held_late, kept sorted; there are few of them. With one sorted list for
+ * all, every frame walked past the reordered ones near its end: a burst
+ * of n held frames cost n^2 (thousands between two clock steps).
+ */
 static void hold(struct qsw_engine *eng, const uint8_t *frame, size_t len,
-                 uint64_t at, bool corrupt)
+                 uint64_t at, bool corrupt, bool reordered)
 {
     struct qsw_held *h = malloc(sizeof(*h) + len), **pp;
 
@@ -47,17 +58,49 @@ static void hold(struct qsw_engine *eng, const uint8_t *frame, size_t len,
     memcpy(h->data, frame, len);
     h->len = len;
     h->at = at;
+    h->seq = eng->held_seq++;
     if (corrupt && len > ETH_HLEN) {
         h->data[ETH_HLEN + rnd(eng) % (len - ETH_HLEN)] ^=
             (uint8_t)(1u << (rnd(eng) % 8));
         eng->st.fault_corrupted++;
     }
-    pp = &eng->held;
+    h->next = NULL;
+    if (!reordered && (!eng->held || eng->held_tail->at <= at)) {
+        *(eng->held ? &eng->held_tail->next : &eng->held) = h;
+        eng->held_tail = h;
+        return;
+    }
+    pp = &eng->held_late;
     while (*pp && (*pp)->at <= at) {
         pp = &(*pp)->next;
     }
     h->next = *pp;
     *pp = h;
+}
+
+/* The list whose first frame leaves first; NULL if nothing is held. */
+static struct qsw_held **first(struct qsw_engine *eng)
+{
+    const struct qsw_held *a = eng->held, *b = eng->held_late;
+
+    if (!a || !b) {
+        return a ? &eng->held : b ? &eng->held_late : NULL;
+    }
+    return b->at < a->at || (b->at == a->at && b->seq < a->seq)
+               ? &eng->held_late
+               : &eng->held;
+}
+
+/* Take the first frame off the list at pp. */
+static struct qsw_held *unhold(struct qsw_engine *eng, struct qsw_held **pp)
+{
+    struct qsw_held *h = *pp;
+
+    *pp = h->next;
+    if (!eng->held) {
+        eng->held_tail = NULL;
+    }
+    return h;
 }
 
 void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len)
@@ -75,42 +118,43 @@ void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len)
     }
     while (copies--) {
         uint64_t delay = f->delay_ns;
-        bool corrupt = hit(eng, f->corrupt_ppm);
+        bool corrupt = hit(eng, f->corrupt_ppm), reordered = false;
 
         if (hit(eng, f->reorder_ppm)) {
             eng->st.fault_reordered++;
             delay += 1 + rnd(eng) % f->reorder_window_ns;
+            reordered = true;
         }
-        if (!delay && !corrupt && !eng->held) {
+        if (!delay && !corrupt && !qsw_fault_holding(eng)) {
             eng->ops.send_frame(eng->opaque, frame, len);
         } else {
-            hold(eng, frame, len, eng->now + delay, corrupt);
+            hold(eng, frame, len, eng->now + delay, corrupt, reordered);
         }
     }
-    if (eng->held && eng->held->at <= eng->now) {
-        qsw_fault_poll(eng, eng->now);
-    }
+    qsw_fault_poll(eng, eng->now);
 }
 
 /* Sends the held frames that are due; returns the next release time. */
 uint64_t qsw_fault_poll(struct qsw_engine *eng, uint64_t now)
 {
-    while (eng->held && eng->held->at <= now) {
-        struct qsw_held *h = eng->held;
+    struct qsw_held **pp;
 
-        eng->held = h->next;
+    while ((pp = first(eng)) && (*pp)->at <= now) {
+        struct qsw_held *h = unhold(eng, pp);
+
         eng->ops.send_frame(eng->opaque, h->data, h->len);
         free(h);
     }
-    return eng->held ? eng->held->at : UINT64_MAX;
+    return pp ? (*pp)->at : UINT64_MAX;
 }
 
 void qsw_fault_flush(struct qsw_engine *eng, bool send)
 {
-    while (eng->held) {
-        struct qsw_held *h = eng->held;
+    struct qsw_held **pp;
 
-        eng->held = h->next;
+    while ((pp = first(eng))) {
+        struct qsw_held *h = unhold(eng, pp);
+
         if (send) {
             eng->ops.send_frame(eng->opaque, h->data, h->len);
         }

@@ -396,7 +396,12 @@ struct qsw_engine {
     bool fault_on;
     struct qsw_fault fault;
     uint64_t rng;
-    struct qsw_held *held;      /* sorted by release time */
+    /* held for the delay alone, in release order (sw_fault.c) */
+    struct qsw_held *held;
+    /* its last frame (valid while held is not NULL) */
+    struct qsw_held *held_tail;
+    struct qsw_held *held_late; /* the others, sorted by release time */
+    uint64_t held_seq;          /* frames held so far */
     uint64_t now;               /* cached for the current call */
     uint64_t stall_floor_ns;    /* qsw_engine_set_stall_floor() */
     const uint32_t (*crc_tab)[256];   /* qsw_crc32_tables() */
@@ -499,6 +504,10 @@ int qsw_res_alloc(struct qsw_qp *qp, unsigned n);
 
 /* sw_fault.c */
 void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len);
+static inline bool qsw_fault_holding(const struct qsw_engine *eng)
+{
+    return eng->held || eng->held_late;
+}
 uint64_t qsw_fault_poll(struct qsw_engine *eng, uint64_t now);
 void qsw_fault_flush(struct qsw_engine *eng, bool send);
 

@@ -354,6 +354,13 @@ struct side *fzb_dest(int from, const uint8_t *frame, size_t len)
     return &sides[1 - from];
 }
 
+void fzb_frame_copy(struct fzb_frame *dst, const struct fzb_frame *src)
+{
+    dst->from = src->from;
+    dst->len = src->len;
+    memcpy(dst->data, src->data, src->len);
+}
+
 bool fzb_deliver_one(void)
 {
     /* A copy: the receiver may send (and so append to the wire) while it runs. */
@@ -362,7 +369,7 @@ bool fzb_deliver_one(void)
     if (!fzb_wire.count) {
         return false;
     }
-    f = fzb_wire.f[fzb_wire.head];
+    fzb_frame_copy(&f, &fzb_wire.f[fzb_wire.head]);
     fzb_wire.head = (fzb_wire.head + 1) % FZB_WIRE_MAX;
     fzb_wire.count--;
     fzb_receive(fzb_dest(f.from, f.data, f.len), f.data, f.len);
@@ -585,7 +592,10 @@ static void side_init(struct side *s, int idx, unsigned variant)
     char err[128] = "";
 
     qrdma_core_fini(&s->core);
-    memset(s, 0, sizeof(*s));
+    /* All but the core (412 KB), which qrdma_core_init() clears itself. */
+    memset(s, 0, offsetof(struct side, core));
+    memset((uint8_t *)(&s->core + 1), 0,
+           sizeof(*s) - offsetof(struct side, core) - sizeof(s->core));
     s->ram = ram;
     s->idx = idx;
     clear_data(s);                  /* side_bringup() clears the rest */
@@ -877,7 +887,6 @@ void fzb_free(void)
 
     fzb_down();
     for (i = 0; i < 2; i++) {
-        qrdma_core_fini(&sides[i].core);
-        memset(&sides[i].core, 0, sizeof(sides[i].core));
+        qrdma_core_fini(&sides[i].core);    /* (a second fini is harmless) */
     }
 }

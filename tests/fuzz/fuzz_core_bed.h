@@ -109,6 +109,9 @@ struct fzb_frame {
 
 #define FZB_WIRE_MAX 48
 
+/* Copy a frame: its header and its len bytes, not the whole 9 KB slot. */
+void fzb_frame_copy(struct fzb_frame *dst, const struct fzb_frame *src);
+
 struct fzb_wire {
     unsigned head, count;
     struct fzb_frame f[FZB_WIRE_MAX];

@@ -647,9 +647,9 @@ static void op_wire(struct input *in)
             static struct fzb_frame t;
             struct fzb_frame *g = &fzb_wire.f[(fzb_wire.head + 1) % FZB_WIRE_MAX];
 
-            t = *f;
-            *f = *g;
-            *g = t;
+            fzb_frame_copy(&t, f);
+            fzb_frame_copy(f, g);
+            fzb_frame_copy(g, &t);
         }
         fzb_deliver_one();
         break;

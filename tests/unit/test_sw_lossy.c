@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 
+#include "sw_int.h"
 #include "sw_testbed.h"
 #include "unit.h"
 
@@ -499,6 +500,68 @@ static void test_fault_determinism(void)
     CHECK(memcmp(&s1, &s3, sizeof(s1)) != 0);
 }
 
+/*
+ * Held frames leave in release-time order, frames due at the same time in
+ * the order they were sent: whether a frame queues behind the others (the
+ * constant-time path) or is due before the last one queued (the sorted
+ * list), and after both lists have emptied.
+ */
+static uint8_t hold_out[256];
+static unsigned hold_nout;
+
+static void hold_send(void *o, const void *frame, size_t len)
+{
+    if (hold_nout < sizeof(hold_out)) {
+        hold_out[hold_nout++] = ((const uint8_t *)frame)[ETH_HLEN];
+    }
+}
+
+static void test_fault_hold_order(void)
+{
+    const struct qsw_fault f = { .delay_ns = 1, .seed = 1 };
+    struct tb *tb = tb_new(false);
+    struct qsw_engine *eng = tb->node[0].eng;
+    uint64_t at[128];
+    unsigned batch, i, j, n, expect;
+
+    eng->ops.send_frame = hold_send;     /* straight to the list above, not the wire */
+    qsw_engine_set_fault(eng, &f);
+    for (batch = 0; batch < 2; batch++) {
+        hold_nout = 0;
+        for (i = 0; i < 128; i++) {
+            uint8_t frame[ETH_HLEN + 4] = { 0 };
+
+            /* Mostly the same delay (appended), some shorter (inserted), some none. */
+            eng->fault.delay_ns = i % 7 == 3 ? 1 + (i * 37) % 900 : i % 11 == 5 ? 0 : 1000;
+            eng->now = 10ull * i;
+            at[i] = eng->now + eng->fault.delay_ns;
+            frame[ETH_HLEN] = (uint8_t)i;
+            qsw_fault_tx(eng, frame, sizeof(frame));
+        }
+        /*
+         * Each send also releases what is due by its own time (the last at
+         * 1270); then a poll at 1500: exactly the frames due by then.
+         */
+        eng->now = 1500;
+        qsw_fault_poll(eng, eng->now);
+        for (i = 0, expect = 0; i < 128; i++) {
+            expect += at[i] <= 1500;
+        }
+        CHECK(expect > 0 && expect < 128);
+        CHECK_EQ(hold_nout, expect);
+        qsw_fault_poll(eng, UINT64_MAX);
+        CHECK_EQ(hold_nout, 128);
+        /* Sorted by release time, stable: frame i before j if at[i] < at[j], or equal and i < j. */
+        for (n = 0; n + 1 < hold_nout; n++) {
+            i = hold_out[n];
+            j = hold_out[n + 1];
+            CHECK(at[i] < at[j] || (at[i] == at[j] && i < j));
+        }
+        CHECK(!qsw_fault_holding(eng));
+    }
+    tb_free(tb);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_rc_clean),
     UNIT_TEST(test_rc_lossy_mixed),
@@ -507,6 +570,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_rc_lossy_large),
     UNIT_TEST(test_uc_lossy),
     UNIT_TEST(test_fault_determinism),
+    UNIT_TEST(test_fault_hold_order),
 };
 
 int main(void)
