@@ -751,54 +751,59 @@ static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd,
 
 /* ---- QPs ----------------------------------------------------------------- */
 
+/*
+ * Grows a table of object pointers indexed by a guest object ID (QP or
+ * SRQ) so that `id` fits: doubling from `first` entries, new entries NULL.
+ */
+static int id_table_fit(void **table, uint32_t *len, uint32_t id,
+                        uint32_t first)
+{
+    uint32_t n = *len ? *len : first;
+    char *t;
+
+    if (id >= VB_MAX_ID) {
+        return -EINVAL;
+    }
+    if (id < *len) {
+        return 0;
+    }
+    while (n <= id) {
+        n *= 2;
+    }
+    t = realloc(*table, n * sizeof(void *));
+    if (!t) {
+        return -ENOMEM;
+    }
+    memset(t + *len * sizeof(void *), 0, (n - *len) * sizeof(void *));
+    *table = t;
+    *len = n;
+    return 0;
+}
+
 static int qp_table_put(struct qrdma_be *be, uint32_t qp_id,
                         struct qrdma_be_qp *q)
 {
-    if (qp_id >= VB_MAX_ID) {
-        return -EINVAL;
-    }
-    if (qp_id >= be->nqps) {
-        uint32_t n = be->nqps ? be->nqps : 64;
-        struct qrdma_be_qp **t;
+    void *t = be->qps;
+    int ret = id_table_fit(&t, &be->nqps, qp_id, 64);
 
-        while (n <= qp_id) {
-            n *= 2;
-        }
-        t = realloc(be->qps, n * sizeof(*t));
-        if (!t) {
-            return -ENOMEM;
-        }
-        memset(t + be->nqps, 0, (n - be->nqps) * sizeof(*t));
-        be->qps = t;
-        be->nqps = n;
+    be->qps = t;
+    if (!ret) {
+        be->qps[qp_id] = q;
     }
-    be->qps[qp_id] = q;
-    return 0;
+    return ret;
 }
 
 static int srq_table_put(struct qrdma_be *be, uint32_t srq_id,
                          struct qrdma_be_srq *srq)
 {
-    if (srq_id >= VB_MAX_ID) {
-        return -EINVAL;
-    }
-    if (srq_id >= be->nsrqs) {
-        uint32_t n = be->nsrqs ? be->nsrqs : 16;
-        struct qrdma_be_srq **t;
+    void *t = be->srqs;
+    int ret = id_table_fit(&t, &be->nsrqs, srq_id, 16);
 
-        while (n <= srq_id) {
-            n *= 2;
-        }
-        t = realloc(be->srqs, n * sizeof(*t));
-        if (!t) {
-            return -ENOMEM;
-        }
-        memset(t + be->nsrqs, 0, (n - be->nsrqs) * sizeof(*t));
-        be->srqs = t;
-        be->nsrqs = n;
+    be->srqs = t;
+    if (!ret) {
+        be->srqs[srq_id] = srq;
     }
-    be->srqs[srq_id] = srq;
-    return 0;
+    return ret;
 }
 
 static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
