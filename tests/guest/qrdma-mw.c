@@ -10,203 +10,21 @@
  * without LOCAL_WRITE, a window of another PD) complete with MW_BIND_ERR
  * and put the QP in ERR; invalidating twice is LOC_QP_OP_ERR. Type 1:
  * ibv_bind_mw, then access. An MR with a bound window: dereg is EBUSY.
- * The helpers are those of qrdma-datapath.c.
+ * The loopback helpers are guest_util.h's.
  *
  * Prints TAP lines and exits non-zero if any check failed.
  * usage: qrdma-mw [--dev NAME]
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "guest_util.h"
 
-#define BUF_SIZE 65536
-#define QKEY 0x11111111u
+#define BUF_SIZE LOOP_BUF_SIZE
+#define QKEY LOOP_QKEY
 #define WIN_OFF 0x4000		/* the window: BUF_SIZE/2 + WIN_OFF, WIN_LEN bytes */
 #define WIN_LEN 0x2000
 #define SENTINEL 0xcc
-
-static int checks, failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - ", cond ? "" : "not ", checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct env {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_port_attr port;
-	union ibv_gid gid;
-	int gid_index;
-	char *buf;		/* BUF_SIZE, registered with every access right */
-	struct ibv_mr *mr;
-};
-
-static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type, struct ibv_cq *scq,
-			      struct ibv_cq *rcq, struct ibv_srq *srq, uint32_t wr,
-			      uint64_t send_ops)
-{
-	struct ibv_qp_init_attr_ex a = {
-		.qp_type = type,
-		.send_cq = scq,
-		.recv_cq = rcq,
-		.srq = srq,
-		.cap = { .max_send_wr = wr, .max_recv_wr = srq ? 0 : wr, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD,
-		.pd = e->pd,
-	};
-
-	if (send_ops) {
-		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		a.send_ops_flags = send_ops;
-	}
-	return ibv_create_qp_ex(e->ctx, &a);
-}
-
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-		.qkey = QKEY,
-	};
-
-	if (qp->qp_type == IBV_QPT_UD)
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_QKEY);
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS);
-}
-
-/* Reads and atomics in flight that to_rts() asks for, both directions. */
-static uint8_t rd_atom = 4;
-
-static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0,
-		.max_dest_rd_atomic = rd_atom,
-		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
-	};
-	int ret;
-
-	if (qp->qp_type == IBV_QPT_UD) {
-		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
-		if (ret)
-			return ret;
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 0;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = rd_atom;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-/* Polls until @n completions arrived or 5 s passed; returns how many. */
-static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	double end = now() + 5;
-	int got = 0, r;
-
-	while (got < n && now() < end) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return -1;
-		got += r;
-		if (!r)
-			usleep(100);
-	}
-	return got;
-}
-
-static bool open_env(struct env *e, const char *name)
-{
-	struct ibv_device **list;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	check(e->ctx != NULL, "open %s", name);
-	if (!e->ctx || ibv_query_port(e->ctx, 1, &e->port))
-		return false;
-	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!e->pd || !e->buf)
-		return false;
-	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	check(e->mr != NULL, "register %d bytes: %s", BUF_SIZE, e->mr ? "ok" : strerror(errno));
-
-	/* The port's first GID in use, preferring an IPv4-mapped one (RoCEv2). */
-	e->gid_index = -1;
-	for (i = 0; i < e->port.gid_tbl_len; i++) {
-		union ibv_gid g;
-
-		if (ibv_query_gid(e->ctx, 1, i, &g))
-			continue;
-		if (!g.global.subnet_prefix && !g.global.interface_id)
-			continue;
-		if (e->gid_index < 0 || (!g.global.subnet_prefix && g.raw[10] == 0xff)) {
-			e->gid = g;
-			e->gid_index = i;
-		}
-	}
-	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
-	return e->gid_index >= 0;
-}
-
 
 /* A connected pair on fresh CQs: the peer (a) and the owner (b). */
 struct pair {
@@ -214,20 +32,20 @@ struct pair {
 	struct ibv_qp *a, *b;
 };
 
-static bool pair_up(struct env *e, struct pair *p)
+static bool pair_up(struct loop_env *e, struct pair *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->cqa = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	p->cqb = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	if (!p->cqa || !p->cqb)
 		return false;
-	p->a = make_qp(e, IBV_QPT_RC, p->cqa, p->cqa, NULL, 32, 0);
-	p->b = make_qp(e, IBV_QPT_RC, p->cqb, p->cqb, NULL, 32,
+	p->a = loop_make_qp(e, IBV_QPT_RC, p->cqa, p->cqa, NULL, 32, 0);
+	p->b = loop_make_qp(e, IBV_QPT_RC, p->cqb, p->cqb, NULL, 32,
 		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND);
 	if (!p->a || !p->b)
 		return false;
-	return !to_init(p->a) && !to_init(p->b) && !to_rts(e, p->a, p->b->qp_num) &&
-	       !to_rts(e, p->b, p->a->qp_num);
+	return !loop_to_init(p->a) && !loop_to_init(p->b) && !loop_to_rts(e, p->a, p->b->qp_num) &&
+	       !loop_to_rts(e, p->b, p->a->qp_num);
 }
 
 static void pair_down(struct pair *p)
@@ -272,7 +90,7 @@ static int bind(struct pair *p, struct ibv_mw *mw, uint32_t new_rkey, struct ibv
 }
 
 /* One RDMA op from the peer through @rkey at @raddr; the completion's status. */
-static int peer_op(struct env *e, struct pair *p, enum ibv_wr_opcode op, uint32_t rkey,
+static int peer_op(struct loop_env *e, struct pair *p, enum ibv_wr_opcode op, uint32_t rkey,
 		   uint64_t raddr, size_t loff, uint32_t len)
 {
 	struct ibv_sge sge = { (uintptr_t)e->buf + loff, len, e->mr->lkey };
@@ -318,7 +136,7 @@ static bool all_sentinel(const char *b, size_t len)
 	return true;
 }
 
-static void type2_checks(struct env *e, struct ibv_mr *mr)
+static void type2_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
 	uint64_t waddr = (uintptr_t)win;
@@ -378,7 +196,7 @@ out:
 }
 
 /* Invalidating a window twice: LOC_QP_OP_ERR, the QP in ERR. */
-static void inv_twice_checks(struct env *e, struct ibv_mr *mr)
+static void inv_twice_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
 	struct pair p;
@@ -403,7 +221,7 @@ static void inv_twice_checks(struct env *e, struct ibv_mr *mr)
 }
 
 /* Binds the IB rules forbid: MW_BIND_ERR, the QP in ERR, nothing bound. */
-static void bad_bind_checks(struct env *e, struct ibv_mr *mr)
+static void bad_bind_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	const uint64_t base = (uintptr_t)e->buf + BUF_SIZE / 2;
 	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
@@ -451,7 +269,7 @@ static void bad_bind_checks(struct env *e, struct ibv_mr *mr)
 }
 
 /* Type 1: ibv_bind_mw, access, then unbound by dealloc; the MR is free again. */
-static void type1_checks(struct env *e, struct ibv_mr *mr)
+static void type1_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
 	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
@@ -485,7 +303,7 @@ int main(int argc, char **argv)
 	const char *dev = "qrdma0";
 	struct ibv_device_attr attr;
 	struct ibv_mr *mr = NULL;
-	struct env e = {};
+	struct loop_env e = {};
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -496,7 +314,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (open_env(&e, dev) && e.mr && !ibv_query_device(e.ctx, &attr)) {
+	if (loop_open(&e, dev) && e.mr && !ibv_query_device(e.ctx, &attr)) {
 		check((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
 		      (attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && attr.max_mw > 0,
 		      "the device advertises memory windows (type 2B), max_mw %d", attr.max_mw);
@@ -512,13 +330,7 @@ int main(int argc, char **argv)
 			check(ibv_dereg_mr(mr) == 0, "dereg of the MR once its windows are gone");
 		}
 	}
-	if (e.mr)
-		ibv_dereg_mr(e.mr);
-	if (e.pd)
-		ibv_dealloc_pd(e.pd);
-	if (e.ctx)
-		ibv_close_device(e.ctx);
-	free(e.buf);
+	loop_close(&e);
 	printf("1..%d\n# %d of %d checks failed\n", checks, failures, checks);
 	return failures ? 1 : 0;
 }

@@ -20,67 +20,15 @@
  */
 #define _GNU_SOURCE
 #include <endian.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "guest_util.h"
 
 #define MB (1024ul * 1024)
 #define HUGE_2M (2 * MB)
-
-static int checks, failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - ", cond ? "" : "not ", checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static const char *err_name(int e)
-{
-	return e ? strerror(e) : "success";
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static bool is_pow2(uint64_t v)
 {
@@ -1833,21 +1781,7 @@ static bool open_env(struct env *e, const char *name)
 	check(e->pd, "alloc_pd: %s", e->pd ? "ok" : strerror(errno));
 
 	/* The port's first GID in use, preferring the link-local one. */
-	e->gid_index = -1;
-	for (i = 0; i < e->port.gid_tbl_len; i++) {
-		union ibv_gid g;
-
-		if (ibv_query_gid(e->ctx, 1, i, &g))
-			continue;
-		if (!g.global.subnet_prefix && !g.global.interface_id)
-			continue;
-		if (e->gid_index < 0 || g.raw[0] == 0xfe) {
-			e->gid = g;
-			e->gid_index = i;
-			if (g.raw[0] == 0xfe)
-				break;
-		}
-	}
+	e->gid_index = find_gid(e->ctx, &e->port, GID_PREFER_LINK_LOCAL, &e->gid);
 	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
 	return e->pd && e->gid_index >= 0;
 }
