@@ -6,28 +6,35 @@
 # exit status only, their -c proves no data), qrdma-pingpong RC, UC and UD
 # (every byte checked), perftest WRITE, READ (as many reads in flight as
 # each side offers), SEND and atomics without rdma_cm and WRITE with it
-# (-R), rping with its data verified (-V), ucmatose, udaddy, rstream and
+# (-R), rping with its data verified (-V), ucmatose, udaddy, mckey (UD
+# multicast; the receiver must poll all its messages), rstream and
 # riostream (exit status), and qrdma-bulk: 256 MB written by
 # qrdma into soft-RoCE's memory and read back, 64 MB the other way, every
 # byte compared. The proof that qrdma's wire is standard RoCEv2.
+#
+# An argument (an extended regular expression) runs only the steps whose
+# names match it, e.g. "mckey" (test-interop.sh passes it on).
 . "$(dirname "$0")/guest-lib.sh"
-me=$QRDMA_GUEST n=0
+me=$QRDMA_GUEST n=0 only=${1:-}
 case $me in 0) dev=qrdma0 ;; *) dev=rxe0 ;; esac
 start=$(date +%s)
 vm_barrier up 150
 
 # step NAME SERVER CMD...: CMD on guest SERVER, then CMD plus SERVER's
 # address on the other guest once the server had 2 s to start. @DEV@ in
-# CMD is each side's own device; a CMD with @SRV@ gets the address there
-# instead (the server an empty word).
+# CMD is each side's own device, @N@ the step's number; a CMD with @SRV@
+# gets the address there instead (the server an empty word).
 step() {
     local name=$1 srv=$2 log s rc src t0 limit=${step_limit:-120} args=() addr
     shift 2
     n=$((n + 1))
+    if [ -n "$only" ] && ! [[ $name =~ $only ]]; then
+        return 0
+    fi
     log=/tmp/step-$n.log
     addr=10.0.0.$((srv + 1))
     [ "$me" = "$srv" ] && addr=""
-    for a in "$@"; do a=${a//@DEV@/$dev}; args+=("${a//@SRV@/$addr}"); done
+    for a in "$@"; do a=${a//@DEV@/$dev}; a=${a//@N@/$n}; args+=("${a//@SRV@/$addr}"); done
     [[ "$*" == *@SRV@* ]] || [ -z "$addr" ] || args+=("$addr")
     t0=$(date +%s)
     if [ "$me" = "$srv" ]; then
@@ -91,6 +98,33 @@ both "rping -V, 20 pings of 4 KB" sh -c \
 # server with -s.
 both "ucmatose" sh -c 'exec ucmatose ${0:+-s "$0"}' @SRV@
 both "udaddy" sh -c 'exec udaddy ${0:+-s "$0"}' @SRV@
+# mckey_side GROUP STEP SERVER: mckey's receiver (SERVER empty) or sender
+# on multicast group GROUP. The receiver joins and, once it waits for
+# data ("receiving data transfers"), writes /job/mckey-ready-STEP; the
+# sender starts only then (a datagram sent before the join is lost). The
+# receiver prints "data transfers complete" only after it has polled all
+# of its -C completions (a lost datagram leaves it polling until the
+# step's timeout), and each side must say so and exit 0.
+mckey_side() {
+    local group=$1 ready=$QRDMA_JOB/mckey-ready-$2 log=/tmp/mckey-$2.log rc pid
+    if [ -z "$3" ]; then
+        stdbuf -oL mckey -m "$group" -b "$QRDMA_IP" -C 10 > "$log" 2>&1 &
+        pid=$!
+        wait_for 60 grep -q "receiving data transfers" "$log" && touch "$ready"
+        wait "$pid"
+        rc=$?
+    elif wait_for 90 test -e "$ready"; then
+        mckey -m "$group" -s -b "$QRDMA_IP" -C 10 > "$log" 2>&1
+        rc=$?
+    else
+        echo "mckey: the receiver did not get ready"
+        return 1
+    fi
+    cat "$log"
+    [ "$rc" = 0 ] && grep -q "^data transfers complete" "$log"
+}
+export -f mckey_side wait_for
+both "mckey, 10 datagrams to 239.1.1.N" bash -c 'mckey_side "239.1.1.$1" "$1" "$0"' @SRV@ @N@
 both "rstream" sh -c 'exec rstream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 both "riostream" sh -c 'exec riostream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 step_limit=300
