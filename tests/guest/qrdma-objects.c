@@ -831,9 +831,15 @@ static void test_conformance(struct env *e)
 		      q.min_rnr_timer == 14,
 		      "query_qp: %s, state %s path_mig_state %d min_rnr_timer %u", err_name(ret),
 		      state_name(q.qp_state), q.path_mig_state, q.min_rnr_timer);
-		a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
-		expect_modify(qp, &a, IBV_QP_STATE | IBV_QP_ALT_PATH, EOPNOTSUPP,
-			      "RTS->RTS with ALT_PATH refused (no APM)");
+		/* The RDMA core bans alternate paths on RoCE before the driver sees them. */
+		a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .alt_port_num = 1,
+					  .alt_timeout = 14,
+					  .alt_ah_attr = { .is_global = 1, .port_num = 1,
+							   .grh = { .dgid = e->gid,
+								    .sgid_index = e->gid_index,
+								    .hop_limit = 64 } } };
+		expect_modify(qp, &a, IBV_QP_STATE | IBV_QP_ALT_PATH, EINVAL,
+			      "RTS->RTS with ALT_PATH refused (no alternate paths on RoCE)");
 		ibv_destroy_qp(qp);
 	}
 	if (cq)
