@@ -185,8 +185,12 @@ static inline int loop_to_init(struct ibv_qp *qp)
 				     IBV_QP_ACCESS_FLAGS);
 }
 
-/* INIT -> RTR -> RTS towards @dest_qpn of this device, through the env's own GID. */
-static inline int loop_to_rts(struct loop_env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+/*
+ * INIT -> RTR -> RTS towards QP @dest_qpn at GID @dgid (UD: to RTS only;
+ * the destination goes in each WR).
+ */
+static inline int loop_connect(struct loop_env *e, struct ibv_qp *qp, uint32_t dest_qpn,
+			       const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
@@ -196,7 +200,7 @@ static inline int loop_to_rts(struct loop_env *e, struct ibv_qp *qp, uint32_t de
 		.max_dest_rd_atomic = loop_rd_atom,
 		.min_rnr_timer = 12,
 		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
+			     .grh = { .dgid = *dgid, .sgid_index = e->gid_index, .hop_limit = 64 } },
 	};
 	int ret;
 
@@ -221,6 +225,12 @@ static inline int loop_to_rts(struct loop_env *e, struct ibv_qp *qp, uint32_t de
 	a.max_rd_atomic = loop_rd_atom;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The loopback case: towards @dest_qpn of this device, through the env's own GID. */
+static inline int loop_to_rts(struct loop_env *e, struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	return loop_connect(e, qp, dest_qpn, &e->gid);
 }
 
 /*
