@@ -45,7 +45,13 @@ step() {
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
         kill "$s" 2>/dev/null
         wait "$s"
-        echo "$?" > "$QRDMA_JOB/srv-rc-$n.tmp" && mv "$QRDMA_JOB/srv-rc-$n.tmp" "$QRDMA_JOB/srv-rc-$n"
+        rc=$?
+        echo "$rc" > "$QRDMA_JOB/srv-rc-$n.tmp" && mv "$QRDMA_JOB/srv-rc-$n.tmp" "$QRDMA_JOB/srv-rc-$n"
+        # The client reports the step; a failed server shows its own end here.
+        if [ "$rc" != 0 ]; then
+            echo "step $n, $name: server exited $rc"
+            tail -n 30 "$log" | sed 's/^/  | /'
+        fi
         return 0
     fi
     if vm_wait "srv-$n" 120; then
@@ -111,6 +117,14 @@ mckey_side() {
         stdbuf -oL mckey -m "$group" -b "$QRDMA_IP" -C 10 > "$log" 2>&1 &
         pid=$!
         wait_for 60 grep -q "receiving data transfers" "$log" && touch "$ready"
+        # The sender is done within seconds of "ready"; the step gives the
+        # server 15 s more: say what the port counted before that ends.
+        if ! wait_for 12 bash -c "! kill -0 $pid 2>/dev/null"; then
+            echo "mckey: the receiver still waits for its messages; the port's counters:"
+            grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null |
+                sed 's|.*/hw_counters/||' | grep -v ':0$'
+            kill "$pid"
+        fi
         wait "$pid"
         rc=$?
     elif wait_for 90 test -e "$ready"; then
