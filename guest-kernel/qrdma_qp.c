@@ -385,8 +385,17 @@ int qrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
 		return -EOPNOTSUPP;
-	if (mask & ~QRDMA_QP_ATTR_SUPPORTED & ~IB_QP_CAP)
+	if (mask & IB_QP_ALT_PATH)
 		return -EOPNOTSUPP;	/* alternate paths: RoCE has no APM here */
+	/*
+	 * Without an alternate path the QP is always MIGRATED (IB path migration),
+	 * which query_qp reports: setting that is allowed wherever IB lists
+	 * the attribute (ib_modify_qp_is_ok checks where) and changes
+	 * nothing, so the device never sees it. REARM and ARMED need an
+	 * alternate path loaded.
+	 */
+	if ((mask & IB_QP_PATH_MIG_STATE) && attr->path_mig_state != IB_MIG_MIGRATED)
+		return -EINVAL;
 
 	mutex_lock(&qp->lock);
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;

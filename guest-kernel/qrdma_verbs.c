@@ -74,6 +74,14 @@ static int qrdma_query_device(struct ib_device *ibdev, struct ib_device_attr *at
 	attr->max_pkeys = 1;
 	attr->local_ca_ack_delay = 15;
 	/*
+	 * What every qrdma device does: the transport NAKs a SEND that finds
+	 * no receive WQE with RNR, the port's state changes
+	 * reach consumers as PORT_ACTIVE / PORT_ERR events
+	 * (qrdma_port_event), sys_image_guid is filled in.
+	 */
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_SYS_IMAGE_GUID;
+	/*
 	 * Atomics, fast registration and the other feature flags follow
 	 * CAP_FEATURES: a bit is set once the engine carries the feature end
 	 * to end (the fast-register WQE is the data path's).

@@ -293,11 +293,15 @@ struct ibv_cq_ex *qrdma_create_cq_ex(struct ibv_context *context,
 	int ret;
 
 	/*
-	 * Plain attributes only: no parent domain, no creation flags, and WC
-	 * fields the CQE has (no completion timestamps).
+	 * Plain attributes only: no parent domain, and WC fields the CQE has
+	 * (no completion timestamps). Of the creation flags, SINGLE_THREADED
+	 * is a hint that the CQ's lock may be dropped: keeping it is always
+	 * right, so the CQ is made as usual (other providers accept it too);
+	 * IGNORE_OVERRUN would need a device that drops CQEs on overflow.
 	 */
 	if ((attr->comp_mask & ~IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
 	    (attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;

@@ -20,158 +20,18 @@
  * usage: qrdma-datapath [--dev NAME] [--no-traffic | --counters]
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <arpa/inet.h>
 
-#include <infiniband/verbs.h>
+#include "guest_util.h"
 
-#define BUF_SIZE 65536
-#define QKEY 0x11111111u
-
-static int checks, failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - ", cond ? "" : "not ", checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct env {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_port_attr port;
-	union ibv_gid gid;
-	int gid_index;
-	char *buf;		/* BUF_SIZE, registered with every access right */
-	struct ibv_mr *mr;
-};
+#define BUF_SIZE LOOP_BUF_SIZE
+#define QKEY LOOP_QKEY
 
 /* ---- Helpers -------------------------------------------------------------------- */
 
-static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type, struct ibv_cq *scq,
-			      struct ibv_cq *rcq, struct ibv_srq *srq, uint32_t wr,
-			      uint64_t send_ops)
-{
-	struct ibv_qp_init_attr_ex a = {
-		.qp_type = type,
-		.send_cq = scq,
-		.recv_cq = rcq,
-		.srq = srq,
-		.cap = { .max_send_wr = wr, .max_recv_wr = srq ? 0 : wr, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD,
-		.pd = e->pd,
-	};
-
-	if (send_ops) {
-		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		a.send_ops_flags = send_ops;
-	}
-	return ibv_create_qp_ex(e->ctx, &a);
-}
-
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-		.qkey = QKEY,
-	};
-
-	if (qp->qp_type == IBV_QPT_UD)
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_QKEY);
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS);
-}
-
-/* Reads and atomics in flight that to_rts() asks for, both directions. */
-static uint8_t rd_atom = 4;
-
-static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0,
-		.max_dest_rd_atomic = rd_atom,
-		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
-	};
-	int ret;
-
-	if (qp->qp_type == IBV_QPT_UD) {
-		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
-		if (ret)
-			return ret;
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 0;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = rd_atom;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-/* Polls until @n completions arrived or 5 s passed; returns how many. */
-static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	double end = now() + 5;
-	int got = 0, r;
-
-	while (got < n && now() < end) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return -1;
-		got += r;
-		if (!r)
-			usleep(100);
-	}
-	return got;
-}
-
-static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct env *e, uint64_t wr_id,
+static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct loop_env *e, uint64_t wr_id,
 		     size_t off, uint32_t len)
 {
 	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
@@ -180,7 +40,7 @@ static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, struct env *e, uint
 	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
 }
 
-static int post_send(struct ibv_qp *qp, struct env *e, enum ibv_wr_opcode op, uint64_t wr_id,
+static int post_send(struct ibv_qp *qp, struct loop_env *e, enum ibv_wr_opcode op, uint64_t wr_id,
 		     size_t off, uint32_t len, unsigned int flags)
 {
 	struct ibv_sge sge = { (uintptr_t)e->buf + off, len, e->mr->lkey };
@@ -226,7 +86,7 @@ static void state_checks(struct ibv_qp *qp, struct ibv_qp_ex *qpx, struct ibv_se
 		check(ret == 0, "post_recv in %s: accepted (%d)", state, ret);
 }
 
-static void provider_checks(struct env *e)
+static void provider_checks(struct loop_env *e)
 {
 	uint32_t lkey = e->mr ? e->mr->lkey : 0;	/* nothing executes here */
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
@@ -272,8 +132,9 @@ static void provider_checks(struct env *e)
 			ibv_destroy_qp(q);
 	}
 
-	rc = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
-	ud = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	rc = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16,
+			  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
+	ud = loop_make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
 	check(rc && ud, "create RC (with ibv_wr_* send ops) and UD QPs");
 	if (!rc || !ud)
 		goto out;
@@ -292,14 +153,14 @@ static void provider_checks(struct env *e)
 	qpx = ibv_qp_to_qp_ex(rc);
 	/* IB: sends before RTS and receives in RESET are an immediate error. */
 	state_checks(rc, qpx, &wr, "RESET");
-	check(to_init(rc) == 0 && to_init(ud) == 0, "QPs to INIT");
+	check(loop_to_init(rc) == 0 && loop_to_init(ud) == 0, "QPs to INIT");
 	state_checks(rc, qpx, &wr, "INIT");
 	/*
 	 * In RTS toward the UD QP, which drops RC requests: the device sends
 	 * and retries, and no WQE completes for seconds, so the SQ fills up.
 	 * The argument checks run here, past the state check.
 	 */
-	check(to_rts(e, rc, ud->qp_num) == 0 && to_rts(e, ud, 0) == 0, "QPs to RTS");
+	check(loop_to_rts(e, rc, ud->qp_num) == 0 && loop_to_rts(e, ud, 0) == 0, "QPs to RTS");
 	wr.num_sge = (int)ia.cap.max_send_sge + 1;
 	bad = NULL;
 	ret = ibv_post_send(rc, &wr, &bad);
@@ -364,8 +225,8 @@ static void provider_checks(struct env *e)
 	/* RESET empties the SQ and drops its CQEs. */
 	qa.qp_state = IBV_QPS_RESET;
 	wr.wr_id = 1;
-	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && to_init(rc) == 0 &&
-	      to_rts(e, rc, ud->qp_num) == 0 && ibv_post_send(rc, &wr, &bad) == 0,
+	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && loop_to_init(rc) == 0 &&
+	      loop_to_rts(e, rc, ud->qp_num) == 0 && ibv_post_send(rc, &wr, &bad) == 0,
 	      "after RESET and back to RTS the SQ takes WQEs again");
 	qa.qp_state = IBV_QPS_RESET;
 	check(ibv_modify_qp(rc, &qa, IBV_QP_STATE) == 0 && ibv_poll_cq(cq, 1, &wc) == 0,
@@ -380,7 +241,7 @@ out:
 
 /* ---- Part 2: traffic ----------------------------------------------------------------- */
 
-static void rc_checks(struct env *e)
+static void rc_checks(struct loop_env *e)
 {
 	struct ibv_cq *scq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
 	struct ibv_cq_init_attr_ex cxa = {
@@ -401,10 +262,10 @@ static void rc_checks(struct env *e)
 	check(scq && rcq, "create a CQ and an extended CQ");
 	if (!scq || !rcq)
 		goto out;
-	a = make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
-	b = make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
-	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
-	      !to_rts(e, b, a->qp_num), "RC QPs %u and %u connected", a ? a->qp_num : 0,
+	a = loop_make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
+	b = loop_make_qp(e, IBV_QPT_RC, scq, rcq, NULL, 16, ops);
+	check(a && b && !loop_to_init(a) && !loop_to_init(b) && !loop_to_rts(e, a, b->qp_num) &&
+	      !loop_to_rts(e, b, a->qp_num), "RC QPs %u and %u connected", a ? a->qp_num : 0,
 	      b ? b->qp_num : 0);
 
 	/* Send with immediate: both sides' completions, read through ibv_cq_ex on b. */
@@ -579,7 +440,7 @@ out:
  * changes, as on other devices) then succeed and land. Before the rereg
  * the WRITE fails REM_ACCESS_ERR.
  */
-static void rereg_access_checks(struct env *e)
+static void rereg_access_checks(struct loop_env *e)
 {
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
@@ -597,10 +458,10 @@ static void rereg_access_checks(struct env *e)
 	}
 	memset(target, 0, 4096);
 	mr = ibv_reg_mr(e->pd, target, 4096, IBV_ACCESS_LOCAL_WRITE);
-	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
-	b = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
-	check(mr && a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
-	      !to_rts(e, b, a->qp_num), "a local-only MR and an RC pair for rereg");
+	a = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	check(mr && a && b && !loop_to_init(a) && !loop_to_init(b) && !loop_to_rts(e, a, b->qp_num) &&
+	      !loop_to_rts(e, b, a->qp_num), "a local-only MR and an RC pair for rereg");
 	if (!mr || !a || !b)
 		goto out;
 	rkey = mr->rkey;		/* what a peer would hold */
@@ -629,13 +490,13 @@ static void rereg_access_checks(struct env *e)
 			check(da.max_qp_rd_atom >= 128 && da.max_qp_init_rd_atom >= 128,
 			      "max_qp_rd_atom %d, max_qp_init_rd_atom %d: at least 128",
 			      da.max_qp_rd_atom, da.max_qp_init_rd_atom);
-			rd_atom = da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom
+			loop_rd_atom = da.max_qp_rd_atom < da.max_qp_init_rd_atom ? da.max_qp_rd_atom
 									     : da.max_qp_init_rd_atom;
 			check(!ibv_modify_qp(a, &reset, IBV_QP_STATE) &&
-			      !ibv_modify_qp(b, &reset, IBV_QP_STATE) && !to_init(a) && !to_init(b) &&
-			      !to_rts(e, a, b->qp_num) && !to_rts(e, b, a->qp_num),
-			      "the RC pair connected again, %u reads/atomics in flight", rd_atom);
-			rd_atom = 4;
+			      !ibv_modify_qp(b, &reset, IBV_QP_STATE) && !loop_to_init(a) && !loop_to_init(b) &&
+			      !loop_to_rts(e, a, b->qp_num) && !loop_to_rts(e, b, a->qp_num),
+			      "the RC pair connected again, %u reads/atomics in flight", loop_rd_atom);
+			loop_rd_atom = 4;
 		}
 		*(uint64_t *)e->buf = 0x1122334455667788ull;
 		wr.wr.rdma.remote_addr = (uintptr_t)target;
@@ -675,7 +536,7 @@ out:
  * complete on both sides; READ and atomics are refused at post (IBTA: UC
  * carries neither), and so are their ibv_wr_* send ops at create.
  */
-static void uc_checks(struct env *e)
+static void uc_checks(struct loop_env *e)
 {
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	struct ibv_qp *a = NULL, *b = NULL;
@@ -699,8 +560,8 @@ static void uc_checks(struct env *e)
 	      strerror(errno));
 	if (a)
 		ibv_destroy_qp(a);
-	a = make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
-	b = make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
+	a = loop_make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
+	b = loop_make_qp(e, IBV_QPT_UC, cq, cq, NULL, 16, 0);
 	check(a && b, "create two UC QPs: %s", a && b ? "ok" : strerror(errno));
 	if (!a || !b)
 		goto out;
@@ -758,7 +619,7 @@ out:
 	ibv_destroy_cq(cq);
 }
 
-static void srq_ud_resize_checks(struct env *e)
+static void srq_ud_resize_checks(struct loop_env *e)
 {
 	struct ibv_comp_channel *ch = ibv_create_comp_channel(e->ctx);
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, ch, 0);
@@ -778,10 +639,10 @@ static void srq_ud_resize_checks(struct env *e)
 		goto out;
 
 	/* SRQ: b takes its receives from it. */
-	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
-	b = make_qp(e, IBV_QPT_RC, cq, cq, srq, 16, 0);
-	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
-	      !to_rts(e, b, a->qp_num), "RC pair with an SRQ on the receive side");
+	a = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = loop_make_qp(e, IBV_QPT_RC, cq, cq, srq, 16, 0);
+	check(a && b && !loop_to_init(a) && !loop_to_init(b) && !loop_to_rts(e, a, b->qp_num) &&
+	      !loop_to_rts(e, b, a->qp_num), "RC pair with an SRQ on the receive side");
 	if (!a || !b)
 		goto out;
 	for (i = 0; i < 8; i++)
@@ -836,8 +697,8 @@ static void srq_ud_resize_checks(struct env *e)
 	check(n == 2, "and its CQEs (%d)", n);
 
 	/* UD: a pair of UD QPs, an AH to our own GID. */
-	ua = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
-	ub = make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	ua = loop_make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
+	ub = loop_make_qp(e, IBV_QPT_UD, cq, cq, NULL, 16, 0);
 	{
 		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
 					  .grh = { .dgid = e->gid, .sgid_index = e->gid_index,
@@ -845,8 +706,8 @@ static void srq_ud_resize_checks(struct env *e)
 
 		ah = ibv_create_ah(e->pd, &aa);
 	}
-	check(ua && ub && ah && !to_init(ua) && !to_init(ub) && !to_rts(e, ua, 0) &&
-	      !to_rts(e, ub, 0), "UD QPs and an AH");
+	check(ua && ub && ah && !loop_to_init(ua) && !loop_to_init(ub) && !loop_to_rts(e, ua, 0) &&
+	      !loop_to_rts(e, ub, 0), "UD QPs and an AH");
 	if (!ua || !ub || !ah)
 		goto out;
 	post_recv(ub, NULL, e, 1100, 32768, 40 + 64);
@@ -888,50 +749,6 @@ out:
 		ibv_destroy_comp_channel(ch);
 }
 
-/* ---- Setup ------------------------------------------------------------------------- */
-
-static bool open_env(struct env *e, const char *name)
-{
-	struct ibv_device **list;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	check(e->ctx != NULL, "open %s", name);
-	if (!e->ctx || ibv_query_port(e->ctx, 1, &e->port))
-		return false;
-	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!e->pd || !e->buf)
-		return false;
-	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	check(e->mr != NULL, "register %d bytes: %s", BUF_SIZE, e->mr ? "ok" : strerror(errno));
-
-	/* The port's first GID in use, preferring an IPv4-mapped one (RoCEv2). */
-	e->gid_index = -1;
-	for (i = 0; i < e->port.gid_tbl_len; i++) {
-		union ibv_gid g;
-
-		if (ibv_query_gid(e->ctx, 1, i, &g))
-			continue;
-		if (!g.global.subnet_prefix && !g.global.interface_id)
-			continue;
-		if (e->gid_index < 0 || (!g.global.subnet_prefix && g.raw[10] == 0xff)) {
-			e->gid = g;
-			e->gid_index = i;
-		}
-	}
-	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
-	return e->gid_index >= 0;
-}
-
-
 /* ---- --counters: each event the port counters count, once ------------------- */
 
 /*
@@ -944,17 +761,17 @@ static bool open_env(struct env *e, const char *name)
  * requester (both flushed); on a second pair, a receive too short for its
  * SEND (a responder error CQE, and a requester one).
  */
-static void counters_checks(struct env *e)
+static void counters_checks(struct loop_env *e)
 {
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	struct ibv_qp *a = NULL, *b = NULL;
 	struct ibv_wc wc[4];
 	int n, i;
 
-	a = cq ? make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
-	b = cq ? make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
-	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
-	      !to_rts(e, b, a->qp_num), "an RC pair for the counted events");
+	a = cq ? loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
+	b = cq ? loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0) : NULL;
+	check(a && b && !loop_to_init(a) && !loop_to_init(b) && !loop_to_rts(e, a, b->qp_num) &&
+	      !loop_to_rts(e, b, a->qp_num), "an RC pair for the counted events");
 	if (!a || !b)
 		goto out;
 
@@ -1024,10 +841,10 @@ static void counters_checks(struct env *e)
 	 */
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
-	a = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
-	b = make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
-	check(a && b && !to_init(a) && !to_init(b) && !to_rts(e, a, b->qp_num) &&
-	      !to_rts(e, b, a->qp_num), "a second RC pair");
+	a = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	b = loop_make_qp(e, IBV_QPT_RC, cq, cq, NULL, 16, 0);
+	check(a && b && !loop_to_init(a) && !loop_to_init(b) && !loop_to_rts(e, a, b->qp_num) &&
+	      !loop_to_rts(e, b, a->qp_num), "a second RC pair");
 	if (!a || !b)
 		goto out;
 	check(!post_recv(b, NULL, e, 9, 4096, 16) &&
@@ -1058,7 +875,7 @@ int main(int argc, char **argv)
 {
 	const char *dev = "qrdma0";
 	bool traffic = true, counters = false;
-	struct env e = {};
+	struct loop_env e = {};
 	int i;
 
 	for (i = 1; i < argc; i++) {
@@ -1074,9 +891,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (counters) {
-		if (open_env(&e, dev) && e.mr)
+		if (loop_open(&e, dev) && e.mr)
 			counters_checks(&e);
-	} else if (open_env(&e, dev)) {
+	} else if (loop_open(&e, dev)) {
 		provider_checks(&e);
 		if (traffic && e.mr) {
 			rc_checks(&e);
@@ -1085,13 +902,7 @@ int main(int argc, char **argv)
 			srq_ud_resize_checks(&e);
 		}
 	}
-	if (e.mr)
-		ibv_dereg_mr(e.mr);
-	if (e.pd)
-		ibv_dealloc_pd(e.pd);
-	if (e.ctx)
-		ibv_close_device(e.ctx);
-	free(e.buf);
+	loop_close(&e);
 	printf("1..%d\n# %d of %d checks failed\n", checks, failures, checks);
 	return failures ? 1 : 0;
 }

@@ -20,16 +20,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "guest_util.h"
 
 #define QKEY      0x11223344u
 #define MSG       512                /* payload bytes per datagram */
@@ -38,8 +31,6 @@
 #define MAX_COUNT 64
 #define NRQP      3                  /* receivers: 0 and 1 attached, 2 detached */
 #define MC_QPN    0xffffffu
-
-static int failures;
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fputc('\n', stderr); failures++; } while (0)
 
@@ -51,14 +42,6 @@ struct ctx {
 	uint8_t *buf;
 	int gid_index;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint8_t pattern(uint32_t seq, unsigned i)
 {

@@ -10,203 +10,28 @@
  * without LOCAL_WRITE, a window of another PD) complete with MW_BIND_ERR
  * and put the QP in ERR; invalidating twice is LOC_QP_OP_ERR. Type 1:
  * ibv_bind_mw, then access. An MR with a bound window: dereg is EBUSY.
- * The helpers are those of qrdma-datapath.c.
+ * The loopback helpers are guest_util.h's.
+ *
+ * --owner DIR / --peer DIR: the same window across two guests
+ * (tests/vm/test-mw-remote.sh), meeting through files in DIR, which both
+ * share: the owner binds a type 2 window, the peer READs it and WRITEs
+ * into it through its rkey (both compared byte for byte in the guest that
+ * holds the bytes), the owner invalidates it (LOCAL_INV) and the peer's
+ * next WRITE fails with REM_ACCESS_ERR, nothing written.
  *
  * Prints TAP lines and exits non-zero if any check failed.
- * usage: qrdma-mw [--dev NAME]
+ * usage: qrdma-mw [--dev NAME] [--owner DIR | --peer DIR]
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "guest_util.h"
 
-#define BUF_SIZE 65536
-#define QKEY 0x11111111u
+#define BUF_SIZE LOOP_BUF_SIZE
+#define QKEY LOOP_QKEY
 #define WIN_OFF 0x4000		/* the window: BUF_SIZE/2 + WIN_OFF, WIN_LEN bytes */
 #define WIN_LEN 0x2000
 #define SENTINEL 0xcc
-
-static int checks, failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - ", cond ? "" : "not ", checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct env {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_port_attr port;
-	union ibv_gid gid;
-	int gid_index;
-	char *buf;		/* BUF_SIZE, registered with every access right */
-	struct ibv_mr *mr;
-};
-
-static struct ibv_qp *make_qp(struct env *e, enum ibv_qp_type type, struct ibv_cq *scq,
-			      struct ibv_cq *rcq, struct ibv_srq *srq, uint32_t wr,
-			      uint64_t send_ops)
-{
-	struct ibv_qp_init_attr_ex a = {
-		.qp_type = type,
-		.send_cq = scq,
-		.recv_cq = rcq,
-		.srq = srq,
-		.cap = { .max_send_wr = wr, .max_recv_wr = srq ? 0 : wr, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
-		.comp_mask = IBV_QP_INIT_ATTR_PD,
-		.pd = e->pd,
-	};
-
-	if (send_ops) {
-		a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		a.send_ops_flags = send_ops;
-	}
-	return ibv_create_qp_ex(e->ctx, &a);
-}
-
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
-		.qkey = QKEY,
-	};
-
-	if (qp->qp_type == IBV_QPT_UD)
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_QKEY);
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_ACCESS_FLAGS);
-}
-
-/* Reads and atomics in flight that to_rts() asks for, both directions. */
-static uint8_t rd_atom = 4;
-
-static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dest_qpn,
-		.rq_psn = 0,
-		.max_dest_rd_atomic = rd_atom,
-		.min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 64 } },
-	};
-	int ret;
-
-	if (qp->qp_type == IBV_QPT_UD) {
-		ret = ibv_modify_qp(qp, &a, IBV_QP_STATE);
-		if (ret)
-			return ret;
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = 0;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	}
-	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER);
-	if (ret)
-		return ret;
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = rd_atom;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-/* Polls until @n completions arrived or 5 s passed; returns how many. */
-static int wait_wc(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	double end = now() + 5;
-	int got = 0, r;
-
-	while (got < n && now() < end) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
-		if (r < 0)
-			return -1;
-		got += r;
-		if (!r)
-			usleep(100);
-	}
-	return got;
-}
-
-static bool open_env(struct env *e, const char *name)
-{
-	struct ibv_device **list;
-	int i, n;
-
-	list = ibv_get_device_list(&n);
-	for (i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			e->ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	check(e->ctx != NULL, "open %s", name);
-	if (!e->ctx || ibv_query_port(e->ctx, 1, &e->port))
-		return false;
-	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!e->pd || !e->buf)
-		return false;
-	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	check(e->mr != NULL, "register %d bytes: %s", BUF_SIZE, e->mr ? "ok" : strerror(errno));
-
-	/* The port's first GID in use, preferring an IPv4-mapped one (RoCEv2). */
-	e->gid_index = -1;
-	for (i = 0; i < e->port.gid_tbl_len; i++) {
-		union ibv_gid g;
-
-		if (ibv_query_gid(e->ctx, 1, i, &g))
-			continue;
-		if (!g.global.subnet_prefix && !g.global.interface_id)
-			continue;
-		if (e->gid_index < 0 || (!g.global.subnet_prefix && g.raw[10] == 0xff)) {
-			e->gid = g;
-			e->gid_index = i;
-		}
-	}
-	check(e->gid_index >= 0, "port 1 has a GID (index %d)", e->gid_index);
-	return e->gid_index >= 0;
-}
-
 
 /* A connected pair on fresh CQs: the peer (a) and the owner (b). */
 struct pair {
@@ -214,20 +39,20 @@ struct pair {
 	struct ibv_qp *a, *b;
 };
 
-static bool pair_up(struct env *e, struct pair *p)
+static bool pair_up(struct loop_env *e, struct pair *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->cqa = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	p->cqb = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
 	if (!p->cqa || !p->cqb)
 		return false;
-	p->a = make_qp(e, IBV_QPT_RC, p->cqa, p->cqa, NULL, 32, 0);
-	p->b = make_qp(e, IBV_QPT_RC, p->cqb, p->cqb, NULL, 32,
+	p->a = loop_make_qp(e, IBV_QPT_RC, p->cqa, p->cqa, NULL, 32, 0);
+	p->b = loop_make_qp(e, IBV_QPT_RC, p->cqb, p->cqb, NULL, 32,
 		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND);
 	if (!p->a || !p->b)
 		return false;
-	return !to_init(p->a) && !to_init(p->b) && !to_rts(e, p->a, p->b->qp_num) &&
-	       !to_rts(e, p->b, p->a->qp_num);
+	return !loop_to_init(p->a) && !loop_to_init(p->b) && !loop_to_rts(e, p->a, p->b->qp_num) &&
+	       !loop_to_rts(e, p->b, p->a->qp_num);
 }
 
 static void pair_down(struct pair *p)
@@ -272,7 +97,7 @@ static int bind(struct pair *p, struct ibv_mw *mw, uint32_t new_rkey, struct ibv
 }
 
 /* One RDMA op from the peer through @rkey at @raddr; the completion's status. */
-static int peer_op(struct env *e, struct pair *p, enum ibv_wr_opcode op, uint32_t rkey,
+static int peer_op(struct loop_env *e, struct pair *p, enum ibv_wr_opcode op, uint32_t rkey,
 		   uint64_t raddr, size_t loff, uint32_t len)
 {
 	struct ibv_sge sge = { (uintptr_t)e->buf + loff, len, e->mr->lkey };
@@ -318,7 +143,7 @@ static bool all_sentinel(const char *b, size_t len)
 	return true;
 }
 
-static void type2_checks(struct env *e, struct ibv_mr *mr)
+static void type2_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
 	uint64_t waddr = (uintptr_t)win;
@@ -378,7 +203,7 @@ out:
 }
 
 /* Invalidating a window twice: LOC_QP_OP_ERR, the QP in ERR. */
-static void inv_twice_checks(struct env *e, struct ibv_mr *mr)
+static void inv_twice_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
 	struct pair p;
@@ -403,7 +228,7 @@ static void inv_twice_checks(struct env *e, struct ibv_mr *mr)
 }
 
 /* Binds the IB rules forbid: MW_BIND_ERR, the QP in ERR, nothing bound. */
-static void bad_bind_checks(struct env *e, struct ibv_mr *mr)
+static void bad_bind_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	const uint64_t base = (uintptr_t)e->buf + BUF_SIZE / 2;
 	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
@@ -451,7 +276,7 @@ static void bad_bind_checks(struct env *e, struct ibv_mr *mr)
 }
 
 /* Type 1: ibv_bind_mw, access, then unbound by dealloc; the MR is free again. */
-static void type1_checks(struct env *e, struct ibv_mr *mr)
+static void type1_checks(struct loop_env *e, struct ibv_mr *mr)
 {
 	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF;
 	struct ibv_mw_bind b = { .wr_id = 3, .send_flags = IBV_SEND_SIGNALED };
@@ -480,23 +305,290 @@ static void type1_checks(struct env *e, struct ibv_mr *mr)
 	check(ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw (bound type 1)");
 }
 
+/* ---- Two guests: the window in the owner's guest, the peer in another ---------- */
+
+/*
+ * The two sides meet through files in a directory both guests share
+ * (vm-run's /job): each file is written whole under a temporary name and
+ * renamed, the other side waits for it (120 s at most, TCG boots slowly).
+ */
+static bool put(const char *dir, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool put(const char *dir, const char *name, const char *fmt, ...)
+{
+	char path[512], tmp[520];
+	va_list ap;
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/mw-%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return false;
+	va_start(ap, fmt);
+	ret = vfprintf(f, fmt, ap);
+	va_end(ap);
+	if (fclose(f) || ret < 0)
+		return false;
+	return rename(tmp, path) == 0;
+}
+
+/* Waits for the file and reads one line of it into @line; false after 120 s. */
+static bool get(const char *dir, const char *name, char *line, size_t len)
+{
+	double end = now() + 120;
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/mw-%s", dir, name);
+	while (!(f = fopen(path, "r"))) {
+		if (now() > end) {
+			check(false, "%s appeared within 120 s", path);
+			return false;
+		}
+		usleep(20000);
+	}
+	line[0] = 0;
+	if (!fgets(line, len, f))
+		line[0] = 0;
+	fclose(f);
+	return true;
+}
+
+static void gid_hex(const union ibv_gid *g, char *out)
+{
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", g->raw[i]);
+}
+
+static bool gid_parse(const char *hex, union ibv_gid *g)
+{
+	for (int i = 0; i < 16; i++)
+		if (sscanf(hex + 2 * i, "%2hhx", &g->raw[i]) != 1)
+			return false;
+	return true;
+}
+
+/* The bytes each side writes into the window; both compute them. */
+static uint8_t pattern(int which, uint32_t i)
+{
+	return which ? (uint8_t)(i * 13 + 5) : (uint8_t)(i * 7 + 3);
+}
+
+/* One RC QP on its own CQ, connected to the QP the other side published. */
+static struct ibv_qp *remote_qp(struct loop_env *e, const char *dir, const char *me,
+				const char *other, struct ibv_cq **cq, uint64_t send_ops)
+{
+	char line[128], hex[33];
+	union ibv_gid dgid;
+	struct ibv_qp *qp;
+	unsigned int dqpn;
+
+	*cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	qp = *cq ? loop_make_qp(e, IBV_QPT_RC, *cq, *cq, NULL, 16, send_ops) : NULL;
+	check(qp && !loop_to_init(qp), "%s: an RC QP in INIT", me);
+	if (!qp)
+		return NULL;
+	gid_hex(&e->gid, hex);
+	check(put(dir, me, "%u %s\n", qp->qp_num, hex), "%s: QPN %u and GID published", me,
+	      qp->qp_num);
+	if (!get(dir, other, line, sizeof(line)) || sscanf(line, "%u %32s", &dqpn, hex) != 2 ||
+	    !gid_parse(hex, &dgid)) {
+		check(false, "%s: the %s's QPN and GID read", me, other);
+		return qp;
+	}
+	check(!loop_connect(e, qp, dqpn, &dgid), "%s: connected to QP %u at %s", me, dqpn, hex);
+	return qp;
+}
+
+static int post_one(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(qp, wr, &bad))
+		return -2;
+	if (wait_wc(cq, 1, &wc) != 1)
+		return -1;
+	return wc.status;
+}
+
+static bool window_is(const char *win, int which)
+{
+	for (uint32_t i = 0; i < WIN_LEN; i++)
+		if ((uint8_t)win[i] != pattern(which, i))
+			return false;
+	return true;
+}
+
+/*
+ * The owner: binds a type 2 window on its MR (pattern 0 inside, the
+ * sentinel around it), publishes its rkey, address and length, finds the
+ * peer's WRITE (pattern 1) in it byte for byte and nothing outside, then
+ * invalidates the window locally and finds that the peer's next WRITE
+ * changed nothing.
+ */
+static void owner(struct loop_env *e, struct ibv_mr *mr, const char *dir)
+{
+	char *win = e->buf + BUF_SIZE / 2 + WIN_OFF, line[128];
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_mw *mw = NULL;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint32_t rkey;
+	int st;
+
+	qp = remote_qp(e, dir, "owner", "peer", &cq,
+		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND);
+	if (!qp)
+		goto out;
+	memset(e->buf + BUF_SIZE / 2, SENTINEL, BUF_SIZE / 2);
+	for (uint32_t i = 0; i < WIN_LEN; i++)
+		win[i] = (char)pattern(0, i);
+	mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2);
+	check(mw != NULL, "owner: ibv_alloc_mw(TYPE_2): %s", mw ? "ok" : strerror(errno));
+	if (!mw)
+		goto out;
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mr, .addr = (uintptr_t)win, .length = WIN_LEN,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+	st = post_one(qp, cq, &wr);
+	check(st == IBV_WC_SUCCESS, "owner: window of %d bytes bound, rkey 0x%x: status %d",
+	      WIN_LEN, rkey, st);
+	mw->rkey = rkey;
+	if (st != IBV_WC_SUCCESS)
+		goto out;
+	check(put(dir, "window", "%u %" PRIu64 " %u\n", rkey, (uint64_t)(uintptr_t)win, WIN_LEN),
+	      "owner: window published");
+
+	if (!get(dir, "peer-wrote", line, sizeof(line)))
+		goto out;
+	check(window_is(win, 1) && all_sentinel(e->buf + BUF_SIZE / 2, WIN_OFF) &&
+	      all_sentinel(win + WIN_LEN, BUF_SIZE / 2 - WIN_OFF - WIN_LEN),
+	      "owner: the peer's WRITE is in the window byte for byte, nothing around it");
+
+	wr = (struct ibv_send_wr){ .wr_id = 9, .opcode = IBV_WR_LOCAL_INV,
+				   .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey };
+	st = post_one(qp, cq, &wr);
+	check(st == IBV_WC_SUCCESS, "owner: LOCAL_INV of the window: status %d", st);
+	check(put(dir, "invalidated", "%d\n", st), "owner: invalidation published");
+
+	if (!get(dir, "peer-refused", line, sizeof(line)))
+		goto out;
+	check(window_is(win, 1) && all_sentinel(e->buf + BUF_SIZE / 2, WIN_OFF) &&
+	      all_sentinel(win + WIN_LEN, BUF_SIZE / 2 - WIN_OFF - WIN_LEN),
+	      "owner: nothing written after the invalidation");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (mw)
+		check(ibv_dealloc_mw(mw) == 0, "owner: ibv_dealloc_mw");
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
+/*
+ * The peer: READs the window through its rkey (pattern 0, byte for byte),
+ * WRITEs pattern 1 into it, and once the owner has invalidated it, WRITEs
+ * again: REM_ACCESS_ERR, its QP in ERR.
+ */
+static void peer(struct loop_env *e, const char *dir)
+{
+	struct ibv_sge sge = { (uintptr_t)e->buf, WIN_LEN, e->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED };
+	unsigned int rkey, len;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	char line[128];
+	uint64_t addr;
+	int st;
+
+	qp = remote_qp(e, dir, "peer", "owner", &cq, 0);
+	if (!qp)
+		goto out;
+	if (!get(dir, "window", line, sizeof(line)) ||
+	    sscanf(line, "%u %" SCNu64 " %u", &rkey, &addr, &len) != 3 || len != WIN_LEN) {
+		check(false, "peer: the window's rkey, address and length read");
+		goto out;
+	}
+	memset(e->buf, 0, WIN_LEN);
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	st = post_one(qp, cq, &wr);
+	check(st == IBV_WC_SUCCESS && window_is(e->buf, 0),
+	      "peer: READ of %u bytes through rkey 0x%x: status %d, bytes %s", len, rkey, st,
+	      window_is(e->buf, 0) ? "equal" : "differ");
+
+	for (uint32_t i = 0; i < WIN_LEN; i++)
+		e->buf[i] = (char)pattern(1, i);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	st = post_one(qp, cq, &wr);
+	check(st == IBV_WC_SUCCESS, "peer: WRITE of %u bytes through the window: status %d", len,
+	      st);
+	check(put(dir, "peer-wrote", "%d\n", st), "peer: WRITE published");
+
+	if (!get(dir, "invalidated", line, sizeof(line)))
+		goto out;
+	sge.length = 64;
+	st = post_one(qp, cq, &wr);
+	check(st == IBV_WC_REM_ACCESS_ERR,
+	      "peer: WRITE after the invalidation: status %d (REM_ACCESS_ERR is %d)", st,
+	      IBV_WC_REM_ACCESS_ERR);
+	check(qp_state(qp) == IBV_QPS_ERR, "peer: its QP is in ERR");
+	check(put(dir, "peer-refused", "%d\n", st), "peer: refusal published");
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
 int main(int argc, char **argv)
 {
-	const char *dev = "qrdma0";
+	const char *dev = "qrdma0", *role = NULL, *dir = NULL;
 	struct ibv_device_attr attr;
 	struct ibv_mr *mr = NULL;
-	struct env e = {};
+	struct loop_env e = {};
 	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dev") && i + 1 < argc) {
 			dev = argv[++i];
+		} else if ((!strcmp(argv[i], "--owner") || !strcmp(argv[i], "--peer")) &&
+			   i + 1 < argc) {
+			role = argv[i] + 2;
+			dir = argv[++i];
 		} else {
-			fprintf(stderr, "usage: %s [--dev NAME]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--dev NAME] [--owner DIR | --peer DIR]\n",
+				argv[0]);
 			return 2;
 		}
 	}
-	if (open_env(&e, dev) && e.mr && !ibv_query_device(e.ctx, &attr)) {
+	if (role && loop_open(&e, dev)) {
+		if (!strcmp(role, "peer")) {
+			peer(&e, dir);
+		} else {
+			mr = ibv_reg_mr(e.pd, e.buf + BUF_SIZE / 2, BUF_SIZE / 2,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+			check(mr != NULL, "owner: an MR with MW_BIND: %s",
+			      mr ? "ok" : strerror(errno));
+			if (mr) {
+				owner(&e, mr, dir);
+				check(ibv_dereg_mr(mr) == 0, "owner: dereg once the window is gone");
+			}
+		}
+		goto out;
+	}
+	if (role)
+		goto out;
+	if (loop_open(&e, dev) && e.mr && !ibv_query_device(e.ctx, &attr)) {
 		check((attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
 		      (attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && attr.max_mw > 0,
 		      "the device advertises memory windows (type 2B), max_mw %d", attr.max_mw);
@@ -512,13 +604,8 @@ int main(int argc, char **argv)
 			check(ibv_dereg_mr(mr) == 0, "dereg of the MR once its windows are gone");
 		}
 	}
-	if (e.mr)
-		ibv_dereg_mr(e.mr);
-	if (e.pd)
-		ibv_dealloc_pd(e.pd);
-	if (e.ctx)
-		ibv_close_device(e.ctx);
-	free(e.buf);
+out:
+	loop_close(&e);
 	printf("1..%d\n# %d of %d checks failed\n", checks, failures, checks);
 	return failures ? 1 : 0;
 }

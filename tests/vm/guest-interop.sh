@@ -6,28 +6,35 @@
 # exit status only, their -c proves no data), qrdma-pingpong RC, UC and UD
 # (every byte checked), perftest WRITE, READ (as many reads in flight as
 # each side offers), SEND and atomics without rdma_cm and WRITE with it
-# (-R), rping with its data verified (-V), ucmatose, udaddy, rstream and
+# (-R), rping with its data verified (-V), ucmatose, udaddy, mckey (UD
+# multicast; the receiver must poll all its messages), rstream and
 # riostream (exit status), and qrdma-bulk: 256 MB written by
 # qrdma into soft-RoCE's memory and read back, 64 MB the other way, every
 # byte compared. The proof that qrdma's wire is standard RoCEv2.
+#
+# An argument (an extended regular expression) runs only the steps whose
+# names match it, e.g. "mckey" (test-interop.sh passes it on).
 . "$(dirname "$0")/guest-lib.sh"
-me=$QRDMA_GUEST n=0
+me=$QRDMA_GUEST n=0 only=${1:-}
 case $me in 0) dev=qrdma0 ;; *) dev=rxe0 ;; esac
 start=$(date +%s)
 vm_barrier up 150
 
 # step NAME SERVER CMD...: CMD on guest SERVER, then CMD plus SERVER's
 # address on the other guest once the server had 2 s to start. @DEV@ in
-# CMD is each side's own device; a CMD with @SRV@ gets the address there
-# instead (the server an empty word).
+# CMD is each side's own device, @N@ the step's number; a CMD with @SRV@
+# gets the address there instead (the server an empty word).
 step() {
     local name=$1 srv=$2 log s rc src t0 limit=${step_limit:-120} args=() addr
     shift 2
     n=$((n + 1))
+    if [ -n "$only" ] && ! [[ $name =~ $only ]]; then
+        return 0
+    fi
     log=/tmp/step-$n.log
     addr=10.0.0.$((srv + 1))
     [ "$me" = "$srv" ] && addr=""
-    for a in "$@"; do a=${a//@DEV@/$dev}; args+=("${a//@SRV@/$addr}"); done
+    for a in "$@"; do a=${a//@DEV@/$dev}; a=${a//@N@/$n}; args+=("${a//@SRV@/$addr}"); done
     [[ "$*" == *@SRV@* ]] || [ -z "$addr" ] || args+=("$addr")
     t0=$(date +%s)
     if [ "$me" = "$srv" ]; then
@@ -38,7 +45,13 @@ step() {
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
         kill "$s" 2>/dev/null
         wait "$s"
-        echo "$?" > "$QRDMA_JOB/srv-rc-$n.tmp" && mv "$QRDMA_JOB/srv-rc-$n.tmp" "$QRDMA_JOB/srv-rc-$n"
+        rc=$?
+        echo "$rc" > "$QRDMA_JOB/srv-rc-$n.tmp" && mv "$QRDMA_JOB/srv-rc-$n.tmp" "$QRDMA_JOB/srv-rc-$n"
+        # The client reports the step; a failed server shows its own end here.
+        if [ "$rc" != 0 ]; then
+            echo "step $n, $name: server exited $rc"
+            tail -n 30 "$log" | sed 's/^/  | /'
+        fi
         return 0
     fi
     if vm_wait "srv-$n" 120; then
@@ -91,6 +104,45 @@ both "rping -V, 20 pings of 4 KB" sh -c \
 # server with -s.
 both "ucmatose" sh -c 'exec ucmatose ${0:+-s "$0"}' @SRV@
 both "udaddy" sh -c 'exec udaddy ${0:+-s "$0"}' @SRV@
+# mckey_side GROUP STEP SERVER: mckey's receiver (SERVER empty) or sender
+# on multicast group GROUP. The receiver joins and, once it waits for
+# data ("receiving data transfers"), writes /job/mckey-ready-STEP; the
+# sender starts only then (a datagram sent before the join is lost). The
+# receiver prints "data transfers complete" only after it has polled all
+# of its -C completions (a lost datagram leaves it polling until the
+# step's timeout), and each side must say so and exit 0.
+mckey_side() {
+    local group=$1 ready=$QRDMA_JOB/mckey-ready-$2 log=/tmp/mckey-$2.log rc pid
+    if [ -z "$3" ]; then
+        stdbuf -oL mckey -m "$group" -b "$QRDMA_IP" -C 10 > "$log" 2>&1 &
+        pid=$!
+        wait_for 60 grep -q "receiving data transfers" "$log" && touch "$ready"
+        # The sender is done within seconds of "ready"; the step gives the
+        # server 15 s more: say what the port counted before that ends.
+        if ! wait_for 12 bash -c "! kill -0 $pid 2>/dev/null"; then
+            echo "mckey: the receiver still waits for its messages; the port's counters:"
+            grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null |
+                sed 's|.*/hw_counters/||' | grep -v ':0$'
+            kill "$pid"
+        fi
+        wait "$pid"
+        rc=$?
+    elif wait_for 90 test -e "$ready"; then
+        mckey -m "$group" -s -b "$QRDMA_IP" -C 10 > "$log" 2>&1
+        rc=$?
+    else
+        echo "mckey: the receiver did not get ready"
+        return 1
+    fi
+    cat "$log"
+    [ "$rc" = 0 ] && grep -q "^data transfers complete" "$log"
+}
+export -f mckey_side wait_for
+# Only soft-RoCE receiving: qrdma receiving soft-RoCE's datagrams lost some
+# in 2 of 4 runs, not yet understood (docs/features.md); a step that fails
+# half the time would only hide other failures.
+step "mckey, 10 datagrams to 239.1.1.N, soft-RoCE serves" 1 \
+    bash -c 'mckey_side "239.1.1.$1" "$1" "$0"' @SRV@ @N@
 both "rstream" sh -c 'exec rstream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 both "riostream" sh -c 'exec riostream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 step_limit=300
