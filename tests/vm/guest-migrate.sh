@@ -10,7 +10,7 @@
 # live-migrate guest 0 2*ROUNDS times (moved to a new QEMU and "back" to
 # another, as a round trip between two hosts would), each migration checked
 # to complete with both programs still running. The phases:
-#   bulk      qrdma-bulk: ROUNDS*2 GB written by guest 0 in 32 MB
+#   bulk      qrdma-bulk: ROUNDS*4 GB written by guest 0 in 32 MB
 #             chunks, each read back and compared byte for byte, each
 #             chunk's and the whole stream's checksum compared with the
 #             server's
@@ -129,18 +129,21 @@ phase() {
     tail -n 4 "/tmp/$name-c.log" | sed 's/^/  c| /'
 }
 
-# Sized from TCG measurements so that a phase outlasts its migrations:
-# unmigrated, qrdma-bulk moves about 60 MB/s, ibv_rc_pingpong takes 5.6 ms
-# and qrdma-pingpong 1.7 ms a round trip; a migration took 3-22 s (most
-# when the machine is loaded and the guest writes its memory fast), then
-# 2 s of traffic. About 60 s of traffic per round; a phase that ends
-# before its last migration fails the "still running" check.
-phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 2048)) -c 32 -t 60" \
-    "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 2048)) -c 32 -t 60"
+# Sized from TCG measurements so that a phase outlasts its migrations,
+# on a quiet machine as on a loaded one (traffic and migrations both slow
+# down with the load, by different factors): unmigrated, qrdma-bulk moves
+# 60 MB/s loaded and 200 MB/s quiet, ibv_rc_pingpong takes 5.6 ms loaded
+# and 0.83 ms quiet a round trip, qrdma-pingpong 1.7 and 0.86 ms; a
+# migration took 3-22 s loaded and 1-7 s quiet, then 2 s of traffic. At
+# least 30 s of traffic per round on a quiet machine (11,000 round trips of
+# ibv_rc_pingpong, 9 s, ended before its second migration there); a phase
+# that ends before its last migration fails the "still running" check.
+phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 4096)) -c 32 -t 60" \
+    "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 4096)) -c 32 -t 60"
 phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
     "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
-phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 11000))" \
-    "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 11000))"
+phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 40000))" \
+    "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 40000))"
 phase qrdma_pp 900 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60" \
     "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60"
 stall=$(grep -o 'longest round trip [0-9]* ms' /tmp/qrdma_pp-s.log | grep -o '[0-9]*')

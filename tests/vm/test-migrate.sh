@@ -2,7 +2,7 @@
 # VM test: live migration with RDMA traffic running (issue 16,
 # docs/migration.md). Two guests; guest 0 is live-migrated to a new QEMU
 # and back 2*ROUNDS times during each of four transfers to guest 1 (a
-# checked WRITE + READ transfer of ROUNDS*2 GB, ib_write_bw,
+# checked WRITE + READ transfer of ROUNDS*4 GB, ib_write_bw,
 # ibv_rc_pingpong, qrdma-pingpong with every byte checked), and a
 # migration QEMU refuses is answered and leaves the guest running:
 # tests/vm/guest-migrate.sh. Runs (QRDMA_MIG_VARIANTS, a list; make check
