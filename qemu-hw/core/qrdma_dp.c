@@ -1166,28 +1166,6 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .now_ns = cb_now_ns,
 };
 
-/*
- * The same for an embedding without dma_map_read: payloads are copied into
- * frames.
- */
-static const struct qrdma_be_callbacks dp_callbacks_copy = {
-    .mr_read = cb_mr_read,
-    .mr_write = cb_mr_write,
-    .mr_check = cb_mr_check,
-    .mr_atomic = cb_mr_atomic,
-    .mr_gpa_walk = cb_mr_gpa_walk,
-    .fast_reg = cb_fast_reg,
-    .invalidate = cb_invalidate,
-    .bind_mw = cb_bind_mw,
-    .get_recv = cb_get_recv,
-    .complete = cb_complete,
-    .event = cb_event,
-    .sq_space = cb_sq_space,
-    .tp_event = cb_tp_event,
-    .frame_out = cb_frame_out,
-    .now_ns = cb_now_ns,
-};
-
 /* ---- address vectors ----------------------------------------------------- */
 
 /*
@@ -2026,6 +2004,7 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops,
 {
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_be_params params;
+    struct qrdma_be_callbacks cbs;
 
     if (!ops->create || !ops->reset || !ops->destroy || !ops->qp_create ||
         !ops->qp_modify || !ops->qp_state || !ops->qp_destroy ||
@@ -2038,9 +2017,17 @@ int qrdma_dp_init(struct qrdma_core *core, const struct qrdma_be_ops *ops,
     dp->ops = ops;
     dp->deadline = UINT64_MAX;
     memcpy(dp->be_mac, params.mac, 6);
-    dp->be = ops->create(core->env.dma_map_read ? &dp_callbacks
-                                                : &dp_callbacks_copy,
-                         core, &params, err, err_len);
+    cbs = dp_callbacks;
+    if (!core->env.dma_map_read) {
+        /*
+         * An embedding that cannot map guest memory: without the map
+         * callbacks the backend copies payloads into frames.
+         */
+        cbs.mr_map_read = NULL;
+        cbs.mr_unmap_read = NULL;
+        cbs.frame_out_iov = NULL;
+    }
+    dp->be = ops->create(&cbs, core, &params, err, err_len);
     return dp->be ? 0 : -ENOMEM;
 }
 
