@@ -403,18 +403,20 @@ static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev,
                     psn, detail);
 }
 
-static void cb_send_frame(void *opaque, const void *frame, size_t len)
+static int cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct sw_be *sw = opaque;
 
     sw->cb.frame_out(sw->opaque, frame, len);
+    return QSW_TX_SENT;
 }
 
-static void cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+static int cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct sw_be *sw = opaque;
 
     sw->cb.frame_out_iov(sw->opaque, iov, n);
+    return QSW_TX_SENT;
 }
 
 static uint64_t cb_now_ns(void *opaque)

@@ -171,14 +171,14 @@ static void op_qp_event(void *o, struct qsw_qp *qp, enum qsw_event ev)
     n->events[ev & 31]++;
 }
 
-static void op_send_frame(void *o, const void *frame, size_t len)
+static int op_send_frame(void *o, const void *frame, size_t len)
 {
     struct tb_node *n = o;
     struct tb *tb = n->tb;
     struct tb_frame *f;
 
     if (tb->drop_all) {
-        return;
+        return 0;
     }
     f = malloc(sizeof(*f) + len);
     if (!f) {
@@ -190,7 +190,7 @@ static void op_send_frame(void *o, const void *frame, size_t len)
     memcpy(f->data, frame, len);
     if (tb->tap && tb->tap(tb, n->idx, f->data, &f->len, tb->tap_arg)) {
         free(f);
-        return;
+        return 0;
     }
     if (tb->qtail) {
         tb->qtail->next = f;
@@ -198,6 +198,7 @@ static void op_send_frame(void *o, const void *frame, size_t len)
         tb->qhead = f;
     }
     tb->qtail = f;
+    return 0;
 }
 
 /* Zero-copy transmit: the pieces point into the node's memory, cut at TB_MAP_SPLIT. */
@@ -270,7 +271,7 @@ static void op_sge_unmap(void *o, struct qsw_qp *qp, const struct iovec *iov, un
     }
 }
 
-static void op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
+static int op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
 {
     struct tb_node *n = o;
     static uint8_t joined[16384];
@@ -287,7 +288,7 @@ static void op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
         memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
         len += iov[i].iov_len;
     }
-    op_send_frame(o, joined, len);
+    return op_send_frame(o, joined, len);
 }
 
 static uint64_t op_now(void *o)
