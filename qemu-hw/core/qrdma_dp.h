@@ -96,6 +96,11 @@ struct qrdma_dp {
      */
     uint8_t tx_join[QRDMA_DP_FRAME_MAX];
     uint64_t tx_join_drops;
+    /*
+     * The backend was told QRDMA_BE_TX_BUSY and waits for its tx_ready
+     * (qrdma_dp_process calls it once the netdev holds nothing of ours).
+     */
+    bool be_tx_busy;
 };
 
 /*

@@ -23,8 +23,8 @@ uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
 unsigned rc_retry_cnt = 3;
-void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
-void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+int (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
+int (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
 bool dp_tb_copy_tx;
 uint64_t (*dp_tb_clock)(void);
 
@@ -110,24 +110,23 @@ static void env_msix_notify(void *opaque, unsigned vector)
     }
 }
 
-static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
+static int env_send_frame(void *opaque, const uint8_t *data, size_t len)
 {
     struct side *s = opaque;
     struct frame *f;
 
     s->frames_sent++;
     if (dp_tb_wire) {
-        dp_tb_wire(s, data, len);
-        return;
+        return dp_tb_wire(s, data, len);
     }
     if (drop_frames > 0) {
         drop_frames--;
-        return;
+        return 0;
     }
     f = malloc(sizeof(*f) + len);
     CHECK(f != NULL);
     if (!f) {
-        return;
+        return 0;
     }
     f->next = NULL;
     f->dst = s == SA ? SB : SA;
@@ -136,6 +135,7 @@ static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
     *fq_tail = f;
     fq_tail = &f->next;
     frames_in_flight++;
+    return 0;
 }
 
 /* Guest RAM is one host buffer: a mapping is a pointer into it, counted until given back. */
@@ -161,7 +161,7 @@ static void env_dma_unmap_read(void *opaque, const void *p, size_t len)
     s->maps_out--;
 }
 
-static void env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+static int env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct side *s = opaque;
     static uint8_t joined[16384];
@@ -171,18 +171,17 @@ static void env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n
     CHECK(s->maps_out > 0);                 /* the payload is still mapped while it is sent */
     if (dp_tb_wire_iov) {
         s->frames_sent++;
-        dp_tb_wire_iov(s, iov, n);
-        return;
+        return dp_tb_wire_iov(s, iov, n);
     }
     for (unsigned i = 0; i < n; i++) {
         CHECK(iov[i].iov_len <= sizeof(joined) - len);
         if (iov[i].iov_len > sizeof(joined) - len) {
-            return;
+            return 0;
         }
         memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
         len += iov[i].iov_len;
     }
-    env_send_frame(s, joined, len);
+    return env_send_frame(s, joined, len);
 }
 
 static void env_kick(void *opaque, unsigned what)

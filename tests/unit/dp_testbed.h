@@ -147,9 +147,10 @@ void fq_clear(void);
 /*
  * Another wire: every frame a side sends goes to dp_tb_wire instead of the
  * bed's queue (pump() then delivers nothing), and dp_tb_clock replaces the
- * fake clock. NULL: the bed's own.
+ * fake clock. NULL: the bed's own. It returns what env.send_frame does
+ * (QRDMA_TX_SENT, or QRDMA_TX_QUEUED and a qrdma_core_tx_ready() later).
  */
-extern void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
+extern int (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 extern uint64_t (*dp_tb_clock)(void);
 /*
  * Frames in pieces (env.send_frame_iov): to dp_tb_wire_iov when set, else
@@ -157,7 +158,7 @@ extern uint64_t (*dp_tb_clock)(void);
  * no zero-copy transmit (no dma_map_read, no send_frame_iov), as an
  * embedding without them.
  */
-extern void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+extern int (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
 extern bool dp_tb_copy_tx;
 
 /*

@@ -100,7 +100,7 @@ static void fake_msix_notify(void *opaque, unsigned vector)
     }
 }
 
-static void fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
+static int fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
 {
     struct fake_env *f = opaque;
 
@@ -109,6 +109,7 @@ static void fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
         memcpy(f->frames[f->frames_sent].data, frame, len);
     }
     f->frames_sent++;
+    return 0;
 }
 
 static void fake_kick(void *opaque, unsigned what)

@@ -2432,12 +2432,13 @@ static uint64_t stat(struct side *s, unsigned i)
 static uint8_t icrc_frame[2048];
 static size_t icrc_frame_len;
 
-static void icrc_wire(struct side *from, const uint8_t *frame, size_t len)
+static int icrc_wire(struct side *from, const uint8_t *frame, size_t len)
 {
     if (!icrc_frame_len && len <= sizeof(icrc_frame)) {
         memcpy(icrc_frame, frame, len);
         icrc_frame_len = len;
     }
+    return 0;
 }
 
 /*
