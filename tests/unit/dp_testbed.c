@@ -5,6 +5,7 @@
  */
 #include "dp_testbed.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,9 @@ static struct frame *fq_head, **fq_tail = &fq_head;
 int frames_in_flight;
 int drop_frames;
 
+/* Frames each side's netdev keeps (struct side's tx_limit). */
+static struct frame *kq_head[2], **kq_tail[2] = { &kq_head[0], &kq_head[1] };
+
 void fq_clear(void)
 {
     while (fq_head) {
@@ -49,6 +53,38 @@ void fq_clear(void)
     }
     fq_tail = &fq_head;
     frames_in_flight = 0;
+    for (int i = 0; i < 2; i++) {
+        while (kq_head[i]) {
+            struct frame *f = kq_head[i];
+
+            kq_head[i] = f->next;
+            free(f);
+        }
+        kq_tail[i] = &kq_head[i];
+        sides[i].tx_kept = 0;
+    }
+}
+
+void dp_tb_tx_drain(struct side *s, unsigned room)
+{
+    struct frame *f;
+
+    while ((f = kq_head[s->idx])) {
+        kq_head[s->idx] = f->next;
+        if (!kq_head[s->idx]) {
+            kq_tail[s->idx] = &kq_head[s->idx];
+        }
+        f->next = NULL;
+        *fq_tail = f;
+        fq_tail = &f->next;
+        frames_in_flight++;
+        s->tx_kept--;
+        qrdma_core_tx_ready(&s->core);
+    }
+    s->tx_room = room;
+    if (room == UINT_MAX) {
+        s->tx_limit = false;
+    }
 }
 
 static void env_guest_error(void *opaque, const char *msg)
@@ -116,6 +152,26 @@ static int env_send_frame(void *opaque, const uint8_t *data, size_t len)
     struct frame *f;
 
     s->frames_sent++;
+    if (s->tx_limit && (s->tx_kept || !s->tx_room)) {
+        f = malloc(sizeof(*f) + len);
+        CHECK(f != NULL);
+        if (!f) {
+            return QRDMA_TX_SENT;
+        }
+        f->next = NULL;
+        f->dst = s == SA ? SB : SA;
+        f->len = len;
+        memcpy(f->data, data, len);
+        *kq_tail[s->idx] = f;
+        kq_tail[s->idx] = &f->next;
+        if (++s->tx_kept > s->tx_kept_max) {
+            s->tx_kept_max = s->tx_kept;
+        }
+        return QRDMA_TX_QUEUED;
+    }
+    if (s->tx_limit) {
+        s->tx_room--;
+    }
     if (dp_tb_wire) {
         return dp_tb_wire(s, data, len);
     }

@@ -109,7 +109,8 @@ static int fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
         memcpy(f->frames[f->frames_sent].data, frame, len);
     }
     f->frames_sent++;
-    return 0;
+    return f->queue_from && f->frames_sent >= f->queue_from ? QRDMA_TX_QUEUED
+                                                            : QRDMA_TX_SENT;
 }
 
 static void fake_kick(void *opaque, unsigned what)

@@ -198,7 +198,16 @@ static int op_send_frame(void *o, const void *frame, size_t len)
         tb->qhead = f;
     }
     tb->qtail = f;
-    return 0;
+    n->waiting++;
+    if (n->waiting > n->max_waiting) {
+        n->max_waiting = n->waiting;
+    }
+    if (n->tx_room && n->waiting >= n->tx_room) {
+        n->told_busy = true;
+        n->busy_answers++;
+        return QSW_TX_BUSY;
+    }
+    return QSW_TX_SENT;
 }
 
 /* Zero-copy transmit: the pieces point into the node's memory, cut at TB_MAP_SPLIT. */
@@ -574,25 +583,53 @@ unsigned tb_rq_count(struct qsw_qp *qp)
 
 /* ---- running ----------------------------------------------------------------------- */
 
+/* Frames of a node whose wire holds them stay, in order; the others go. */
+static bool tb_deliverable(const struct tb *tb)
+{
+    for (const struct tb_frame *f = tb->qhead; f; f = f->next) {
+        if (!tb->node[1 - f->to].hold) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool tb_deliver(struct tb *tb)
 {
-    struct tb_frame *f, *end = tb->qtail;
+    struct tb_frame *f, *end = tb->qtail, **pp = &tb->qhead, *prev = NULL;
     bool any = false;
 
     /* only the frames queued so far: responses wait for the next round */
-    while ((f = tb->qhead)) {
+    while ((f = *pp)) {
         bool last = f == end;
+        struct tb_node *from = &tb->node[1 - f->to];
 
-        tb->qhead = f->next;
-        if (!tb->qhead) {
-            tb->qtail = NULL;
+        if (from->hold) {
+            prev = f;
+            pp = &f->next;
+        } else {
+            *pp = f->next;
+            if (tb->qtail == f) {
+                tb->qtail = prev;
+            }
+            tb->frames++;
+            from->waiting--;
+            qsw_rx_frame(tb->node[f->to].eng, f->data, f->len);
+            free(f);
+            any = true;
         }
-        tb->frames++;
-        qsw_rx_frame(tb->node[f->to].eng, f->data, f->len);
-        free(f);
-        any = true;
         if (last) {
             break;
+        }
+    }
+    /* the wire drained: the netdev's completion callback */
+    for (int i = 0; i < 2; i++) {
+        struct tb_node *n = &tb->node[i];
+
+        if (n->told_busy && !n->waiting) {
+            n->told_busy = false;
+            n->ready_calls++;
+            qsw_engine_tx_ready(n->eng);
         }
     }
     return any;
@@ -611,7 +648,7 @@ bool tb_run(struct tb *tb, bool (*cond)(struct tb *tb, void *arg), void *arg, ui
         if (cond && cond(tb, arg)) {
             return true;
         }
-        if (tb->qhead) {
+        if (tb_deliverable(tb)) {
             continue;
         }
         next = d0 < d1 ? d0 : d1;
