@@ -949,9 +949,14 @@ static const Property qrdma_properties[] = {
                        QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH),
     DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
                        QRDMA_DEFAULT_LINK_SPEED_MBPS),
-    /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
+    /*
+     * An RC QP reports retry-exceeded only after its retries and this long
+     * without progress (0: the retry count alone, as IBTA has it), so that
+     * a peer VM its host briefly starves of CPU is not taken for dead.
+     */
     DEFINE_PROP_UINT32("stall-floor-ms", QrdmaState, cfg.stall_floor_ms,
                        QRDMA_DEFAULT_STALL_FLOOR_MS),
+    /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
     DEFINE_PROP_UINT32("pe-ready-delay-us", QrdmaState, cfg.pe_ready_delay_us,
                        QRDMA_DEFAULT_PE_READY_DELAY_US),
     /*
