@@ -54,6 +54,10 @@ machine="Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d:
 $(free -g | awk '/Mem:/ {print $2}') GB RAM. Guests: 2 vCPUs and 2048 MB each, ${accel:-accelerator unknown}, \
 QEMU $QEMU_VERSION, dgram netdevs over Unix sockets, both devices in each guest. $reps repetitions \
 interleaved, netdev MTU $mtus, matrix $matrix, $(date -u '+%Y-%m-%d %H:%M') UTC."
+# What each device reported as its active MTU at each netdev MTU (guest 1's view).
+active=$(sed -n 's/^\[g1\] bench: MTU \([0-9]*\): \([a-z0-9]*\) active_mtu \([0-9]*\).*/\2 \3 at \1/p' \
+    "$work/vm.log" | paste -sd, - | sed 's/,/, /g')
+[ -z "$active" ] || machine="$machine Active RoCE MTU: $active."
 # The VM bench's products are replaced; the native ones only when this run
 # made them (BENCH_NATIVE=0 keeps the last).
 mkdir -p "$results"
