@@ -88,10 +88,12 @@ static void side_up_verbs(struct side *s, int idx)
 {
     dev_backend_ops = &qrdma_be_verbs_ops;
     dev_backend_config = &vcfg[idx];
+    /* The port's GID is the host's: ADD_GID accepts no other. */
+    dev_gid = host_gid;
     side_up(s, idx);
     dev_backend_ops = NULL;
     dev_backend_config = NULL;
-    memcpy(s->gid, host_gid, 16);
+    dev_gid = NULL;
     create_cq(s, 1);
     create_cq(s, 2);
 }
