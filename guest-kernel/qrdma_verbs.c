@@ -195,11 +195,6 @@ static enum rdma_link_layer qrdma_get_link_layer(struct ib_device *ibdev, u32 po
 }
 
 /*
- * ib_core's RoCE GID management adds and removes the netdev's addresses;
- * the device learns each one through the CQP, so that it knows which
- * RoCEv2 traffic is its own.
- */
-/*
  * A port on a host RDMA NIC (CAP_FEATURES.HOST_GIDS, hw-spec 4.5) carries
  * only the host's GIDs, which the device lists in HOST_GID(i): is gid one?
  */
@@ -209,10 +204,11 @@ static bool qrdma_host_gid(struct qrdma_dev *dev, const union ib_gid *gid)
 	u32 i, w;
 
 	for (i = 0; i < n; i++) {
-		for (w = 0; w < 4; w++)
+		for (w = 0; w < 4; w++) {
 			if (qrdma_rd32(dev, QRDMA_REG_HOST_GID(i) + 4 * w) !=
 			    get_unaligned_le32(&gid->raw[4 * w]))
 				break;
+		}
 		if (w == 4)
 			return true;
 	}
@@ -232,13 +228,19 @@ static void qrdma_log_host_gids(struct qrdma_dev *dev)
 		 "the port is a host RDMA NIC's: give %s these addresses to use them as GIDs\n",
 		 netdev_name(dev->netdev));
 	for (i = 0; i < n; i++) {
-		for (w = 0; w < 4; w++)
+		for (w = 0; w < 4; w++) {
 			put_unaligned_le32(qrdma_rd32(dev, QRDMA_REG_HOST_GID(i) + 4 * w),
 					   &gid.raw[4 * w]);
+		}
 		dev_info(&dev->pdev->dev, "host GID %u: %pI6\n", i, gid.raw);
 	}
 }
 
+/*
+ * ib_core's RoCE GID management adds and removes the netdev's addresses;
+ * the device learns each one through the CQP, so that it knows which
+ * RoCEv2 traffic is its own.
+ */
 static int qrdma_add_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct qrdma_dev *dev = to_qdev(attr->device);
