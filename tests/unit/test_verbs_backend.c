@@ -353,6 +353,7 @@ static void test_create_refusals(void)
     vcfg_ngids = 3;
     CHECK(make() == NULL);
     CHECK_STR_CONTAINS(err, "host GID index 2 is named twice");
+    vcfg_gids = (const uint8_t[]){ 0, 1, 2, 3, 4, 5, 6, 7, 0 };
     vcfg_ngids = 9;
     CHECK(make() == NULL);
     CHECK_STR_CONTAINS(err, "more than 8 host GID indexes");
