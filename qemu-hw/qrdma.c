@@ -68,12 +68,13 @@ struct QrdmaState {
     char *board_id;
     char *backend;              /* backend=: sw (default) or verbs */
     /*
-     * backend=verbs: the host device, its port, the host GID index guest GIDs
-     * map to
+     * backend=verbs: the host device, its port, and the host GIDs the guest
+     * may use: ibgid-indexes ("3:5"), or ibgid-index alone
      */
     char *ibdev;
     uint8_t ibport;
     uint8_t ibgid_index;
+    char *ibgid_indexes;
 #ifdef QRDMA_HAVE_VERBS
     struct qrdma_be_verbs_config vcfg;
     Error *migration_blocker;
@@ -546,6 +547,41 @@ static bool qrdma_ram_range(Int128 start, Int128 len, const MemoryRegion *cmr,
     return false;
 }
 
+/*
+ * ibgid-indexes=3:5: host GID table indexes separated by ':' (',' is the
+ * option separator of -device), each 0..255, at most
+ * QRDMA_BE_PORT_MAX_GIDS of them.
+ */
+static bool qrdma_gid_indexes(const char *list,
+                              struct qrdma_be_verbs_config *cfg, Error **errp)
+{
+    const char *p = list;
+
+    cfg->ngids = 0;
+    for (;;) {
+        const char *end;
+        unsigned long v;
+
+        if (qemu_strtoul(p, &end, 10, &v) || v > 255 ||
+            (*end && *end != ':')) {
+            error_setg(errp,
+                       "qrdma: ibgid-indexes='%s': not a list of host GID "
+                       "indexes 0..255 separated by ':' (e.g. 3:5)", list);
+            return false;
+        }
+        if (cfg->ngids == QRDMA_BE_PORT_MAX_GIDS) {
+            error_setg(errp, "qrdma: ibgid-indexes='%s': more than %d indexes",
+                       list, QRDMA_BE_PORT_MAX_GIDS);
+            return false;
+        }
+        cfg->gid_indexes[cfg->ngids++] = (uint8_t)v;
+        if (!*end) {
+            return true;
+        }
+        p = end + 1;
+    }
+}
+
 static void qrdma_verbs_fd_ready(void *opaque)
 {
     qrdma_env_kick(opaque, QRDMA_WORK_DP);
@@ -592,6 +628,16 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
     s->vcfg.ibdev = s->ibdev;
     s->vcfg.ibport = s->ibport;
     s->vcfg.gid_index = s->ibgid_index;
+    if (s->ibgid_indexes) {
+        if (s->ibgid_index) {
+            error_setg(errp,
+                       "qrdma: give ibgid-index or ibgid-indexes, not both");
+            return false;
+        }
+        if (!qrdma_gid_indexes(s->ibgid_indexes, &s->vcfg, errp)) {
+            return false;
+        }
+    }
     WITH_RCU_READ_LOCK_GUARD() {
         flatview_for_each_range(address_space_to_flatview(
                                     &address_space_memory),
@@ -905,12 +951,14 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_STRING("backend", QrdmaState, backend),
     /*
-     * backend=verbs: host device, port, and the host GID index guest GIDs map
-     * to.
+     * backend=verbs: host device, port, and the host GIDs the guest may use
+     * (their host GID table indexes: one, or a list "3:5"); they are the
+     * guest's port GIDs.
      */
     DEFINE_PROP_STRING("ibdev", QrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", QrdmaState, ibport, 1),
     DEFINE_PROP_UINT8("ibgid-index", QrdmaState, ibgid_index, 0),
+    DEFINE_PROP_STRING("ibgid-indexes", QrdmaState, ibgid_indexes),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),

@@ -851,7 +851,8 @@ static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
 const struct qrdma_be_ops qrdma_be_sw_ops = {
     .name = "sw",
     .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
-               QRDMA_BE_CARRIES_MW | QRDMA_BE_CARRIES_STATS,
+               QRDMA_BE_CARRIES_MW | QRDMA_BE_CARRIES_STATS |
+               QRDMA_BE_CARRIES_GSI,
     .create = sw_create,
     .reset = sw_reset,
     .destroy = sw_destroy,
