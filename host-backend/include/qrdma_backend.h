@@ -479,6 +479,15 @@ struct qrdma_be_stats {
     uint64_t out_of_sequence;
     uint64_t icrc_errors;               /* frames dropped for a bad ICRC */
     uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
+    /* UD datagrams dropped for want of a receive WQE */
+    uint64_t out_of_buffer;
+    /*
+     * RoCE frames dropped for any other reason than a bad ICRC or a request
+     * past the expected PSN (each counted above): malformed, for an unknown
+     * QP or one in the wrong state or of another address, a bad Q_Key, a UC
+     * message broken by a gap, a multicast frame not to QPN 0xffffff
+     */
+    uint64_t rx_drops;
 };
 
 /* ---- the core's side: callbacks ------------------------------------------ */

@@ -361,6 +361,9 @@ enum qrdma_stat {
 	QRDMA_STAT_RESP_CQE_ERROR,	/* resp_cqe_error: receive-side CQEs in error, not flushes */
 	QRDMA_STAT_REQ_CQE_FLUSH,	/* req_cqe_flush_error: send-side WR_FLUSH_ERR CQEs */
 	QRDMA_STAT_RESP_CQE_FLUSH,	/* resp_cqe_flush_error: receive-side WR_FLUSH_ERR CQEs */
+	/* 0.12: */
+	QRDMA_STAT_OUT_OF_BUFFER,	/* out_of_buffer: UD datagrams dropped, no receive WQE */
+	QRDMA_STAT_RX_DROPS,		/* rx_drops: RoCE frames dropped for another reason */
 	QRDMA_STAT_NUM
 };
 

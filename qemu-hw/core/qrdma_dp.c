@@ -1921,6 +1921,7 @@ void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame,
     }
     if (!nqp) {
         core->stats.mcast_rx_dropped++;
+        core->port_stats.live[QRDMA_STAT_RX_DROPS]++;
         return;
     }
     dp->ops->rx_mcast(dp->be, frame, len, qps, nqp);
