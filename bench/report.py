@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Turn `make bench` raw results into bench/results/README.md and a plot.
 
-Input: result lines "<setup> <test> <size> <rep> <value|fail> <unit>" and
-host lines "limit <name> <value> <unit>". Output: a Markdown table of
-medians per setup with the ratio qrdma/rxe and, for bandwidths, the fraction
-of single-core memcpy bandwidth; gnuplot data files and a PNG drawn by
-gnuplot (Debian's gnuplot-nox). With NATIVE (the lines of `make
-bench-native`), the native microbenchmarks' table too.
+Input: the result lines of bench/guest-perftest.sh ("res" and key=value
+words: setup, mtu, test, size, rep, value|fail, unit, p99, max, and h0/h1,
+the host's load line of bench/host-load.py before and after the run) and
+host lines "limit <name> <value> <unit>". Output: per netdev MTU a Markdown
+table of medians with their spread (min-max) per setup and the ratio
+qrdma/rxe per pair of neighbouring runs, latency tails, the host's load
+during the runs (runs on a busy machine are counted and flagged), the
+issue's targets, and a plot drawn by gnuplot (Debian's gnuplot-nox). With
+NATIVE (the lines of `make bench-native`), the native microbenchmarks'
+table too.
 
 With --native, only that table, as bench/results/native.md: lines
 "native <bench> <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>"
@@ -98,19 +102,47 @@ if len(sys.argv) > 1 and sys.argv[1] == "--native":
 raw, limits_file, outdir, machine = sys.argv[1:5]
 native_raw = sys.argv[5] if len(sys.argv) > 5 else None
 
-results = collections.defaultdict(list)     # (setup, test, size) -> [values]
-units = {}
-failed = collections.Counter()
+# A run is "busy" when, between the client's two reads of the host's load,
+# processes other than the bench's used more than BUSY_OTHER of the
+# machine's CPU time, or the hypervisor stole more than BUSY_STEAL of it.
+BUSY_OTHER = 0.10
+BUSY_STEAL = 0.05
+
+
+class Run:
+    """One perftest run: a result line of guest-perftest.sh."""
+
+    def __init__(self, kv):
+        self.setup, self.mtu, self.test = kv["setup"], int(kv["mtu"]), kv["test"]
+        self.size, self.rep, self.unit = int(kv["size"]), int(kv["rep"]), kv["unit"]
+        num = lambda v: None if v in ("-", "fail", "") else float(v)
+        self.value, self.p99, self.max = num(kv["value"]), num(kv["p99"]), num(kv["max"])
+        self.other = self.steal = self.load0 = self.load1 = None
+        h0, h1 = kv.get("h0", "").split(","), kv.get("h1", "").split(",")
+        if len(h0) == 7 and len(h1) == 7:
+            # <time> <load1> <total> <busy> <steal> <bench> <ncpu>
+            d = [float(b) - float(a) for a, b in zip(h0, h1)]
+            total = d[2]
+            if total > 0:
+                self.other = max(0.0, d[3] - d[5]) / total
+                self.steal = d[4] / total
+            self.load0, self.load1 = float(h0[1]), float(h1[1])
+
+    @property
+    def busy(self):
+        return ((self.other or 0) > BUSY_OTHER) or ((self.steal or 0) > BUSY_STEAL)
+
+
+runs = []
 for line in open(raw):
     f = line.split()
-    if len(f) != 6:
+    if not f or f[0] != "res":
         continue
-    setup, test, size, _rep, value, unit = f
-    units[test] = unit
-    if value == "fail":
-        failed[(setup, test, int(size))] += 1
-    else:
-        results[(setup, test, int(size))].append(float(value))
+    kv = dict(w.split("=", 1) for w in f[1:] if "=" in w)
+    try:
+        runs.append(Run(kv))
+    except (KeyError, ValueError):
+        print(f"report: skipped a malformed line: {line.strip()}", file=sys.stderr)
 
 limits = {}
 for line in open(limits_file):
@@ -118,87 +150,173 @@ for line in open(limits_file):
     if len(f) >= 4 and f[0] == "limit":
         limits[f[1]] = (float(f[2]), " ".join(f[3:]))
 
-tests = ["write_bw", "read_bw", "send_bw", "msg_rate", "write_lat", "send_lat", "read_lat"]
-sizes = sorted({k[2] for k in list(results) + list(failed)})
+TESTS = ["write_bw", "read_bw", "send_bw", "msg_rate", "write_lat", "send_lat", "read_lat"]
+mtus = sorted({r.mtu for r in runs})
+keys = sorted({(r.test, r.size) for r in runs},
+              key=lambda k: (TESTS.index(k[0]) if k[0] in TESTS else 99, k[1]))
+by = collections.defaultdict(list)          # (setup, mtu, test, size) -> [Run]
+for r in runs:
+    by[(r.setup, r.mtu, r.test, r.size)].append(r)
 
 
-def median(setup, test, size):
-    v = results.get((setup, test, size))
+def values(setup, mtu, test, size, attr="value"):
+    return [getattr(r, attr) for r in by[(setup, mtu, test, size)] if getattr(r, attr) is not None]
+
+
+def med(v):
     return statistics.median(v) if v else None
 
 
 def fmt(v):
     if v is None:
         return "n/a"
-    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
 
+
+def spread(v):
+    """median (min-max)"""
+    if not v:
+        return "n/a"
+    return f"{fmt(med(v))} ({fmt(min(v))}-{fmt(max(v))})" if len(v) > 1 else fmt(v[0])
+
+
+def pair_ratios(mtu, test, size, attr="value"):
+    """qrdma / rxe, repetition by repetition: the runs of a pair ran back to
+    back, so a drift of the machine's speed cancels in each ratio."""
+    q = {r.rep: getattr(r, attr) for r in by[("qrdma", mtu, test, size)]}
+    x = {r.rep: getattr(r, attr) for r in by[("rxe", mtu, test, size)]}
+    return [q[k] / x[k] for k in sorted(q) if q[k] is not None and x.get(k)]
+
+
+def roce_mtu(mtu):
+    """The RoCE path MTU a netdev MTU gives: the largest IBTA MTU that fits
+    after 96 bytes of headers (GRH 40, UDP 8, BTH 12, XRC ETH 4, atomic
+    ETH 28, ICRC 4), as the kernel's iboe_get_mtu() reckons it."""
+    for m in (4096, 2048, 1024, 512, 256):
+        if mtu - 96 >= m:
+            return m
+    return 256
+
+
+# Issue 14's targets: (MTU, test, size, attribute, "min"|"max", bound, what)
+TARGETS = [
+    (1500, "write_bw", 65536, "value", "min", 25, "ib_write_bw 64 KB, RoCE MTU 1024: at least 25x"),
+    (9000, "write_bw", 65536, "value", "min", 40, "ib_write_bw 64 KB, RoCE MTU 4096: at least 40x"),
+    (1500, "send_bw", 4096, "value", "min", 5, "ib_send_bw 4 KB: at least 5x"),
+    (9000, "send_bw", 4096, "value", "min", 5, "ib_send_bw 4 KB, RoCE MTU 4096: at least 5x"),
+    (1500, "write_lat", 8, "value", "max", 0.02, "ib_write_lat 8 B typical: at most 0.02x"),
+    (1500, "write_lat", 8, "p99", "max", 0.1, "ib_write_lat 8 B p99: at most 0.1x"),
+    (9000, "write_lat", 8, "value", "max", 0.02, "ib_write_lat 8 B typical, MTU 9000: at most 0.02x"),
+    (9000, "write_lat", 8, "p99", "max", 0.1, "ib_write_lat 8 B p99, MTU 9000: at most 0.1x"),
+]
+
+out = ["# make bench: qrdma against soft-RoCE (rxe) in the same guests", "", machine, ""]
+busy = [r for r in runs if r.busy]
+measured = [r for r in runs if r.other is not None]
+if busy:
+    out += [f"**Warning: {len(busy)} of {len(runs)} runs ran while the machine was busy** "
+            f"(other processes used more than {BUSY_OTHER:.0%} of its CPU time, or more than "
+            f"{BUSY_STEAL:.0%} was stolen, between the client's two reads of the host's load); "
+            "their rows say how many. Compare ratios, not absolute figures.", ""]
+if len(measured) < len(runs):
+    out += [f"The host's load could not be read around {len(runs) - len(measured)} runs.", ""]
+if measured:
+    others = [r.other for r in measured]
+    steals = [r.steal for r in measured]
+    loads = [x for r in measured for x in (r.load0, r.load1)]
+    out += ["Host during the runs (between the client's two reads): CPU used by processes "
+            f"other than the two guests' QEMUs {100 * med(others):.1f}% of the machine "
+            f"(median; max {100 * max(others):.1f}%), stolen {100 * med(steals):.1f}% "
+            f"(max {100 * max(steals):.1f}%), load average (1 min, which counts the guests' "
+            f"own vCPU threads) {min(loads):.2f} to {max(loads):.2f}.", ""]
+
+out += ["Each row: the median over the repetitions and, in brackets, the smallest and "
+        "largest (the spread). qrdma and rxe ran alternately in the same two guests "
+        "(qrdma, rxe, qrdma, rxe ...); ratio = qrdma / rxe, per pair of neighbouring runs, "
+        "median (min-max) of those pairs. Bandwidth in MiB/s (perftest's BW average); "
+        "latency in microseconds (t_typical, the median of the run's iterations, its 99th "
+        "percentile and its maximum); message rate in Mpps.", ""]
 
 memcpy = limits.get("memcpy_64MiB", (None,))[0]
-rows = []
-for test in tests:
-    for size in sizes:
-        q, r = median("qrdma", test, size), median("rxe", test, size)
-        nq = failed[("qrdma", test, size)]
-        nr = failed[("rxe", test, size)]
-        if q is None and r is None and not nq and not nr:
+for mtu in mtus:
+    out += [f"## Netdev MTU {mtu} (RoCE path MTU {roce_mtu(mtu)})", ""]
+    out += ["| test | size (B) | unit | qrdma | rxe | ratio | memcpy fraction | notes |",
+            "|---|---:|---|---:|---:|---:|---:|---|"]
+    lat_rows = []
+    for test, size in keys:
+        rs = by[("qrdma", mtu, test, size)] + by[("rxe", mtu, test, size)]
+        if not rs:
             continue
-        unit = units.get(test, "")
-        ratio = fmt(q / r) if q is not None and r else "n/a"
+        unit = rs[0].unit
+        q, x = values("qrdma", mtu, test, size), values("rxe", mtu, test, size)
+        ratio = pair_ratios(mtu, test, size)
         frac = "-"
-        if unit == "MiB/s" and memcpy:
-            frac = f"{q * 1.048576 / 1000 / memcpy:.4f}" if q is not None else "n/a"
+        if unit == "MiB/s" and memcpy and q:
+            frac = f"{med(q) * 1.048576 / 1000 / memcpy:.4f}"
         note = []
-        if nq:
-            note.append(f"qrdma failed {nq}x")
-        if nr:
-            note.append(f"rxe failed {nr}x")
-        rows.append(f"| {test} | {size} | {unit} | {fmt(q)} | {fmt(r)} | {ratio} | {frac} | {', '.join(note)} |")
+        for s in ("qrdma", "rxe"):
+            nf = sum(1 for r in by[(s, mtu, test, size)] if r.value is None)
+            nb = sum(1 for r in by[(s, mtu, test, size)] if r.busy)
+            if nf:
+                note.append(f"{s} failed {nf}x")
+            if nb:
+                note.append(f"{s} busy {nb}x")
+        out.append(f"| {test} | {size} | {unit} | {spread(q)} | {spread(x)} | {spread(ratio)} | "
+                   f"{frac} | {', '.join(note)} |")
+        if test.endswith("_lat"):
+            lat_rows.append(
+                f"| {test} | {size} | {spread(values('qrdma', mtu, test, size, 'p99'))} | "
+                f"{spread(values('rxe', mtu, test, size, 'p99'))} | "
+                f"{spread(pair_ratios(mtu, test, size, 'p99'))} | "
+                f"{fmt(med(values('qrdma', mtu, test, size, 'max')))} | "
+                f"{fmt(med(values('rxe', mtu, test, size, 'max')))} |")
+    if lat_rows:
+        out += ["", "Latency tails (microseconds): the 99th percentile and the maximum of "
+                "each run's iterations, medians (min-max) over the repetitions.", "",
+                "| test | size (B) | qrdma p99 | rxe p99 | ratio p99 | qrdma max (median) | "
+                "rxe max (median) |", "|---|---:|---:|---:|---:|---:|---:|"] + lat_rows
+    out.append("")
+
+out += ["## The issue's targets", "",
+        "Checked here, never by a timed test: the median of the pairwise ratios.", "",
+        "| target | measured ratio | met |", "|---|---:|---|"]
+for mtu, test, size, attr, kind, bound, what in TARGETS:
+    v = med(pair_ratios(mtu, test, size, attr))
+    met = "n/a" if v is None else "yes" if (v >= bound if kind == "min" else v <= bound) else "no"
+    out.append(f"| {what} | {fmt(v)} | {met} |")
+out.append("")
+
+out += ["## Host limits", "", "| limit | value |", "|---|---:|"]
+for k, (v, u) in sorted(limits.items()):
+    out.append(f"| {k} | {v:g} {u} |")
+if native_raw and os.path.exists(native_raw):
+    out += ["", "## Native microbenchmarks (no VM)", "", NATIVE_NOTE, ""]
+    out += native_table(native_raw)
+out += ["", "![bandwidth and latency](bench.png)", ""]
 
 os.makedirs(outdir, exist_ok=True)
-with open(os.path.join(outdir, "README.md"), "w") as out:
-    out.write("# make bench: qrdma against soft-RoCE (rxe) in the guest\n\n")
-    out.write(f"{machine}\n\n")
-    out.write("Medians over the repetitions. Bandwidth in MiB/s (perftest's BW average), "
-              "latency in microseconds (perftest's t_typical), message rate in Mpps. "
-              "ratio = qrdma / rxe; memcpy fraction = qrdma bandwidth / single-core "
-              "memcpy bandwidth of the host (64 MiB buffers). n/a: the setup could not "
-              "run the test (see the notes and the logs in bench/results/logs).\n\n")
-    out.write("| test | size (B) | unit | qrdma | rxe | ratio | memcpy fraction | notes |\n")
-    out.write("|---|---:|---|---:|---:|---:|---:|---|\n")
-    out.write("\n".join(rows) + "\n\n")
-    out.write("## Host limits\n\n| limit | value |\n|---|---:|\n")
-    for k, (v, u) in sorted(limits.items()):
-        out.write(f"| {k} | {v:g} {u} |\n")
-    if native_raw and os.path.exists(native_raw):
-        out.write("\n## Native microbenchmarks (no VM)\n\n")
-        out.write(f"{NATIVE_NOTE}\n\n")
-        out.write("\n".join(native_table(native_raw)) + "\n")
-    out.write("\n![bandwidth and latency](bench.png)\n")
+with open(os.path.join(outdir, "README.md"), "w") as f:
+    f.write("\n".join(out))
 
-# gnuplot: bandwidth of write/read/send against size, latency against size.
-for setup in ("qrdma", "rxe"):
-    for test in tests:
-        with open(os.path.join(outdir, f"{setup}-{test}.dat"), "w") as dat:
-            for size in sizes:
-                v = median(setup, test, size)
-                if v is not None:
-                    dat.write(f"{size} {v}\n")
-
-
-def series(tests_, title_unit):
-    parts = []
+# gnuplot: per MTU, each test's median against size, both setups.
+series_bw, series_lat = [], []
+for mtu in mtus:
     for setup, style in (("qrdma", "lp pt 7"), ("rxe", "lp pt 5 dt 2")):
-        for test in tests_:
-            path = os.path.join(outdir, f"{setup}-{test}.dat")
-            if os.path.getsize(path):
-                parts.append(f"'{path}' using 1:2 with {style} title '{setup} {test}'")
-    return ", ".join(parts) or "NaN notitle"
-
+        for test in TESTS:
+            pts = [(size, med(values(setup, mtu, test, size))) for t, size in keys if t == test]
+            pts = [(s, v) for s, v in pts if v is not None]
+            if not pts:
+                continue
+            path = os.path.join(outdir, f"{setup}-{mtu}-{test}.dat")
+            with open(path, "w") as dat:
+                dat.writelines(f"{s} {v}\n" for s, v in pts)
+            entry = f"'{path}' using 1:2 with {style} title '{setup} MTU {mtu} {test}'"
+            (series_lat if test.endswith("_lat") else series_bw).append(entry)
 
 gp = f"""
 set terminal png size 1200,500 noenhanced
 set output '{os.path.join(outdir, "bench.png")}'
-set multiplot layout 1,2 title 'qrdma vs rxe (guests under the same accelerator)'
+set multiplot layout 1,2 title 'qrdma vs rxe, same guests, interleaved (medians)'
 set logscale x 2
 set logscale y
 set grid
@@ -207,12 +325,12 @@ set xlabel 'message size (bytes)'
 set ylabel 'MiB/s'
 set title 'bandwidth'
 set xtics ("64" 64, "256" 256, "1K" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
-plot {series(["write_bw", "read_bw", "send_bw"], "MiB/s")}
+plot {", ".join(series_bw) or "NaN notitle"}
 set ylabel 'microseconds'
-set title 'latency'
+set title 'latency (typical)'
 set key right center
 set xtics ("8" 8, "32" 32, "128" 128, "512" 512, "2K" 2048, "4K" 4096)
-plot {series(["write_lat", "send_lat", "read_lat"], "us")}
+plot {", ".join(series_lat) or "NaN notitle"}
 unset multiplot
 """
 with open(os.path.join(outdir, "bench.gp"), "w") as f:

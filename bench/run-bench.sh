@@ -1,54 +1,73 @@
 #!/bin/bash
 # make bench: qrdma against Linux soft-RoCE (rdma_rxe over virtio-net) in
-# two guests booted the same way (accelerator, memory, CPUs, QEMU dgram
-# netdev over Unix sockets), the perftest matrix in both, the host's own
+# the same two guests (vm-run --nic qrdma+virtio-rxe: each guest has both,
+# on segments of their own, QEMU dgram netdevs over Unix sockets), the
+# perftest matrix interleaved run by run (qrdma, rxe, qrdma, rxe ...) at
+# each netdev MTU, the host's load sampled around every run, the host's own
 # limits, the native microbenchmarks (make bench-native: the transport and
-# the device core without VMs), and a report with a table and a plot in
-# bench/results/.
+# the device core without VMs), and a report with tables of medians and
+# spreads, the issue's targets and a plot in bench/results/.
 #
-# Environment: BENCH_REPS (default 3), BENCH_SETUPS (default "rxe qrdma"),
-# BENCH_SECONDS (per native case, default 1).
+# Environment: BENCH_REPS (default 5), BENCH_SETUPS (default "qrdma rxe"),
+# BENCH_MTUS (default "1500 9000"), BENCH_MATRIX (targets, the default, or
+# full), BENCH_SECONDS (per native case, default 1), BENCH_NATIVE (0 skips
+# the native stage).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$QRDMA_TOP"
 
-reps=${BENCH_REPS:-3}
-setups=${BENCH_SETUPS:-rxe qrdma}
+reps=${BENCH_REPS:-5}
+setups=${BENCH_SETUPS:-qrdma rxe}
+mtus=${BENCH_MTUS:-1500 9000}
+matrix=${BENCH_MATRIX:-targets}
 results="$QRDMA_TOP/bench/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+sampler=""
+trap '[ -z "$sampler" ] || kill "$sampler" 2>/dev/null; rm -rf "$work"' EXIT
 
 stage setup bash scripts/setup-host.sh || exit 1
 stage host-limits bash -c "cc -O2 -Wall -o '$work/host-limits' bench/host-limits.c &&
     '$work/host-limits' | tee '$work/limits'" || exit 1
-stage bench-native make -s bench-native NATIVE_OUT="$work/native" || exit 1
+if [ "${BENCH_NATIVE:-1}" != 0 ]; then
+    stage bench-native make -s bench-native NATIVE_OUT="$work/native" || exit 1
+fi
 stage qemu bash scripts/build-qemu.sh >/dev/null || exit 1
 stage guest bash scripts/build-guest.sh >/dev/null || exit 1
 
 cp bench/guest-perftest.sh tests/vm/guest-lib.sh "$work/"
 : > "$work/raw"
-for s in $setups; do
-    case "$s" in
-        rxe) nic=virtio-rxe dev=rxe0 ;;
-        qrdma) nic=qrdma dev=qrdma0 ;;
-        *) die "unknown setup '$s' (rxe, qrdma)" ;;
-    esac
-    env="BENCH_SETUP=$s BENCH_DEV=$dev BENCH_REPS=$reps BENCH_OUT=/mnt/host/raw BENCH_LOGS=/mnt/host/logs"
-    # A setup whose tests fail still yields its rows (as failures); the run goes on.
-    stage "vm-$s" scripts/vm-run --nic "$nic" --timeout 3600 --share "$work" \
-        --run "$env bash guest-perftest.sh" --run "$env bash guest-perftest.sh" |
-        tee "$work/vm-$s.log" | grep --line-buffered -E '^\[g[01]\] bench:|^vm-run:'
-done
+# The guests read the host's load from the share before and after each run;
+# the bench's own processes are those whose command line names $work.
+python3 bench/host-load.py "$work/hostload" "path=$work" &
+sampler=$!
+env="BENCH_SETUPS='$setups' BENCH_MTUS='$mtus' BENCH_REPS=$reps BENCH_MATRIX=$matrix"
+env="$env BENCH_OUT=/mnt/host/raw BENCH_LOGS=/mnt/host/logs BENCH_HOSTLOAD=/mnt/host/hostload"
+# A test that fails still yields its rows (as failures); the run goes on.
+stage vm-bench scripts/vm-run --nic qrdma+virtio-rxe --timeout 14400 --share "$work" \
+    --run "$env bash guest-perftest.sh" --run "$env bash guest-perftest.sh" |
+    tee "$work/vm.log" | grep --line-buffered -E '^\[g[01]\] bench:|^vm-run:'
+kill "$sampler" 2>/dev/null
+sampler=""
 
-accel=$(grep -ho 'accelerator [a-z]*' "$work"/vm-*.log | head -n1)
+accel=$(grep -ho 'accelerator [a-z]*' "$work"/vm.log | head -n1)
 machine="Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), \
 $(free -g | awk '/Mem:/ {print $2}') GB RAM. Guests: 2 vCPUs and 2048 MB each, ${accel:-accelerator unknown}, \
-QEMU $QEMU_VERSION, dgram netdev over Unix sockets. $reps repetitions, $(date -u +%Y-%m-%d)."
-rm -rf "$results" && mkdir -p "$results"
+QEMU $QEMU_VERSION, dgram netdevs over Unix sockets, both devices in each guest. $reps repetitions \
+interleaved, netdev MTU $mtus, matrix $matrix, $(date -u '+%Y-%m-%d %H:%M') UTC."
+# What each device reported as its active MTU at each netdev MTU (guest 1's view).
+active=$(sed -n 's/^\[g1\] bench: MTU \([0-9]*\): \([a-z0-9]*\) active_mtu \([0-9]*\).*/\2 \3 at \1/p' \
+    "$work/vm.log" | paste -sd, - | sed 's/,/, /g')
+[ -z "$active" ] || machine="$machine Active RoCE MTU: $active."
+# The VM bench's products are replaced; the native ones only when this run
+# made them (BENCH_NATIVE=0 keeps the last).
+mkdir -p "$results"
+rm -rf "$results/logs" "$results"/*.dat "$results/raw.txt"
 cp "$work/raw" "$results/raw.txt"
 cp "$work/limits" "$results/host-limits.txt"
-cp "$work/native/native.md" "$work/native/native.txt" "$work/native/instructions.md" \
-    "$work/native/instructions.txt" "$results/"
+if [ -d "$work/native" ]; then
+    cp "$work/native/native.md" "$work/native/native.txt" "$work/native/instructions.md" \
+        "$work/native/instructions.txt" "$results/"
+fi
 [ -d "$work/logs" ] && cp -r "$work/logs" "$results/logs"
 stage report python3 bench/report.py "$work/raw" "$work/limits" "$results" "$machine" \
-    "$work/native/native.txt"
+    "$results/native.txt"

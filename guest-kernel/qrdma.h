@@ -377,6 +377,17 @@ static inline u32 qrdma_wire_id(const struct qrdma_dev *dev, u64 retval, u32 own
 	return (dev->caps.features & QRDMA_FEATURE_WIRE_IDS) ? (u32)retval : own;
 }
 
+/*
+ * QP1 carries MADs (rdma_cm's connection manager): always before
+ * interface 0.12, since then only with CAP_FEATURES.GSI (a backend on a
+ * host NIC has none, hw-spec section 4.4).
+ */
+static inline bool qrdma_has_gsi(const struct qrdma_dev *dev)
+{
+	return (dev->if_version & QRDMA_IF_VERSION_MINOR_MASK) < 12 ||
+	       (dev->caps.features & QRDMA_FEATURE_GSI);
+}
+
 static inline struct qrdma_dev *to_qdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct qrdma_dev, ibdev);

@@ -179,6 +179,9 @@ int qrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struct ib_
 	if (qp->gsi) {
 		if (udata)
 			return -EINVAL;
+		/* ib_core asks only when the port offers MADs; refuse anyway. */
+		if (!qrdma_has_gsi(dev))
+			return -EOPNOTSUPP;
 		qp->qkey = QRDMA_GSI_QKEY;
 	}
 	if (udata) {

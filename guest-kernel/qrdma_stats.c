@@ -31,6 +31,8 @@ static const struct rdma_stat_desc qrdma_stat_descs[] = {
 	[QRDMA_STAT_RESP_CQE_ERROR].name = "resp_cqe_error",		/* mlx5 */
 	[QRDMA_STAT_REQ_CQE_FLUSH].name = "req_cqe_flush_error",	/* mlx5 */
 	[QRDMA_STAT_RESP_CQE_FLUSH].name = "resp_cqe_flush_error",	/* mlx5 */
+	[QRDMA_STAT_OUT_OF_BUFFER].name = "out_of_buffer",		/* mlx5 */
+	[QRDMA_STAT_RX_DROPS].name = "rx_drops",			/* efa */
 };
 
 static_assert(ARRAY_SIZE(qrdma_stat_descs) == QRDMA_STAT_NUM);

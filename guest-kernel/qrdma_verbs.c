@@ -141,7 +141,7 @@ static int qrdma_query_port(struct ib_device *ibdev, u32 port, struct ib_port_at
 	attr->max_mtu = ib_mtu_int_to_enum(dev->caps.max_mtu);
 	attr->active_mtu = min(attr->max_mtu, iboe_get_mtu(READ_ONCE(dev->netdev->mtu)));
 	attr->gid_tbl_len = dev->caps.gid_table_len;
-	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->port_cap_flags = qrdma_has_gsi(dev) ? IB_PORT_CM_SUP : 0;
 	attr->max_msg_sz = 1U << 31;
 	attr->pkey_tbl_len = 1;
 	attr->bad_pkey_cntr = 0;
@@ -175,12 +175,65 @@ static int qrdma_get_port_immutable(struct ib_device *ibdev, u32 port,
 	/* RoCE v2 (UDP encapsulation) only. */
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	if (!qrdma_has_gsi(to_qdev(ibdev))) {
+		/*
+		 * No QP1: no MADs and no IB connection manager, so ib_core never
+		 * asks for the GSI QP and rdma_cm does not take the device (an
+		 * address of its netdev fails to bind or resolve at once, ENODEV)
+		 * instead of waiting for answers that never come.
+		 */
+		immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP |
+					    RDMA_CORE_CAP_ETH_AH;
+		immutable->max_mad_size = 0;
+	}
 	return 0;
 }
 
 static enum rdma_link_layer qrdma_get_link_layer(struct ib_device *ibdev, u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;
+}
+
+/*
+ * A port on a host RDMA NIC (CAP_FEATURES.HOST_GIDS, hw-spec 4.5) carries
+ * only the host's GIDs, which the device lists in HOST_GID(i): is gid one?
+ */
+static bool qrdma_host_gid(struct qrdma_dev *dev, const union ib_gid *gid)
+{
+	u32 n = min_t(u32, qrdma_rd32(dev, QRDMA_REG_HOST_GID_COUNT), QRDMA_HOST_GIDS_MAX);
+	u32 i, w;
+
+	for (i = 0; i < n; i++) {
+		for (w = 0; w < 4; w++) {
+			if (qrdma_rd32(dev, QRDMA_REG_HOST_GID(i) + 4 * w) !=
+			    get_unaligned_le32(&gid->raw[4 * w]))
+				break;
+		}
+		if (w == 4)
+			return true;
+	}
+	return false;
+}
+
+/* Say which host GIDs the port has, for whoever configures the netdev. */
+static void qrdma_log_host_gids(struct qrdma_dev *dev)
+{
+	u32 n = min_t(u32, qrdma_rd32(dev, QRDMA_REG_HOST_GID_COUNT), QRDMA_HOST_GIDS_MAX);
+	union ib_gid gid;
+	u32 i, w;
+
+	if (!(dev->caps.features & QRDMA_FEATURE_HOST_GIDS))
+		return;
+	dev_info(&dev->pdev->dev,
+		 "the port is a host RDMA NIC's: give %s these addresses to use them as GIDs\n",
+		 netdev_name(dev->netdev));
+	for (i = 0; i < n; i++) {
+		for (w = 0; w < 4; w++) {
+			put_unaligned_le32(qrdma_rd32(dev, QRDMA_REG_HOST_GID(i) + 4 * w),
+					   &gid.raw[4 * w]);
+		}
+		dev_info(&dev->pdev->dev, "host GID %u: %pI6\n", i, gid.raw);
+	}
 }
 
 /*
@@ -196,6 +249,13 @@ static int qrdma_add_gid(const struct ib_gid_attr *attr, void **context)
 
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return -EINVAL;
+	if ((dev->caps.features & QRDMA_FEATURE_HOST_GIDS) && !qrdma_host_gid(dev, &attr->gid)) {
+		/* The device would refuse it too (ADD_GID minor NOT_HOST). */
+		ibdev_warn(&dev->ibdev,
+			   "GID %pI6 (index %u) is not one of the host port's: not used (see the host GIDs listed at probe)\n",
+			   attr->gid.raw, attr->index);
+		return -EINVAL;
+	}
 	args[0] = attr->index |
 		  (u64)(ipv6_addr_v4mapped(a) ? QRDMA_GID_TYPE_ROCE_V2_IPV4
 					      : QRDMA_GID_TYPE_ROCE_V2_IPV6)
@@ -586,6 +646,7 @@ int qrdma_register_ibdev(struct qrdma_dev *dev)
 		return ret;
 	}
 	dev->ib_registered = true;
+	qrdma_log_host_gids(dev);
 	return 0;
 }
 

@@ -68,12 +68,13 @@ struct QrdmaState {
     char *board_id;
     char *backend;              /* backend=: sw (default) or verbs */
     /*
-     * backend=verbs: the host device, its port, the host GID index guest GIDs
-     * map to
+     * backend=verbs: the host device, its port, and the host GIDs the guest
+     * may use: ibgid-indexes ("3:5"), or ibgid-index alone
      */
     char *ibdev;
     uint8_t ibport;
     uint8_t ibgid_index;
+    char *ibgid_indexes;
 #ifdef QRDMA_HAVE_VERBS
     struct qrdma_be_verbs_config vcfg;
     Error *migration_blocker;
@@ -574,6 +575,41 @@ static bool qrdma_ram_range(Int128 start, Int128 len, const MemoryRegion *cmr,
     return false;
 }
 
+/*
+ * ibgid-indexes=3:5: host GID table indexes separated by ':' (',' is the
+ * option separator of -device), each 0..255, at most
+ * QRDMA_BE_PORT_MAX_GIDS of them.
+ */
+static bool qrdma_gid_indexes(const char *list,
+                              struct qrdma_be_verbs_config *cfg, Error **errp)
+{
+    const char *p = list;
+
+    cfg->ngids = 0;
+    for (;;) {
+        const char *end;
+        unsigned long v;
+
+        if (qemu_strtoul(p, &end, 10, &v) || v > 255 ||
+            (*end && *end != ':')) {
+            error_setg(errp,
+                       "qrdma: ibgid-indexes='%s': not a list of host GID "
+                       "indexes 0..255 separated by ':' (e.g. 3:5)", list);
+            return false;
+        }
+        if (cfg->ngids == QRDMA_BE_PORT_MAX_GIDS) {
+            error_setg(errp, "qrdma: ibgid-indexes='%s': more than %d indexes",
+                       list, QRDMA_BE_PORT_MAX_GIDS);
+            return false;
+        }
+        cfg->gid_indexes[cfg->ngids++] = (uint8_t)v;
+        if (!*end) {
+            return true;
+        }
+        p = end + 1;
+    }
+}
+
 static void qrdma_verbs_fd_ready(void *opaque)
 {
     qrdma_env_kick(opaque, QRDMA_WORK_DP);
@@ -620,6 +656,16 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
     s->vcfg.ibdev = s->ibdev;
     s->vcfg.ibport = s->ibport;
     s->vcfg.gid_index = s->ibgid_index;
+    if (s->ibgid_indexes) {
+        if (s->ibgid_index) {
+            error_setg(errp,
+                       "qrdma: give ibgid-index or ibgid-indexes, not both");
+            return false;
+        }
+        if (!qrdma_gid_indexes(s->ibgid_indexes, &s->vcfg, errp)) {
+            return false;
+        }
+    }
     WITH_RCU_READ_LOCK_GUARD() {
         flatview_for_each_range(address_space_to_flatview(
                                     &address_space_memory),
@@ -943,12 +989,14 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_STRING("backend", QrdmaState, backend),
     /*
-     * backend=verbs: host device, port, and the host GID index guest GIDs map
-     * to.
+     * backend=verbs: host device, port, and the host GIDs the guest may use
+     * (their host GID table indexes: one, or a list "3:5"); they are the
+     * guest's port GIDs.
      */
     DEFINE_PROP_STRING("ibdev", QrdmaState, ibdev),
     DEFINE_PROP_UINT8("ibport", QrdmaState, ibport, 1),
     DEFINE_PROP_UINT8("ibgid-index", QrdmaState, ibgid_index, 0),
+    DEFINE_PROP_STRING("ibgid-indexes", QrdmaState, ibgid_indexes),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),
@@ -987,9 +1035,14 @@ static const Property qrdma_properties[] = {
                        QRDMA_DEFAULT_MAX_MCAST_QP_ATTACH),
     DEFINE_PROP_UINT32("link-speed", QrdmaState, cfg.link_speed_mbps,
                        QRDMA_DEFAULT_LINK_SPEED_MBPS),
-    /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
+    /*
+     * An RC QP reports retry-exceeded only after its retries and this long
+     * without progress (0: the retry count alone, as IBTA has it), so that
+     * a peer VM its host briefly starves of CPU is not taken for dead.
+     */
     DEFINE_PROP_UINT32("stall-floor-ms", QrdmaState, cfg.stall_floor_ms,
                        QRDMA_DEFAULT_STALL_FLOOR_MS),
+    /* Test hook: 4294967295 keeps the engine from ever reporting ready. */
     DEFINE_PROP_UINT32("pe-ready-delay-us", QrdmaState, cfg.pe_ready_delay_us,
                        QRDMA_DEFAULT_PE_READY_DELAY_US),
     /*

@@ -22,8 +22,8 @@ run_stage() {
 
 rc=0
 run_stage setup bash scripts/setup-host.sh || rc=$?
-[ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory -j"$(nproc)" unit || rc=$?; }
-[ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory -j"$(nproc)" fuzz-smoke || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage unit make --no-print-directory -j"$(nproc)" -O unit || rc=$?; }
+[ "$rc" -eq 0 ] && { run_stage fuzz-smoke make --no-print-directory -j"$(nproc)" -O fuzz-smoke || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage module-6.1 bash scripts/build-module-6.1.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qemu bash scripts/build-qemu.sh || rc=$?; }
 [ "$rc" -eq 0 ] && { run_stage qtest bash scripts/run-qtests.sh || rc=$?; }

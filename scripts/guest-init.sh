@@ -7,7 +7,8 @@
 #   vmrun.share=1    a host directory is shared with tag "host"
 #   vmrun.mac=M      MAC of the test segment's NIC
 #   vmrun.nic=K      qrdma (default), or virtio-rxe: the NIC is virtio-net
-#                    and soft-RoCE (rxe0) runs over it
+#                    and soft-RoCE (rxe0) runs over it, or qrdma+virtio-rxe:
+#                    both (rxe0 on 10.0.1.0/24)
 # The vm-run job directory is shared with tag "job" and mounted at /job:
 # it holds cmd-I.sh (this guest's command, if any); the guest writes rc-I
 # there when the command ends, and an idle guest waits for the file "stop".
@@ -75,24 +76,33 @@ for m in ib_core ib_uverbs rdma_ucm qrdma; do
 done
 
 # Address the segment's interface (found by its MAC; a test may add more
-# qrdma functions, which stay unconfigured).
-want_drv=qrdma
-if [ "$nic" = virtio-rxe ]; then
-    want_drv=virtio_net
-    modprobe virtio_net || log "ERROR: modprobe virtio_net failed"
-fi
-for n in /sys/class/net/*; do
-    drv=$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")
-    if [ "$drv" = "$want_drv" ] && [ "$(cat "$n/address")" = "$mac" ]; then
+# qrdma functions, which stay unconfigured). qrdma+virtio-rxe: both, the
+# virtio-net one (MAC 52:54:00:72:...) on the second segment, 10.0.1.0/24.
+# net_up DRIVER MAC ADDRESS [rxe]
+net_up() {
+    local n drv
+    for n in /sys/class/net/*; do
+        drv=$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")
+        [ "$drv" = "$1" ] && [ "$(cat "$n/address")" = "$2" ] || continue
         ip link set "${n##*/}" up
-        ip addr add "$QRDMA_IP/24" dev "${n##*/}"
-        log "net ${n##*/} $QRDMA_IP"
-        if [ "$nic" = virtio-rxe ]; then
+        ip addr add "$3/24" dev "${n##*/}"
+        log "net ${n##*/} $3"
+        if [ "${4:-}" = rxe ]; then
             modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "${n##*/}" ||
                 log "ERROR: cannot start soft-RoCE on ${n##*/}"
         fi
-    fi
-done
+    done
+}
+case "$nic" in virtio-rxe|qrdma+virtio-rxe)
+    modprobe virtio_net || log "ERROR: modprobe virtio_net failed" ;;
+esac
+case "$nic" in
+    virtio-rxe) net_up virtio_net "$mac" "$QRDMA_IP" rxe ;;
+    qrdma+virtio-rxe)
+        net_up qrdma "$mac" "$QRDMA_IP"
+        net_up virtio_net "52:54:00:72:${mac#52:54:00:71:}" "10.0.1.$((QRDMA_GUEST + 1))" rxe ;;
+    *) net_up qrdma "$mac" "$QRDMA_IP" ;;
+esac
 
 log "ready"
 cmd=/job/cmd-$QRDMA_GUEST.sh

@@ -1456,6 +1456,32 @@ static void usage(void)
     exit(2);
 }
 
+/*
+ * Whether -t selects a case that the run's loop will measure (the same
+ * filters as run_local and run_dgram): a size not in the list, wire_bw
+ * without --dgram, or a latency case with -n would otherwise run nothing
+ * and exit 0.
+ */
+static bool selects_any(const struct bench_case *only, bool dgram)
+{
+    size_t i;
+
+    if (count_msgs && only->size) {
+        return only->test == WRITE_BW || only->test == SEND_BW;
+    }
+    for (i = 0; i < N_CASES; i++) {
+        const struct bench_case *c = &cases[i];
+
+        if (only->test != c->test || (only->size && only->size != c->size) ||
+            (!dgram && c->test == WIRE_BW) ||
+            (count_msgs && c->test != WRITE_BW && c->test != SEND_BW)) {
+            continue;
+        }
+        return true;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_case only_case;
@@ -1497,6 +1523,11 @@ int main(int argc, char **argv)
         } else {
             usage();
         }
+    }
+    if (only && !selects_any(only, dgram)) {
+        fprintf(stderr, "core_bench: -t %s:%" PRIu32 " selects no case of this run\n",
+                test_name[only->test], only->size);
+        usage();
     }
     rtt_buf = malloc(MAX_SAMPLES * sizeof(*rtt_buf));
     if (!rtt_buf) {

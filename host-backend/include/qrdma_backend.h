@@ -219,6 +219,11 @@ enum qrdma_be_event {
     /* SRQ: its WQEs fell below the armed limit (srq_create/srq_modify) */
     QRDMA_BE_EV_SRQ_LIMIT           = 15,
     QRDMA_BE_EV_QP_LAST_WQE_REACHED = 16,   /* QP of an SRQ entered ERR */
+    /*
+     * The port (id 0): its state, speed or GIDs changed; the core asks
+     * the port op again (libibverbs' PORT_ACTIVE, PORT_ERR, GID_CHANGE).
+     */
+    QRDMA_BE_EV_PORT_CHANGE         = 18,
 };
 
 /*
@@ -474,6 +479,15 @@ struct qrdma_be_stats {
     uint64_t out_of_sequence;
     uint64_t icrc_errors;               /* frames dropped for a bad ICRC */
     uint64_t rx_read_requests, rx_write_requests, rx_atomic_requests;
+    /* UD datagrams dropped for want of a receive WQE */
+    uint64_t out_of_buffer;
+    /*
+     * RoCE frames dropped for any other reason than a bad ICRC or a request
+     * past the expected PSN (each counted above): malformed, for an unknown
+     * QP or one in the wrong state or of another address, a bad Q_Key, a UC
+     * message broken by a gap, a multicast frame not to QPN 0xffffff
+     */
+    uint64_t rx_drops;
 };
 
 /* ---- the core's side: callbacks ------------------------------------------ */
@@ -634,6 +648,26 @@ struct qrdma_be_callbacks {
 #define QRDMA_BE_CARRIES_MW         0x04u
 /* the transport's port counters (stats) */
 #define QRDMA_BE_CARRIES_STATS      0x08u
+/*
+ * QP1, the GSI QP: MADs (rdma_cm's connection manager) on Q_Key 0x80010000
+ * to and from QPN 1 of the peer. Without it CREATE_QP of the GSI QP fails.
+ */
+#define QRDMA_BE_CARRIES_GSI        0x10u
+
+/*
+ * The port of a backend on a host RDMA NIC (the port op): its state and
+ * speed, and the host GIDs the guest may use (network order), in the
+ * order the configuration named them.
+ */
+#define QRDMA_BE_PORT_MAX_GIDS 8
+struct qrdma_be_port {
+    bool active;                /* the host port is ACTIVE */
+    uint32_t speed_mbps;        /* 0: unknown */
+    unsigned ngids;
+    uint8_t gid[QRDMA_BE_PORT_MAX_GIDS][16];
+    /* the host's GID table index of each */
+    uint8_t gid_index[QRDMA_BE_PORT_MAX_GIDS];
+};
 
 struct qrdma_be_ops {
     const char *name;           /* the device's backend= value */
@@ -792,6 +826,17 @@ struct qrdma_be_ops {
      * Optional: the counters (NULL: the device reports the transport's as 0).
      */
     void (*stats)(struct qrdma_be *be, struct qrdma_be_stats *out);
+
+    /*
+     * Optional, for a backend on a host RDMA NIC: the host port now (0, or
+     * negative when it cannot be read: the port then reads as down with
+     * no GIDs). The core asks at create, at every reset and after
+     * QRDMA_BE_EV_PORT_CHANGE; the device's PORT_STATUS, PORT_SPEED and
+     * host GID registers show it, and ADD_GID and address vectors accept
+     * only its GIDs (docs/hw-spec.md section 4.5). NULL (sw): the port is
+     * the netdev's, the GIDs whatever the driver adds.
+     */
+    int (*port)(struct qrdma_be *be, struct qrdma_be_port *out);
 
     /*
      * Optional: live migration (docs/migration.md; the stream in

@@ -49,8 +49,14 @@ struct qrdma_be_verbs_config {
     /* host device name (ibv_get_device_name), e.g. "rxe0" */
     const char *ibdev;
     uint8_t ibport;             /* host port, 1-based */
-    /* the host GID index every guest GID index maps to */
+    /*
+     * The host GIDs the guest may use, by host GID table index: the
+     * ngids entries of gid_indexes, or gid_index alone when ngids is 0.
+     * They are the guest's port GIDs (docs/backends.md).
+     */
     uint8_t gid_index;
+    unsigned ngids;
+    uint8_t gid_indexes[QRDMA_BE_PORT_MAX_GIDS];
     unsigned nram;
     struct qrdma_be_verbs_ram ram[QRDMA_BE_VERBS_MAX_RAM];
     /* NULL: libibverbs itself (vb_libibverbs.c); tests pass a mock. */

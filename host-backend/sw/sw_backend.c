@@ -855,12 +855,17 @@ static void sw_stats(struct qrdma_be *be, struct qrdma_be_stats *out)
     out->rx_read_requests = st.rx_read_requests;
     out->rx_write_requests = st.rx_write_requests;
     out->rx_atomic_requests = st.rx_atomic_requests;
+    out->out_of_buffer = st.drop_no_recv;
+    out->rx_drops = st.drop_not_roce + st.drop_malformed + st.drop_unknown_qp +
+                    st.drop_bad_state + st.drop_addr + st.drop_qkey +
+                    st.drop_uc + st.drop_mcast;
 }
 
 const struct qrdma_be_ops qrdma_be_sw_ops = {
     .name = "sw",
     .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
-               QRDMA_BE_CARRIES_MW | QRDMA_BE_CARRIES_STATS,
+               QRDMA_BE_CARRIES_MW | QRDMA_BE_CARRIES_STATS |
+               QRDMA_BE_CARRIES_GSI,
     .create = sw_create,
     .reset = sw_reset,
     .destroy = sw_destroy,

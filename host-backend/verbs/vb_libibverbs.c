@@ -37,6 +37,20 @@ static int lib_query_port(struct ibv_context *ctx, uint8_t port,
     return ibv_query_port(ctx, port, attr);
 }
 
+static int lib_query_gid_type(struct ibv_context *ctx, uint8_t port,
+                              int index, uint32_t *type)
+{
+    struct ibv_gid_entry entry;
+    int ret = ibv_query_gid_ex(ctx, port, (uint32_t)index, &entry, 0);
+
+    if (ret) {
+        errno = ret > 0 ? ret : EOPNOTSUPP;
+        return -1;
+    }
+    *type = entry.gid_type;
+    return 0;
+}
+
 static int lib_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
     return ibv_req_notify_cq(cq, solicited_only);
@@ -80,6 +94,7 @@ const struct qrdma_vb_verbs qrdma_vb_libibverbs = {
     .close_device = ibv_close_device,
     .query_port = lib_query_port,
     .query_gid = ibv_query_gid,
+    .query_gid_type = lib_query_gid_type,
     .alloc_pd = ibv_alloc_pd,
     .dealloc_pd = ibv_dealloc_pd,
     .create_comp_channel = ibv_create_comp_channel,

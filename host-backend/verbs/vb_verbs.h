@@ -24,6 +24,12 @@ struct qrdma_vb_verbs {
                       struct ibv_port_attr *attr);
     int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index,
                      union ibv_gid *gid);
+    /*
+     * ibv_query_gid_ex's gid_type (enum ibv_gid_type): 0, or -1 with errno
+     * (EOPNOTSUPP where the host cannot say).
+     */
+    int (*query_gid_type)(struct ibv_context *ctx, uint8_t port, int index,
+                          uint32_t *type);
 
     struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
     int (*dealloc_pd)(struct ibv_pd *pd);

@@ -222,6 +222,10 @@ struct qrdma_be {
     uint32_t nsrqs;
     struct vb_ah ahs[VB_AH_CACHE];
     unsigned ah_next;
+    /* the host GID indexes the guest may use, and the port as last read */
+    unsigned ngids;
+    uint8_t gid_indexes[QRDMA_BE_PORT_MAX_GIDS];
+    struct qrdma_be_port port;
 };
 
 /* -errno of a failed host call. */
@@ -689,27 +693,41 @@ static int sge_to_host(struct qrdma_be *be, uint32_t pd,
 
 /* ---- address vectors ----------------------------------------------------- */
 
-static void av_to_ah_attr(struct qrdma_be *be, const struct qrdma_be_av *av,
-                          struct ibv_ah_attr *a)
+/*
+ * The host AV of a guest AV: the source GID is the host GID with the same
+ * bytes (the guest's GID table holds only host GIDs: ADD_GID accepts no
+ * other), at its host index. -EINVAL when the host no longer has it: never
+ * another GID in its place.
+ */
+static int av_to_ah_attr(struct qrdma_be *be, const struct qrdma_be_av *av,
+                         struct ibv_ah_attr *a)
 {
+    unsigned i;
+
     memset(a, 0, sizeof(*a));
+    for (i = 0; i < be->port.ngids; i++) {
+        if (!memcmp(be->port.gid[i], av->sgid, 16)) {
+            break;
+        }
+    }
+    if (i == be->port.ngids) {
+        return -EINVAL;
+    }
     a->is_global = 1;
     memcpy(a->grh.dgid.raw, av->dgid, 16);
     a->grh.flow_label = av->flow_label;
-    /*
-     * The guest's GID table in verbs mode is the host's GID; every index names
-     * it.
-     */
-    a->grh.sgid_index = be->cfg.gid_index;
+    a->grh.sgid_index = be->port.gid_index[i];
     a->grh.hop_limit = av->hop_limit ? av->hop_limit : 64;
     a->grh.traffic_class = av->traffic_class;
     a->port_num = be->cfg.ibport;
+    return 0;
 }
 
 static bool av_same(const struct qrdma_be_av *a, const struct qrdma_be_av *b)
 {
-    return !memcmp(a->dgid, b->dgid, 16) && a->flow_label == b->flow_label &&
-           a->hop_limit == b->hop_limit && a->traffic_class == b->traffic_class;
+    return !memcmp(a->dgid, b->dgid, 16) && !memcmp(a->sgid, b->sgid, 16) &&
+           a->flow_label == b->flow_label && a->hop_limit == b->hop_limit &&
+           a->traffic_class == b->traffic_class;
 }
 
 /* A host AH for a UD send, from a small cache (round-robin replacement). */
@@ -726,7 +744,10 @@ static struct ibv_ah *ah_get(struct qrdma_be *be, uint32_t pd,
             return be->ahs[i].ah;
         }
     }
-    av_to_ah_attr(be, av, &attr);
+    if (av_to_ah_attr(be, av, &attr)) {
+        errno = EINVAL;
+        return NULL;
+    }
     slot = &be->ahs[be->ah_next];
     /*
      * A replaced AH may still be named by a send the host has not
@@ -964,8 +985,8 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
     attr.timeout = a->timeout;
     attr.retry_cnt = a->retry_cnt;
     attr.rnr_retry = a->rnr_retry;
-    if (hmask & IBV_QP_AV) {
-        av_to_ah_attr(be, &a->av, &attr.ah_attr);
+    if ((hmask & IBV_QP_AV) && av_to_ah_attr(be, &a->av, &attr.ah_attr)) {
+        return -EINVAL;
     }
     if (q->type == QRDMA_BE_QPT_UD) {
         /* the core adds it for its own transport; IB has none for UD */
@@ -1635,11 +1656,18 @@ static void async_events(struct qrdma_be *be)
                           ev.element.cq == q->scq ? q->send_cq_id
                                                   : q->recv_cq_id);
             break;
+        case IBV_EVENT_PORT_ACTIVE:
+        case IBV_EVENT_PORT_ERR:
+        case IBV_EVENT_GID_CHANGE:
+            if (ev.element.port_num != be->cfg.ibport) {
+                break;
+            }
+            /* fall through */
+        case IBV_EVENT_DEVICE_FATAL:
+            /* The guest's port follows the host's: the core reads it again. */
+            be->cbs.event(be->opaque, QRDMA_BE_EV_PORT_CHANGE, 0);
+            break;
         default:
-            /*
-             * Port and device events: the guest's port does not follow the
-             * host's yet.
-             */
             break;
         }
         be->v->ack_async_event(&ev);
@@ -1798,6 +1826,117 @@ static int vb_reset(struct qrdma_be *be)
     return 0;
 }
 
+/* Mb/s of a host port: per-lane rate times lanes (IBTA vol. 1 14.2.5.6). */
+static uint32_t port_mbps(const struct ibv_port_attr *a)
+{
+    static const struct {
+        uint8_t speed;
+        uint32_t mbps;
+    } lane[] = {
+        { 1, 2500 },  { 2, 5000 },   { 4, 10000 },   { 8, 10000 },
+        { 16, 14000 }, { 32, 25000 }, { 64, 50000 }, { 128, 100000 },
+    };
+    static const struct {
+        uint8_t width;
+        uint32_t lanes;
+    } width[] = { { 1, 1 }, { 2, 4 }, { 4, 8 }, { 8, 12 }, { 16, 2 } };
+    uint32_t mbps = 0, lanes = 0;
+    unsigned i;
+
+    for (i = 0; i < sizeof(lane) / sizeof(lane[0]); i++) {
+        if (a->active_speed == lane[i].speed) {
+            mbps = lane[i].mbps;
+        }
+    }
+    for (i = 0; i < sizeof(width) / sizeof(width[0]); i++) {
+        if (a->active_width == width[i].width) {
+            lanes = width[i].lanes;
+        }
+    }
+    return mbps * lanes;
+}
+
+/*
+ * Read the host port: its state and speed, and which of the configured
+ * GID indexes hold a GID now (a host address removed leaves its entry
+ * empty, and the guest then cannot use it).
+ */
+static int port_read(struct qrdma_be *be, struct qrdma_be_port *out)
+{
+    static const uint8_t zero_gid[16];
+    struct ibv_port_attr attr;
+    unsigned i;
+
+    memset(out, 0, sizeof(*out));
+    if (be->v->query_port(be->ctx, be->cfg.ibport, &attr)) {
+        return host_err();
+    }
+    out->active = attr.state == IBV_PORT_ACTIVE;
+    out->speed_mbps = port_mbps(&attr);
+    for (i = 0; i < be->ngids; i++) {
+        union ibv_gid gid;
+
+        if (be->v->query_gid(be->ctx, be->cfg.ibport, be->gid_indexes[i],
+                             &gid) ||
+            !memcmp(gid.raw, zero_gid, 16)) {
+            continue;
+        }
+        memcpy(out->gid[out->ngids], gid.raw, 16);
+        out->gid_index[out->ngids++] = be->gid_indexes[i];
+    }
+    return 0;
+}
+
+static int vb_port(struct qrdma_be *be, struct qrdma_be_port *out)
+{
+    int ret = port_read(be, &be->port);
+
+    *out = be->port;
+    return ret;
+}
+
+/*
+ * The configured GID indexes at create: each must hold a GID, and one of
+ * RoCE v2 (the guest's only kind) where the host says which.
+ */
+static bool gids_check(struct qrdma_be *be, char *err, size_t err_len)
+{
+    static const uint8_t zero_gid[16];
+    unsigned i, k;
+
+    for (i = 0; i < be->ngids; i++) {
+        uint8_t index = be->gid_indexes[i];
+        union ibv_gid gid;
+        uint32_t type;
+
+        for (k = 0; k < i; k++) {
+            if (be->gid_indexes[k] == index) {
+                snprintf(err, err_len,
+                         "backend=verbs: host GID index %u is named twice",
+                         index);
+                return false;
+            }
+        }
+        if (be->v->query_gid(be->ctx, be->cfg.ibport, index, &gid) ||
+            !memcmp(gid.raw, zero_gid, 16)) {
+            snprintf(err, err_len,
+                     "backend=verbs: %s port %u has no GID at index %u",
+                     be->ibdev, be->cfg.ibport, index);
+            return false;
+        }
+        if (!be->v->query_gid_type(be->ctx, be->cfg.ibport, index, &type) &&
+            type != IBV_GID_TYPE_ROCE_V2) {
+            snprintf(err, err_len,
+                     "backend=verbs: %s port %u GID index %u is not RoCE v2 "
+                     "(type %u), which is all the guest speaks; name a RoCE "
+                     "v2 GID (ibv_devinfo -v lists them)",
+                     be->ibdev, be->cfg.ibport, index, type);
+            return false;
+        }
+    }
+    return true;
+}
+
 static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
                                   void *opaque,
                                   const struct qrdma_be_params *params,
@@ -1807,8 +1946,6 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
     const struct qrdma_be_fault *f = &params->fault;
     struct ibv_port_attr port;
     struct epoll_event ev = { .events = EPOLLIN };
-    union ibv_gid gid;
-    static const uint8_t zero_gid[16];
     struct qrdma_be *be;
 
     if (!cfg || !cfg->ibdev || !cfg->ibdev[0]) {
@@ -1821,6 +1958,12 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
         snprintf(
             err, err_len,
             "backend=verbs: fault injection (x-fault-*) is the sw backend's");
+        return NULL;
+    }
+    if (cfg->ngids > QRDMA_BE_PORT_MAX_GIDS) {
+        snprintf(err, err_len,
+                 "backend=verbs: more than %d host GID indexes",
+                 QRDMA_BE_PORT_MAX_GIDS);
         return NULL;
     }
     if (cfg->nram > QRDMA_BE_VERBS_MAX_RAM) {
@@ -1842,6 +1985,13 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
     be->cfg.ibdev = be->ibdev;
     be->cfg.ibport = cfg->ibport ? cfg->ibport : 1;
     be->v = cfg->verbs ? cfg->verbs : &qrdma_vb_libibverbs;
+    if (cfg->ngids) {
+        be->ngids = cfg->ngids;
+        memcpy(be->gid_indexes, cfg->gid_indexes, cfg->ngids);
+    } else {
+        be->ngids = 1;
+        be->gid_indexes[0] = cfg->gid_index;
+    }
     be->page = sysconf(_SC_PAGESIZE);
     be->pds = calloc(VB_MAX_PD, sizeof(*be->pds));
     if (!be->pds) {
@@ -1859,17 +2009,16 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
                  be->cfg.ibport);
         goto fail;
     }
-    if (port.state != IBV_PORT_ACTIVE) {
-        snprintf(err, err_len,
-                 "backend=verbs: port %u of %s is not active (state %d)",
-                 be->cfg.ibport, be->ibdev, (int)port.state);
+    /*
+     * A port that is not ACTIVE is taken: the guest sees it down until the
+     * host's PORT_ACTIVE event.
+     */
+    if (!gids_check(be, err, err_len)) {
         goto fail;
     }
-    if (be->v->query_gid(be->ctx, be->cfg.ibport, be->cfg.gid_index, &gid) ||
-        !memcmp(gid.raw, zero_gid, 16)) {
-        snprintf(err, err_len,
-                 "backend=verbs: %s port %u has no GID at index %u", be->ibdev,
-                 be->cfg.ibport, be->cfg.gid_index);
+    if (port_read(be, &be->port)) {
+        snprintf(err, err_len, "backend=verbs: %s port %u: %s", be->ibdev,
+                 be->cfg.ibport, strerror(errno));
         goto fail;
     }
     be->ch = be->v->create_comp_channel(be->ctx);
@@ -1913,4 +2062,5 @@ const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .mr_deregister = vb_mr_deregister,
     .wait_fd = vb_wait_fd,
     .poll = vb_poll,
+    .port = vb_port,
 };

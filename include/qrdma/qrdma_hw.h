@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		11
+#define QRDMA_IF_VERSION_MINOR		12
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -149,6 +149,20 @@
 #define QRDMA_FEATURE_STATS		0x00000100u	/* port counters, block 0x5000 (0.7) */
 /* Interface 0.10: UD multicast, MCAST_ATTACH and MCAST_DETACH (hw-spec 16.1). */
 #define QRDMA_FEATURE_MCAST		0x00000200u
+/*
+ * Interface 0.12: QP1 carries MADs (the GSI QP, what rdma_cm's connection
+ * manager uses). A device reporting a MINOR below 12 carries it without
+ * the bit; one that clears it refuses CREATE_QP of the GSI QP, and the
+ * driver then offers neither MADs nor the IB connection manager.
+ */
+#define QRDMA_FEATURE_GSI		0x00000400u
+/*
+ * Interface 0.12: the port is a host RDMA NIC's (a backend on a host NIC):
+ * its GIDs are the host's, listed in HOST_GID_COUNT and HOST_GID(i), and
+ * ADD_GID accepts only those; PORT_STATUS and PORT_SPEED are the host
+ * port's.
+ */
+#define QRDMA_FEATURE_HOST_GIDS		0x00000800u
 
 #define QRDMA_PAGE_SIZE_4K		(1u << 12)
 #define QRDMA_PAGE_SIZE_2M		(1u << 21)
@@ -157,6 +171,15 @@
 /* Port block (0x300-0x3ff), read-only. */
 #define QRDMA_REG_PORT_STATUS		0x300
 #define QRDMA_REG_PORT_SPEED		0x304	/* Mb/s */
+/*
+ * Interface 0.12, with QRDMA_FEATURE_HOST_GIDS (0 without it): how many
+ * host GIDs the guest may use, and each as 4 registers, HOST_GID(i) + 4w
+ * holding GID bytes 4w..4w+3 in network order, byte 4w in bits 7:0 (as
+ * ADD_GID's arguments have them). Entries at or beyond the count read 0.
+ */
+#define QRDMA_REG_HOST_GID_COUNT	0x308
+#define QRDMA_REG_HOST_GID(i)		(0x380 + 16 * (i))
+#define QRDMA_HOST_GIDS_MAX		8
 
 #define QRDMA_PORT_STATUS_LINK_UP	0x00000001u
 
@@ -338,6 +361,9 @@ enum qrdma_stat {
 	QRDMA_STAT_RESP_CQE_ERROR,	/* resp_cqe_error: receive-side CQEs in error, not flushes */
 	QRDMA_STAT_REQ_CQE_FLUSH,	/* req_cqe_flush_error: send-side WR_FLUSH_ERR CQEs */
 	QRDMA_STAT_RESP_CQE_FLUSH,	/* resp_cqe_flush_error: receive-side WR_FLUSH_ERR CQEs */
+	/* 0.12: */
+	QRDMA_STAT_OUT_OF_BUFFER,	/* out_of_buffer: UD datagrams dropped, no receive WQE */
+	QRDMA_STAT_RX_DROPS,		/* rx_drops: RoCE frames dropped for another reason */
 	QRDMA_STAT_NUM
 };
 
@@ -483,6 +509,12 @@ enum qrdma_cqp_opcode {
 #define QRDMA_CQP_GID_TYPE_SHIFT	8
 #define QRDMA_GID_TYPE_ROCE_V2_IPV4	1	/* ::ffff:a.b.c.d */
 #define QRDMA_GID_TYPE_ROCE_V2_IPV6	2
+/*
+ * ADD_GID's INVALID_ARG minor codes: 0 index, type or reserved bits; 1 type
+ * not matching the address; 2 (0.12, QRDMA_FEATURE_HOST_GIDS) not one of
+ * the host GIDs the device may use.
+ */
+#define QRDMA_ADD_GID_ERR_NOT_HOST	2
 
 /*
  * MCAST_ATTACH, MCAST_DETACH (interface 0.10): arg0 QP_ID[23:0] of a UD QP;

@@ -80,7 +80,43 @@ static const struct qrdma_reg_desc qrdma_reg_table[QRDMA_REG_FILE_END / 4] = {
 
     RO_LIVE(QRDMA_REG_PORT_STATUS, "PORT_STATUS", reg_read_port_status),
     RO(QRDMA_REG_PORT_SPEED, "PORT_SPEED"),
+    RO(QRDMA_REG_HOST_GID_COUNT, "HOST_GID_COUNT"),
+    RO(QRDMA_REG_HOST_GID(0) + 0, "HOST_GID0_0"),
+    RO(QRDMA_REG_HOST_GID(0) + 4, "HOST_GID0_1"),
+    RO(QRDMA_REG_HOST_GID(0) + 8, "HOST_GID0_2"),
+    RO(QRDMA_REG_HOST_GID(0) + 12, "HOST_GID0_3"),
+    RO(QRDMA_REG_HOST_GID(1) + 0, "HOST_GID1_0"),
+    RO(QRDMA_REG_HOST_GID(1) + 4, "HOST_GID1_1"),
+    RO(QRDMA_REG_HOST_GID(1) + 8, "HOST_GID1_2"),
+    RO(QRDMA_REG_HOST_GID(1) + 12, "HOST_GID1_3"),
+    RO(QRDMA_REG_HOST_GID(2) + 0, "HOST_GID2_0"),
+    RO(QRDMA_REG_HOST_GID(2) + 4, "HOST_GID2_1"),
+    RO(QRDMA_REG_HOST_GID(2) + 8, "HOST_GID2_2"),
+    RO(QRDMA_REG_HOST_GID(2) + 12, "HOST_GID2_3"),
+    RO(QRDMA_REG_HOST_GID(3) + 0, "HOST_GID3_0"),
+    RO(QRDMA_REG_HOST_GID(3) + 4, "HOST_GID3_1"),
+    RO(QRDMA_REG_HOST_GID(3) + 8, "HOST_GID3_2"),
+    RO(QRDMA_REG_HOST_GID(3) + 12, "HOST_GID3_3"),
+    RO(QRDMA_REG_HOST_GID(4) + 0, "HOST_GID4_0"),
+    RO(QRDMA_REG_HOST_GID(4) + 4, "HOST_GID4_1"),
+    RO(QRDMA_REG_HOST_GID(4) + 8, "HOST_GID4_2"),
+    RO(QRDMA_REG_HOST_GID(4) + 12, "HOST_GID4_3"),
+    RO(QRDMA_REG_HOST_GID(5) + 0, "HOST_GID5_0"),
+    RO(QRDMA_REG_HOST_GID(5) + 4, "HOST_GID5_1"),
+    RO(QRDMA_REG_HOST_GID(5) + 8, "HOST_GID5_2"),
+    RO(QRDMA_REG_HOST_GID(5) + 12, "HOST_GID5_3"),
+    RO(QRDMA_REG_HOST_GID(6) + 0, "HOST_GID6_0"),
+    RO(QRDMA_REG_HOST_GID(6) + 4, "HOST_GID6_1"),
+    RO(QRDMA_REG_HOST_GID(6) + 8, "HOST_GID6_2"),
+    RO(QRDMA_REG_HOST_GID(6) + 12, "HOST_GID6_3"),
+    RO(QRDMA_REG_HOST_GID(7) + 0, "HOST_GID7_0"),
+    RO(QRDMA_REG_HOST_GID(7) + 4, "HOST_GID7_1"),
+    RO(QRDMA_REG_HOST_GID(7) + 8, "HOST_GID7_2"),
+    RO(QRDMA_REG_HOST_GID(7) + 12, "HOST_GID7_3"),
 };
+_Static_assert(QRDMA_HOST_GIDS_MAX == 8 &&
+               QRDMA_HOST_GIDS_MAX == QRDMA_BE_PORT_MAX_GIDS,
+               "one HOST_GID row per host GID");
 
 #undef RO
 #undef RO_LIVE
@@ -372,6 +408,12 @@ static uint32_t core_features(const struct qrdma_core *core)
     if (carries & QRDMA_BE_CARRIES_STATS) {
         f |= QRDMA_FEATURE_STATS;
     }
+    if (carries & QRDMA_BE_CARRIES_GSI) {
+        f |= QRDMA_FEATURE_GSI;
+    }
+    if (qrdma_dp_host_port(core)) {
+        f |= QRDMA_FEATURE_HOST_GIDS;
+    }
     return f;
 }
 
@@ -447,6 +489,8 @@ static void core_reset_now(struct qrdma_core *core)
     qrdma_obj_reset(core);
     qrdma_hmc_reset(core);
     qrdma_stats_reset(core);
+    /* A backend on a host NIC: its port as it is now (PORT_SPEED, GIDs). */
+    qrdma_dp_port_refresh(core);
 
     /* PE_STATUS stays 0 until the engine has "booted", as on the E810. */
     if (cfg->pe_ready_delay_us != QRDMA_PE_READY_NEVER) {
@@ -575,9 +619,16 @@ static uint32_t reg_read_guest_errors(struct qrdma_core *core, uint32_t offset)
                : (uint32_t)core->stats.guest_errors;
 }
 
+/*
+ * The netdev's link, or with a backend on a host NIC the host port's
+ * state: RDMA traffic then goes through the host port, not the netdev.
+ */
 static uint32_t reg_read_port_status(struct qrdma_core *core, uint32_t offset)
 {
-    return core->env.link_up(core->env.opaque) ? QRDMA_PORT_STATUS_LINK_UP : 0;
+    bool up = qrdma_dp_host_port(core) ? core->dp.port.active
+                                       : core->env.link_up(core->env.opaque);
+
+    return up ? QRDMA_PORT_STATUS_LINK_UP : 0;
 }
 
 /* OBJ_COUNT(t): the register's type is its index in the row. */

@@ -69,6 +69,10 @@ static inline void qrdma_st_le64(uint8_t *p, uint64_t v)
 }
 
 /* The same for the 32- and 16-bit fields of info buffers. */
+/* A GID (network order) as an address: "::ffff:10.0.0.1", "fe80::1". */
+#define QRDMA_GID_STR_LEN 48
+void qrdma_gid_str(const uint8_t gid[16], char *buf, size_t len);
+
 static inline uint32_t qrdma_ld_le32(const uint8_t *p)
 {
     return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;

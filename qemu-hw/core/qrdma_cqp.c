@@ -15,7 +15,9 @@
  */
 #include "qrdma_core_int.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #define CQP_WQE_SIZE 64u
@@ -174,6 +176,21 @@ static struct cqp_result cqp_add_gid(struct qrdma_core *core,
         !memcmp(gid, v4_prefix, sizeof(v4_prefix))) {
         return bad_arg(1);   /* the type does not match the address */
     }
+    if (qrdma_dp_host_port(core) && !qrdma_dp_host_gid(core, gid)) {
+        char g[QRDMA_GID_STR_LEN], host[512];
+
+        /*
+         * The port is a host NIC's: traffic can only carry the host's GIDs,
+         * never one the guest made up (docs/backends.md).
+         */
+        qrdma_gid_str(gid, g, sizeof(g));
+        qrdma_dp_host_gids_str(core, host, sizeof(host));
+        return qrdma_cqp_fail(core, QRDMA_CQP_ERR_INVALID_ARG,
+                              QRDMA_ADD_GID_ERR_NOT_HOST,
+                              "ADD_GID: index %u: %s is not a GID of the host "
+                              "port; the guest may use: %s",
+                              index, g, host);
+    }
     e = &core->gids[index];
     e->valid = true;
     e->type = type;
@@ -230,6 +247,16 @@ static const struct {
     [QRDMA_CQP_OP_DESTROY_SRQ] = { "DESTROY_SRQ", qrdma_cqp_destroy_srq },
     [QRDMA_CQP_OP_QUERY_SRQ] = { "QUERY_SRQ", qrdma_cqp_query_srq },
 };
+
+void qrdma_gid_str(const uint8_t gid[16], char *buf, size_t len)
+{
+    char text[INET6_ADDRSTRLEN];
+
+    if (!inet_ntop(AF_INET6, gid, text, sizeof(text))) {
+        snprintf(text, sizeof(text), "?");
+    }
+    snprintf(buf, len, "%s", text);
+}
 
 bool qrdma_core_gid_is_own(struct qrdma_core *core, const uint8_t gid[16])
 {

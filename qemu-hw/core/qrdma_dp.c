@@ -947,6 +947,14 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
         }
         return;
     }
+    case QRDMA_BE_EV_PORT_CHANGE:
+        /*
+         * Read in the next pass, outside the backend's op (a callback may
+         * not call back into it); poll runs in that pass.
+         */
+        core->dp.port_stale = true;
+        core->env.kick(core->env.opaque, QRDMA_WORK_DP);
+        return;
     case QRDMA_BE_EV_SRQ_LIMIT: {
         struct qrdma_srq *srq = qrdma_srq_get(core, id);
 
@@ -1934,6 +1942,7 @@ void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame,
     }
     if (!nqp) {
         core->stats.mcast_rx_dropped++;
+        core->port_stats.live[QRDMA_STAT_RX_DROPS]++;
         return;
     }
     dp->ops->rx_mcast(dp->be, frame, len, qps, nqp);
@@ -1988,6 +1997,10 @@ void qrdma_dp_process(struct qrdma_core *core)
     }
     loopback_drain(core, DP_ENGINE_BUDGET);
     next = dp->ops->poll(dp->be, DP_ENGINE_BUDGET);
+    if (dp->port_stale) {
+        dp->port_stale = false;
+        qrdma_dp_port_refresh(core);
+    }
     if (dp->fifo_len || dp->loop_head ||
         next <= core->env.now_ns(core->env.opaque)) {
         core->env.kick(core->env.opaque, QRDMA_WORK_DP);
@@ -2107,6 +2120,70 @@ void qrdma_dp_reset(struct qrdma_core *core)
     if (dp->be) {
         dp->deadline = UINT64_MAX;
         memcpy(dp->be_mac, core->cfg.mac, 6);
+    }
+}
+
+/* ---- the host port (a backend on a host NIC) ----------------------------- */
+
+bool qrdma_dp_host_port(const struct qrdma_core *core)
+{
+    return core->dp.ops && core->dp.ops->port;
+}
+
+bool qrdma_dp_host_gid(const struct qrdma_core *core, const uint8_t gid[16])
+{
+    unsigned i;
+
+    for (i = 0; i < core->dp.port.ngids; i++) {
+        if (!memcmp(core->dp.port.gid[i], gid, 16)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void qrdma_dp_host_gids_str(const struct qrdma_core *core, char *buf,
+                            size_t len)
+{
+    const struct qrdma_be_port *port = &core->dp.port;
+    size_t used = 0;
+    unsigned i;
+
+    snprintf(buf, len, "none");
+    for (i = 0; i < port->ngids && used < len; i++) {
+        char g[QRDMA_GID_STR_LEN];
+
+        qrdma_gid_str(port->gid[i], g, sizeof(g));
+        used += snprintf(buf + used, len - used, "%s%s (host index %u)",
+                         i ? ", " : "", g, port->gid_index[i]);
+    }
+}
+
+void qrdma_dp_port_refresh(struct qrdma_core *core)
+{
+    struct qrdma_dp *dp = &core->dp;
+    struct qrdma_be_port *port = &dp->port;
+    unsigned i, w;
+
+    if (!qrdma_dp_host_port(core)) {
+        return;
+    }
+    memset(port, 0, sizeof(*port));
+    if (!dp->be || dp->ops->port(dp->be, port)) {
+        memset(port, 0, sizeof(*port));     /* down, no GIDs */
+    }
+    if (port->ngids > QRDMA_HOST_GIDS_MAX) {
+        port->ngids = QRDMA_HOST_GIDS_MAX;
+    }
+    if (port->speed_mbps) {
+        core->regs[QRDMA_REG_PORT_SPEED / 4] = port->speed_mbps;
+    }
+    core->regs[QRDMA_REG_HOST_GID_COUNT / 4] = port->ngids;
+    for (i = 0; i < QRDMA_HOST_GIDS_MAX; i++) {
+        for (w = 0; w < 4; w++) {
+            core->regs[QRDMA_REG_HOST_GID(i) / 4 + w] =
+                i < port->ngids ? qrdma_ld_le32(port->gid[i] + 4 * w) : 0;
+        }
     }
 }
 

@@ -101,6 +101,12 @@ struct qrdma_dp {
      * (qrdma_dp_process calls it once the netdev holds nothing of ours).
      */
     bool be_tx_busy;
+    /*
+     * A backend on a host NIC (ops->port): its port as last read, and
+     * whether QRDMA_BE_EV_PORT_CHANGE asked for a new read.
+     */
+    struct qrdma_be_port port;
+    bool port_stale;
 };
 
 /*
@@ -159,6 +165,21 @@ void qrdma_dp_rx_mcast(struct qrdma_core *core, const uint8_t *frame,
                        size_t len, const uint32_t *qp_id, uint32_t n);
 /* Work kicked by a doorbell or a frame, or the engine's timer. */
 void qrdma_dp_process(struct qrdma_core *core);
+
+/*
+ * A backend on a host NIC (ops->port): is the port the host's, and is gid
+ * (network order) one of the host GIDs the guest may use?
+ */
+bool qrdma_dp_host_port(const struct qrdma_core *core);
+bool qrdma_dp_host_gid(const struct qrdma_core *core, const uint8_t gid[16]);
+/* The host GIDs as text, for a guest error: "::ffff:10.0.0.1 (host 3), ..." */
+void qrdma_dp_host_gids_str(const struct qrdma_core *core, char *buf,
+                            size_t len);
+/*
+ * Read the host port again and show it in PORT_SPEED and the HOST_GID
+ * registers (device reset, QRDMA_BE_EV_PORT_CHANGE).
+ */
+void qrdma_dp_port_refresh(struct qrdma_core *core);
 
 /*
  * Saved state (qrdma_mig.c): the data path's section, both ways (struct

@@ -253,6 +253,7 @@ void qrdma_mcast_rx(struct qrdma_core *core, const uint8_t *frame, size_t len,
      */
     if (!grp || !qrdma_mcast_gid(dgid, mac) || memcmp(frame, mac, 6)) {
         core->stats.mcast_rx_dropped++;
+        core->port_stats.live[QRDMA_STAT_RX_DROPS]++;
         return;
     }
     qrdma_dp_rx_mcast(core, frame, len, grp->qp_id, grp->nqp);

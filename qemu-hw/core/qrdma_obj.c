@@ -416,6 +416,17 @@ unsigned qrdma_av_parse(struct qrdma_core *core, const uint8_t *raw,
     }
     /* RoCEv2 over IPv4 or IPv6: both ends must speak the same. */
     sgid = &core->gids[av->sgid_index];
+    if (qrdma_dp_host_port(core) && !qrdma_dp_host_gid(core, sgid->gid)) {
+        char g[QRDMA_GID_STR_LEN];
+
+        /* ADD_GID took it from the host, which has dropped it since. */
+        qrdma_gid_str(sgid->gid, g, sizeof(g));
+        qrdma_guest_error(core,
+                          "%s: address vector: SGID %u (%s) is not a GID of "
+                          "the host port any more",
+                          what, av->sgid_index, g);
+        return 1 + AV_OFF(sgid_index);
+    }
     dgid_v4 = !memcmp(av->dgid, v4_prefix, sizeof(v4_prefix));
     if (dgid_v4 != (sgid->type == QRDMA_GID_TYPE_ROCE_V2_IPV4)) {
         qrdma_guest_error(

@@ -393,6 +393,16 @@ static struct cqp_result qp_create_parse(struct qrdma_core *core,
     if ((qp->flags & QRDMA_QP_CREATE_GSI) && qp->type != QRDMA_QP_TYPE_UD) {
         return info_fail(core, CI(type), cmd, id, "the GSI QP is UD");
     }
+    if ((qp->flags & QRDMA_QP_CREATE_GSI) &&
+        !(core->regs[QRDMA_REG_CAP_FEATURES / 4] & QRDMA_FEATURE_GSI)) {
+        /*
+         * A host NIC's backend has no QP1 to give the guest: its MADs would
+         * reach the host's own connection manager (docs/backends.md).
+         */
+        return info_fail(core, CI(flags), cmd, id,
+                         "this device's backend carries no GSI QP (QP1, "
+                         "MADs, rdma_cm): CAP_FEATURES.GSI is clear");
+    }
     if (qp->db_page >= core->cfg.db_pages) {
         snprintf(why, sizeof(why),
                  "doorbell page %u is beyond the %u the device has",

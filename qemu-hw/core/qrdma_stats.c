@@ -74,8 +74,10 @@ const struct qrdma_reg_desc qrdma_stats_reg_table[QRDMA_REG_BLOCK_SIZE / 4] = {
     STAT(QRDMA_STAT_RESP_CQE_ERROR, "RESP_CQE_ERROR"),
     STAT(QRDMA_STAT_REQ_CQE_FLUSH, "REQ_CQE_FLUSH"),
     STAT(QRDMA_STAT_RESP_CQE_FLUSH, "RESP_CQE_FLUSH"),
+    STAT(QRDMA_STAT_OUT_OF_BUFFER, "OUT_OF_BUFFER"),
+    STAT(QRDMA_STAT_RX_DROPS, "RX_DROPS"),
 };
-_Static_assert(QRDMA_STAT_RESP_CQE_FLUSH + 1 == QRDMA_STAT_NUM,
+_Static_assert(QRDMA_STAT_RX_DROPS + 1 == QRDMA_STAT_NUM,
                "a counter without registers in qrdma_stats_reg_table");
 
 #undef STAT
@@ -106,6 +108,9 @@ void qrdma_stats_snapshot(struct qrdma_core *core)
     s[QRDMA_STAT_RX_READ_REQUESTS] = be.rx_read_requests;
     s[QRDMA_STAT_RX_WRITE_REQUESTS] = be.rx_write_requests;
     s[QRDMA_STAT_RX_ATOMIC_REQUESTS] = be.rx_atomic_requests;
+    s[QRDMA_STAT_OUT_OF_BUFFER] = be.out_of_buffer;
+    /* The device's own drops (multicast to no group or QP) and the backend's. */
+    s[QRDMA_STAT_RX_DROPS] = ps->live[QRDMA_STAT_RX_DROPS] + be.rx_drops;
 }
 
 /*

@@ -305,6 +305,22 @@ static void test_verbs_refusals(void)
     g_assert(strstr(desc, "is not shared memory the host can register"));
     g_assert(strstr(desc, "memory-backend-memfd"));
     g_free(desc);
+    /* ibgid-indexes: a list of host GID indexes, 0..255, ':' between, at most 8 */
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v3', 'backend': 'verbs', "
+                              "'ibdev': 'rxe0', 'ibgid-indexes': '3:x' } }"));
+    g_assert(strstr(desc, "not a list of host GID indexes"));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v4', 'backend': 'verbs', "
+                              "'ibdev': 'rxe0', 'ibgid-indexes': '1:2:3:4:5:6:7:8:9' } }"));
+    g_assert(strstr(desc, "more than 8 indexes"));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'v5', 'backend': 'verbs', "
+                              "'ibdev': 'rxe0', 'ibgid-index': 2, 'ibgid-indexes': '3' } }"));
+    g_assert(strstr(desc, "not both"));
+    g_free(desc);
     qtest_quit(qts);
 
     qts = qtest_init("-machine pc,memory-backend=m -nodefaults "

@@ -23,6 +23,7 @@ uint32_t dev_stall_floor_ms;
 uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
+const uint8_t *dev_gid;
 unsigned rc_retry_cnt = 3;
 int (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 int (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
@@ -538,6 +539,9 @@ void side_ident(struct side *s, int idx)
     s->gid[10] = s->gid[11] = 0xff;
     s->gid[12] = 10;
     s->gid[15] = 1 + idx;
+    if (dev_gid) {
+        memcpy(s->gid, dev_gid, sizeof(s->gid));
+    }
 }
 
 /* Make s's core from the current dev_* settings, in reset (no bring-up). */

@@ -142,6 +142,8 @@ extern uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 /* cfg.backend_ops of the sides set up next: NULL, the sw backend; a test's own otherwise. */
 extern const struct qrdma_be_ops *dev_backend_ops;
 extern const void *dev_backend_config;     /* its qrdma_be_params.backend_config */
+/* The GID side_ident gives a side (its ADD_GID at bring-up); NULL: ::ffff:10.0.0.(1 + idx). */
+extern const uint8_t *dev_gid;
 extern unsigned rc_retry_cnt;                  /* retry_cnt rc_to_rts sets (default 3) */
 /*
  * Called from a side's env.msix_notify, after counting: a test's way to make

@@ -278,7 +278,7 @@ static uint64_t fake_poll(struct qrdma_be *be, unsigned budget)
 static const struct qrdma_be_ops fake_ops = {
     .name = "fake",
     .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG | QRDMA_BE_CARRIES_MW |
-               QRDMA_BE_CARRIES_STATS,
+               QRDMA_BE_CARRIES_STATS | QRDMA_BE_CARRIES_GSI,
     .create = fake_create,
     .reset = fake_reset,
     .destroy = fake_destroy,

@@ -298,15 +298,25 @@ static void test_mcast_frame(void)
     no_errors(SB);
 }
 
+/* Port counter i, through a snapshot as the driver reads it. */
+static uint64_t port_stat(struct side *s, unsigned i)
+{
+    reg_w(s, QRDMA_REG_STATS_CTRL, QRDMA_STATS_CTRL_SNAPSHOT);
+    return reg_r(s, QRDMA_REG_STAT_LO(i)) |
+           (uint64_t)reg_r(s, QRDMA_REG_STAT_HI(i)) << 32;
+}
+
 static void test_mcast_delivery(void)
 {
     struct qsw_stats st0, st1;
     struct cqe e;
     bool got3 = false, got4 = false;
     unsigned i;
-    uint64_t dropped;
+    uint64_t dropped, oob, drops;
 
     mcast_setup();
+    oob = port_stat(SB, QRDMA_STAT_OUT_OF_BUFFER);
+    drops = port_stat(SB, QRDMA_STAT_RX_DROPS);
     CQP_OK(attach(SB, UDQP, group));
     CQP_OK(attach(SB, UDQP2, group));
     CQP_OK(attach(SB, UDQP3, group));
@@ -340,6 +350,8 @@ static void test_mcast_delivery(void)
     send_to_group(0x1000, 700, QKEY, MC_QPN);
     st1 = sw_stats(SB);
     CHECK_EQ(st1.drop_no_recv, st0.drop_no_recv + 2);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_OUT_OF_BUFFER), oob + 2);   /* out_of_buffer */
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_DROPS), drops);
     expect_no_cqe(SB, 2);
 
     /* A wrong Q_Key: no copy, the receive WQEs stay for the next. */
@@ -349,6 +361,7 @@ static void test_mcast_delivery(void)
     send_to_group(0x1000, 700, QKEY + 1, MC_QPN);
     st1 = sw_stats(SB);
     CHECK_EQ(st1.drop_qkey, st0.drop_qkey + 2);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_DROPS), drops + 2);      /* rx_drops */
     expect_no_cqe(SB, 2);
 
     /* Not to the multicast QPN: dropped by the transport. */
@@ -356,6 +369,7 @@ static void test_mcast_delivery(void)
     send_to_group(0x1000, 700, QKEY, UDQP);
     st1 = sw_stats(SB);
     CHECK_EQ(st1.drop_mcast, st0.drop_mcast + 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_DROPS), drops + 3);
     expect_no_cqe(SB, 2);
 
     /* The right one again: both WQEs (index 1 of each RQ) used now. */
@@ -380,6 +394,8 @@ static void test_mcast_delivery(void)
     send_to_group(0x1000, 64, QKEY, MC_QPN);
     st1 = sw_stats(SB);
     CHECK_EQ(SB->core.stats.mcast_rx_dropped, dropped + 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_DROPS), drops + 4);      /* the device's drop */
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_OUT_OF_BUFFER), oob + 2);
     CHECK_EQ(st1.rx_frames, st0.rx_frames);
     expect_no_cqe(SB, 2);
     CHECK_EQ(reg_r(SB, QRDMA_REG_LAN_STAT_RX_FILTERED) + reg_r(SB, QRDMA_REG_LAN_STAT_RX_DROPPED),

@@ -73,10 +73,14 @@ static void test_reset_values(void)
                                          QRDMA_FEATURE_SRQ |
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
                                          QRDMA_FEATURE_MW | QRDMA_FEATURE_WIRE_IDS |
-                                         QRDMA_FEATURE_STATS | QRDMA_FEATURE_MCAST);
+                                         QRDMA_FEATURE_STATS | QRDMA_FEATURE_MCAST |
+                                         QRDMA_FEATURE_GSI);
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_MCAST_GRP), cfg.max_mcast_grp);
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH), cfg.max_mcast_qp_attach);
     CHECK_EQ(rd(QRDMA_REG_PORT_SPEED), 100000);
+    /* sw: the port is the netdev's, no host GIDs */
+    CHECK_EQ(rd(QRDMA_REG_HOST_GID_COUNT), 0);
+    CHECK_EQ(rd(QRDMA_REG_HOST_GID(0)), 0);
     CHECK_EQ(fake.guest_errors, 0);
 }
 
@@ -181,6 +185,7 @@ static void test_read_only_registers(void)
         QRDMA_REG_MAC_LOW, QRDMA_REG_MAC_HIGH, QRDMA_REG_BOARD_ID, QRDMA_REG_PE_STATUS,
         QRDMA_REG_GUEST_ERRORS, QRDMA_REG_CAP_MAX_QP, QRDMA_REG_CAP_FEATURES,
         QRDMA_REG_CAP_DB_PAGES, QRDMA_REG_PORT_STATUS, QRDMA_REG_PORT_SPEED,
+        QRDMA_REG_HOST_GID_COUNT, QRDMA_REG_HOST_GID(7) + 12,
     };
     size_t i;
 
@@ -242,7 +247,7 @@ static void test_bad_offsets_ignored(void)
     /* a hole in the register file */
     CHECK_EQ(rd(0x01c), 0);
     CHECK_STR_CONTAINS(fake.last_error, "no register there");
-    wr(0x3fc, 1);
+    wr(0x37c, 1);
     CHECK_STR_CONTAINS(fake.last_error, "no register there");
     /* every block is implemented (none is reserved): their holes are plain holes */
     CHECK_EQ(rd(QRDMA_REG_CQP_BASE + 0x100), 0);

@@ -236,6 +236,19 @@ static struct qrdma_be_verbs_config vcfg;
 static struct qrdma_be_params params;
 static char err[200];
 
+/* make()'s list of host GID indexes (ibgid-indexes), or NULL: gid_index 1 alone. */
+static const uint8_t *vcfg_gids;
+static unsigned vcfg_ngids;
+
+/* The mock's GID at host index i: ::ffff:10.0.0.(1 + i). */
+static void mock_gid(unsigned i, uint8_t gid[16])
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    gid[12] = 10;
+    gid[15] = (uint8_t)(1 + i);
+}
+
 static struct qrdma_be *make(void)
 {
     ram_setup();
@@ -243,6 +256,10 @@ static struct qrdma_be *make(void)
     vcfg.ibdev = "mock0";
     vcfg.ibport = 1;
     vcfg.gid_index = 1;
+    if (vcfg_gids) {
+        vcfg.ngids = vcfg_ngids;
+        memcpy(vcfg.gid_indexes, vcfg_gids, vcfg_ngids < 8 ? vcfg_ngids : 8);
+    }
     vcfg.nram = 2;
     vcfg.ram[0] = (struct qrdma_be_verbs_ram){ RAM0_GPA, RAM_SIZE, ram0, ram_fd, 0 };
     vcfg.ram[1] = (struct qrdma_be_verbs_ram){ RAM1_GPA, RAM_SIZE, ram1, ram_fd, RAM_SIZE };
@@ -317,15 +334,39 @@ static void test_create_refusals(void)
     CHECK_STR_CONTAINS(err, "host RDMA device 'mock0' not found");
     vmock.name = "mock0";
 
-    vmock.port_state = IBV_PORT_DOWN;
-    CHECK(make() == NULL);
-    CHECK_STR_CONTAINS(err, "port 1 of mock0 is not active");
-    vmock.port_state = IBV_PORT_ACTIVE;
-
     vmock.gid_zero = true;
     CHECK(make() == NULL);
     CHECK_STR_CONTAINS(err, "no GID at index 1");
     vmock.gid_zero = false;
+
+    /* The list of host GIDs: each must be there, RoCE v2, named once, at most 8. */
+    vcfg_gids = (const uint8_t[]){ 2, 5 };
+    vcfg_ngids = 2;
+    vmock.gid_gone[5] = true;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "mock0 port 1 has no GID at index 5");
+    vmock.gid_gone[5] = false;
+    vmock.gid_type[5] = IBV_GID_TYPE_ROCE_V1;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "GID index 5 is not RoCE v2");
+    vmock.gid_type[5] = IBV_GID_TYPE_ROCE_V2;
+    vcfg_gids = (const uint8_t[]){ 2, 5, 2 };
+    vcfg_ngids = 3;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "host GID index 2 is named twice");
+    vcfg_gids = (const uint8_t[]){ 0, 1, 2, 3, 4, 5, 6, 7, 0 };
+    vcfg_ngids = 9;
+    CHECK(make() == NULL);
+    CHECK_STR_CONTAINS(err, "more than 8 host GID indexes");
+    vcfg_gids = NULL;
+    vcfg_ngids = 0;
+
+    /* A host that cannot say a GID's type: taken. */
+    vmock.fail_query_gid_type = EOPNOTSUPP;
+    be = make();
+    CHECK(be != NULL);
+    ops->destroy(be);
+    vmock.fail_query_gid_type = 0;
 
     ram_setup();
     vcfg.verbs = &verbs_mock_table;
@@ -464,7 +505,8 @@ static void test_qp_modify(void)
     a.max_dest_rd_atomic = 4;
     a.min_rnr_timer = 12;
     memset(a.av.dgid, 0xab, 16);
-    a.av.sgid_index = 0;                /* the guest's index: the host's configured one is used */
+    a.av.sgid_index = 0;                /* the guest's index: the host's is the GID's own */
+    mock_gid(1, a.av.sgid);
     a.av.traffic_class = 3;
     a.av.flow_label = 0x12345;
     CHECK_EQ(ops->qp_modify(be, qp, &a,
@@ -785,6 +827,7 @@ static void test_post_send_ud(void)
     wr.num_sge = 1;
     wr.sg_list[0] = (struct qrdma_be_sge){ IOVA, 64, STAG };
     memset(wr.ud.av.dgid, 0xcd, 16);
+    mock_gid(1, wr.ud.av.sgid);
     wr.ud.av.hop_limit = 9;
     wr.ud.remote_qpn = 0x4321;
     wr.ud.remote_qkey = 0x80000000u;
@@ -1010,7 +1053,10 @@ static void test_receives(void)
     ops->destroy(be);
 }
 
-/* Host async events become the core's, by QP ID or CQ ID; port events are not passed on. */
+/*
+ * Host async events become the core's, by QP ID or CQ ID; a port event is
+ * PORT_CHANGE (test_port_follows_host).
+ */
 static void test_async_events(void)
 {
     struct qrdma_be *be;
@@ -1028,15 +1074,162 @@ static void test_async_events(void)
     CHECK(fd_ready(be));
     ops->poll(be, 64);
     CHECK(!fd_ready(be));
-    CHECK_EQ(core.nev, 3);
+    CHECK_EQ(core.nev, 4);
     CHECK_EQ(core.ev[0], QRDMA_BE_EV_COMM_EST);
     CHECK_EQ(core.ev_id[0], QP_ID);
     CHECK_EQ(core.ev[1], QRDMA_BE_EV_CQ_ERR);
     CHECK_EQ(core.ev_id[1], RCQ_ID);
-    CHECK_EQ(core.ev[2], QRDMA_BE_EV_QP_FATAL);
-    CHECK_EQ(core.ev_id[2], QP_ID);
+    CHECK_EQ(core.ev[2], QRDMA_BE_EV_PORT_CHANGE);
+    CHECK_EQ(core.ev[3], QRDMA_BE_EV_QP_FATAL);
+    CHECK_EQ(core.ev_id[3], QP_ID);
     CHECK_EQ(vmock.acked_async, 4);
     CHECK_EQ(ops->qp_state(be, qp), QRDMA_BE_QPS_ERR);
+    ops->destroy(be);
+}
+
+/*
+ * The host GIDs the guest may use (ibgid-indexes): the port op lists them
+ * in the configured order with their host indexes; an AV's source GID
+ * picks its own host index; a GID the host lacks is refused, never
+ * replaced by another; a host GID that disappears is refused from the
+ * next port read on.
+ */
+static void test_host_gids(void)
+{
+    struct qrdma_be_qp_init ud = rc_init;
+    struct qrdma_be *be;
+    struct qrdma_be_qp *qp, *uqp;
+    struct qrdma_be_qp_attr a;
+    struct qrdma_be_send_wr wr;
+    struct qrdma_be_port port;
+    uint8_t g[16];
+    struct vm_qp *h;
+    uint32_t qpn;
+
+    fresh();
+    vcfg_gids = (const uint8_t[]){ 3, 1 };
+    vcfg_ngids = 2;
+    be = make();
+    vcfg_gids = NULL;
+    vcfg_ngids = 0;
+    CHECK(be != NULL);
+    if (!be) {
+        return;
+    }
+    CHECK_EQ(ops->port(be, &port), 0);
+    CHECK_EQ(port.ngids, 2);
+    mock_gid(3, g);
+    CHECK(!memcmp(port.gid[0], g, 16));
+    CHECK_EQ(port.gid_index[0], 3);
+    mock_gid(1, g);
+    CHECK(!memcmp(port.gid[1], g, 16));
+    CHECK_EQ(port.gid_index[1], 1);
+
+    qp = make_qp(be, &rc_init, &qpn);
+    h = verbs_mock_qp(qpn);
+    memset(&a, 0, sizeof(a));
+    a.qp_state = QRDMA_BE_QPS_INIT;
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE), 0);
+    a.qp_state = QRDMA_BE_QPS_RTR;
+    a.path_mtu = QRDMA_BE_MTU_1024;
+    a.dest_qp_num = 0x5a5a5;
+    memset(a.av.dgid, 0xab, 16);
+    /* a guest GID the host lacks: refused, the host QP untouched */
+    mock_gid(9, a.av.sgid);
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_AV |
+                                           QRDMA_BE_QP_ATTR_PATH_MTU |
+                                           QRDMA_BE_QP_ATTR_DEST_QPN), -EINVAL);
+    CHECK_EQ(h->modifies, 1);
+    /* each host GID by its own host index */
+    mock_gid(3, a.av.sgid);
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_STATE | QRDMA_BE_QP_ATTR_AV |
+                                           QRDMA_BE_QP_ATTR_PATH_MTU |
+                                           QRDMA_BE_QP_ATTR_DEST_QPN), 0);
+    CHECK_EQ(h->modifies, 2);
+    CHECK_EQ(h->attr[1].ah_attr.grh.sgid_index, 3);
+
+    ud.qp_id = QP_ID2;
+    ud.type = QRDMA_BE_QPT_UD;
+    uqp = make_qp(be, &ud, &qpn);
+    memset(&wr, 0, sizeof(wr));
+    wr.opcode = QRDMA_BE_WR_SEND;
+    mock_gid(1, wr.ud.av.sgid);
+    CHECK_EQ(ops->post_send(be, uqp, &wr), 0);
+    CHECK_EQ(vmock.create_ah_calls, 1);
+    CHECK_EQ(vmock.ahs[0]->attr.grh.sgid_index, 1);
+    /* the same destination from the other GID: another AH, not the cached one */
+    mock_gid(3, wr.ud.av.sgid);
+    CHECK_EQ(ops->post_send(be, uqp, &wr), 0);
+    CHECK_EQ(vmock.create_ah_calls, 2);
+    CHECK_EQ(vmock.ahs[1]->attr.grh.sgid_index, 3);
+    mock_gid(9, wr.ud.av.sgid);
+    CHECK_EQ(ops->post_send(be, uqp, &wr), -EINVAL);
+    CHECK_EQ(vmock.create_ah_calls, 2);
+
+    /* The host drops index 3's address: the next read lists index 1 alone. */
+    vmock.gid_gone[3] = true;
+    CHECK_EQ(ops->port(be, &port), 0);
+    CHECK_EQ(port.ngids, 1);
+    CHECK_EQ(port.gid_index[0], 1);
+    mock_gid(3, a.av.sgid);
+    CHECK_EQ(ops->qp_modify(be, qp, &a, QRDMA_BE_QP_ATTR_AV), -EINVAL);
+    wr.ud.av.dgid[0] = 0x11;
+    CHECK_EQ(ops->post_send(be, uqp, &wr), -EINVAL);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_ah, 0);
+}
+
+/*
+ * The port follows the host's: a port down at create is taken (and read
+ * as down), its speed is the host's lanes times width, and PORT_ACTIVE,
+ * PORT_ERR and GID_CHANGE of this port become PORT_CHANGE (another
+ * port's do not).
+ */
+static void test_port_follows_host(void)
+{
+    struct qrdma_be_port port;
+    struct qrdma_be *be;
+
+    fresh();
+    vmock.port_state = IBV_PORT_DOWN;
+    vmock.active_speed = 32;            /* EDR: 25 Gb/s a lane */
+    vmock.active_width = 2;             /* 4X */
+    be = make();
+    CHECK(be != NULL);
+    if (!be) {
+        return;
+    }
+    CHECK_EQ(ops->port(be, &port), 0);
+    CHECK(!port.active);
+    CHECK_EQ(port.speed_mbps, 100000);
+    CHECK_EQ(port.ngids, 1);
+    CHECK_EQ(port.gid_index[0], 1);
+
+    vmock.port_state = IBV_PORT_ACTIVE;
+    vmock.active_speed = 64;            /* HDR */
+    vmock.active_width = 1;             /* 1X */
+    verbs_mock_async_push(IBV_EVENT_PORT_ACTIVE, NULL);
+    CHECK(fd_ready(be));
+    ops->poll(be, 64);
+    CHECK_EQ(core.nev, 1);
+    CHECK_EQ(core.ev[0], QRDMA_BE_EV_PORT_CHANGE);
+    CHECK_EQ(core.ev_id[0], 0);
+    CHECK_EQ(ops->port(be, &port), 0);
+    CHECK(port.active);
+    CHECK_EQ(port.speed_mbps, 50000);
+
+    vmock.port_state = IBV_PORT_DOWN;
+    verbs_mock_async_push(IBV_EVENT_PORT_ERR, NULL);
+    verbs_mock_async_push(IBV_EVENT_GID_CHANGE, NULL);
+    verbs_mock_async_push(IBV_EVENT_PORT_ACTIVE, NULL);
+    vmock.async_ev[(vmock.async_tail - 1) % VM_MAX_EV].element.port_num = 2;
+    ops->poll(be, 64);
+    CHECK_EQ(core.nev, 3);              /* port 2's event is not ours */
+    CHECK_EQ(core.ev[1], QRDMA_BE_EV_PORT_CHANGE);
+    CHECK_EQ(core.ev[2], QRDMA_BE_EV_PORT_CHANGE);
+    CHECK_EQ(vmock.acked_async, 4);
+    CHECK_EQ(ops->port(be, &port), 0);
+    CHECK(!port.active);
     ops->destroy(be);
 }
 
@@ -1065,6 +1258,7 @@ static void test_reset_releases(void)
     CHECK_EQ(ops->mr_register(be, &dma, &rk), 0);
     memset(&wr, 0, sizeof(wr));
     wr.opcode = QRDMA_BE_WR_SEND;
+    mock_gid(1, wr.ud.av.sgid);
     CHECK_EQ(ops->post_send(be, uqp, &wr), 0);
     CHECK_EQ(vmock.live_qp, 2);
     CHECK_EQ(vmock.live_cq, 4);
@@ -1424,6 +1618,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_send_completions),
     UNIT_TEST(test_receives),
     UNIT_TEST(test_async_events),
+    UNIT_TEST(test_host_gids),
+    UNIT_TEST(test_port_follows_host),
     UNIT_TEST(test_reset_releases),
     UNIT_TEST(test_srq),
     UNIT_TEST(test_fast_reg),

@@ -268,6 +268,158 @@ static void test_features(void)
     qrdma_core_fini(&SA->core);
 }
 
+/* ADD_GID of gid at index on side s; its status qword. */
+static uint64_t add_gid(struct side *s, unsigned index, const uint8_t gid[16])
+{
+    uint64_t lo = 0, hi = 0;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        lo = lo << 8 | gid[i];
+        hi = hi << 8 | gid[8 + i];
+    }
+    return cqp(s, QRDMA_CQP_OP_ADD_GID, index | QRDMA_GID_TYPE_ROCE_V2_IPV4 << 8, lo, hi, 0,
+               0, 0);
+}
+
+/* ::ffff:10.0.0.x, the mock's host GID at index x - 1. */
+static void gid_v4(uint8_t gid[16], uint8_t x)
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    gid[12] = 10;
+    gid[15] = x;
+}
+
+/*
+ * The port's GIDs are the host's: CAP_FEATURES.HOST_GIDS, the host GIDs
+ * in HOST_GID_COUNT and HOST_GID(i) as ADD_GID's bytes; an ADD_GID of any
+ * other GID fails (INVALID_ARG minor NOT_HOST, a guest error naming it
+ * and the host's); a host GID the host drops (GID_CHANGE) leaves the
+ * registers and is refused in an address vector (CREATE_AH) from then on.
+ */
+static void test_host_gids(void)
+{
+    uint8_t g[16];
+
+    verbs_setup();      /* host GID index 0: ::ffff:10.0.0.1, SA's GID 0 */
+    CHECK(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_HOST_GIDS);
+    CHECK(!(reg_r(SB, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_HOST_GIDS));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID_COUNT), 1);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0)), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0) + 8), 0xffff0000u);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0) + 12), 0x0100000au);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(1) + 12), 0);
+    CHECK_EQ(reg_r(SB, QRDMA_REG_HOST_GID_COUNT), 0);
+
+    /* A guest address the host lacks: refused, the table unchanged. */
+    gid_v4(g, 9);
+    add_gid(SA, 3, g);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_INVALID_ARG);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK, QRDMA_ADD_GID_ERR_NOT_HOST);
+    CHECK(logged(SA, "ADD_GID: index 3: ::ffff:10.0.0.9 is not a GID of the host port"));
+    CHECK(logged(SA, "::ffff:10.0.0.1 (host index 0)"));
+    CHECK(!SA->core.gids[3].valid);
+    log_clear(SA);
+    /* The host's own, at another guest index: taken. */
+    gid_v4(g, 1);
+    CQP_OK(add_gid(SA, 3, g));
+    CHECK(SA->core.gids[3].valid);
+    /* sw: any address */
+    gid_v4(g, 9);
+    CQP_OK(add_gid(SB, 3, g));
+    no_errors(SA);
+
+    /* An AH from the host's GID: made. */
+    write_av(SA, AV_BUF, SB);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH, 1 | (uint64_t)PD << 32, AV_BUF, 0, 0, 0, 0));
+    /* The host drops the address: after its event the device has no host GID... */
+    vmock.gid_gone[0] = true;
+    verbs_mock_async_push(IBV_EVENT_GID_CHANGE, NULL);
+    CHECK(wait_fd_ready());
+    run_dp();
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID_COUNT), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0) + 12), 0);
+    /* ... and an address vector from it is refused with the reason. */
+    cqp(SA, QRDMA_CQP_OP_CREATE_AH, 2 | (uint64_t)PD << 32, AV_BUF, 0, 0, 0, 0);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_INFO);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK, offsetof(struct qrdma_av, sgid_index));
+    CHECK(logged(SA, "SGID 0 (::ffff:10.0.0.1) is not a GID of the host port any more"));
+    qrdma_core_fini(&SA->core);
+}
+
+/*
+ * The port follows the host's: PORT_STATUS is the host port's state
+ * (the bed's netdev link is always up), PORT_SPEED the host's speed, both
+ * read at reset and after the host's PORT_ERR / PORT_ACTIVE events; the
+ * driver polls PORT_STATUS and raises the guest's port events from it.
+ */
+static void test_port_follows_host(void)
+{
+    verbs_setup();
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);
+    /* the mock's speed unknown: the link-speed property's */
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_SPEED), 100000);
+
+    vmock.port_state = IBV_PORT_DOWN;
+    verbs_mock_async_push(IBV_EVENT_PORT_ERR, NULL);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);  /* not read yet */
+    CHECK(wait_fd_ready());
+    run_dp();
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), 0);
+    CHECK_EQ(reg_r(SB, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);   /* sw: the netdev's */
+
+    vmock.port_state = IBV_PORT_ACTIVE;
+    vmock.active_speed = 32;            /* EDR, 1X: 25 Gb/s */
+    vmock.active_width = 1;
+    verbs_mock_async_push(IBV_EVENT_PORT_ACTIVE, NULL);
+    CHECK(wait_fd_ready());
+    run_dp();
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_SPEED), 25000);
+
+    /* A device reset reads the port again. */
+    vmock.port_state = IBV_PORT_DOWN;
+    vmock.active_width = 2;             /* 4X */
+    qrdma_core_reset(&SA->core);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), 0);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_SPEED), 100000);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID_COUNT), 1);
+    no_errors(SA);
+    qrdma_core_fini(&SA->core);
+}
+
+/*
+ * QP1: the verbs backend carries no GSI QP (its MADs would go to the
+ * host's own connection manager), so CAP_FEATURES.GSI is clear and
+ * CREATE_QP of the GSI QP fails at once with a guest error naming why:
+ * no host QP is made, nothing waits.
+ */
+static void test_gsi_refused(void)
+{
+    struct qp_spec gsi = rc_spec;
+    unsigned qps;
+
+    verbs_setup();
+    CHECK(!(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_GSI));
+    CHECK(reg_r(SB, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_GSI);
+    gsi.type = QRDMA_QP_TYPE_UD;
+    gsi.flags = QRDMA_QP_CREATE_GSI;
+    qps = vmock.nqps;
+    CHECK_EQ(major_of(create_qp_status(SA, QRDMA_QP_GSI, &gsi)), QRDMA_CQP_ERR_INFO);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK,
+             offsetof(struct qrdma_qp_create_info, flags));
+    CHECK(logged(SA, "carries no GSI QP"));
+    CHECK_EQ(vmock.nqps, qps);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), 0);
+    /* sw carries it */
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SB, QRDMA_QP_GSI, &gsi);
+    CHECK_EQ(reg_r(SB, QRDMA_REG_OBJ_COUNT_QP), 1);
+    qrdma_core_fini(&SA->core);
+}
+
 #define SRQ_ID  1
 #define SRQ_QP  4
 
@@ -516,6 +668,9 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_end_to_end),
     UNIT_TEST(test_host_enomem),
     UNIT_TEST(test_features),
+    UNIT_TEST(test_host_gids),
+    UNIT_TEST(test_port_follows_host),
+    UNIT_TEST(test_gsi_refused),
     UNIT_TEST(test_srq),
     UNIT_TEST(test_fast_reg),
 };

@@ -66,6 +66,9 @@ void verbs_mock_reset(void)
     memset(&vmock, 0, sizeof(vmock));
     vmock.name = "mock0";
     vmock.port_state = IBV_PORT_ACTIVE;
+    for (i = 0; i < 8; i++) {
+        vmock.gid_type[i] = IBV_GID_TYPE_ROCE_V2;
+    }
     /* Numbers unlike any QP ID or STag a test uses. */
     vmock.next_qpn = 0x3a001;
     vmock.next_key = 0x7b0001;
@@ -104,21 +107,37 @@ static int m_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_a
     memset(attr, 0, sizeof(*attr));
     attr->state = vmock.port_state;
     attr->active_mtu = IBV_MTU_1024;
+    attr->active_speed = vmock.active_speed;
+    attr->active_width = vmock.active_width;
     return 0;
 }
 
 static int m_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
     memset(gid, 0, sizeof(*gid));
-    if (index > 3) {
+    if (index < 0 || index > 7) {
         errno = EINVAL;
         return -1;
     }
-    if (!vmock.gid_zero) {
+    if (!vmock.gid_zero && !vmock.gid_gone[index]) {
         gid->raw[10] = gid->raw[11] = 0xff;
         gid->raw[12] = 10;
-        gid->raw[15] = (uint8_t)(1 + index);
+        gid->raw[15] = (uint8_t)(1 + index + vmock.gid_shift);
     }
+    return 0;
+}
+
+static int m_query_gid_type(struct ibv_context *ctx, uint8_t port, int index, uint32_t *type)
+{
+    if (vmock.fail_query_gid_type) {
+        errno = vmock.fail_query_gid_type;
+        return -1;
+    }
+    if (index < 0 || index > 7) {
+        errno = EINVAL;
+        return -1;
+    }
+    *type = vmock.gid_type[index];
     return 0;
 }
 
@@ -490,6 +509,7 @@ void verbs_mock_async_push(enum ibv_event_type type, void *element)
         break;
     case IBV_EVENT_PORT_ACTIVE:
     case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_GID_CHANGE:
         ev->element.port_num = 1;
         break;
     case IBV_EVENT_SRQ_LIMIT_REACHED:
@@ -536,6 +556,7 @@ const struct qrdma_vb_verbs verbs_mock_table = {
     .close_device = m_close_device,
     .query_port = m_query_port,
     .query_gid = m_query_gid,
+    .query_gid_type = m_query_gid_type,
     .alloc_pd = m_alloc_pd,
     .dealloc_pd = m_dealloc_pd,
     .create_comp_channel = m_create_comp_channel,

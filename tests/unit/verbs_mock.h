@@ -71,7 +71,16 @@ struct verbs_mock {
     /* the device */
     const char *name;                   /* "mock0" */
     enum ibv_port_state port_state;     /* ACTIVE */
+    uint8_t active_speed, active_width; /* 0, 0: unknown */
+    /*
+     * GID index i (0..7) is ::ffff:10.0.0.(1 + i + gid_shift), RoCE v2
+     * unless gid_type[i] says otherwise (the mock's reset sets V2)
+     */
     bool gid_zero;                      /* query_gid gives ::, as a missing GID */
+    bool gid_gone[8];                   /* :: at that index alone */
+    uint8_t gid_shift;
+    uint32_t gid_type[8];
+    int fail_query_gid_type;            /* errno query_gid_type fails with */
     /* errno the next call of each kind fails with (0: succeed) */
     int fail_create_qp, fail_create_cq, fail_reg_mr, fail_post_send, fail_create_ah;
     int fail_create_srq, fail_alloc_mw;

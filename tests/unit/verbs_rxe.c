@@ -14,6 +14,8 @@
  * limit event; then fast registration: a WRITE through a fast-registered
  * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV;
  * last, the cost of registering guest memory on the host NIC (printed).
+ * First, the port: the host GID and state in the device's registers, an
+ * ADD_GID of another address refused, no GSI QP.
  *
  * Usage: qrdma-verbs-rxe IBDEV GID_INDEX
  *
@@ -21,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <endian.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +91,12 @@ static void side_up_verbs(struct side *s, int idx)
 {
     dev_backend_ops = &qrdma_be_verbs_ops;
     dev_backend_config = &vcfg[idx];
+    /* The port's GID is the host's: ADD_GID accepts no other. */
+    dev_gid = host_gid;
     side_up(s, idx);
     dev_backend_ops = NULL;
     dev_backend_config = NULL;
-    memcpy(s->gid, host_gid, 16);
+    dev_gid = NULL;
     create_cq(s, 1);
     create_cq(s, 2);
 }
@@ -120,6 +125,47 @@ static bool wait_cqe(struct side *s, uint32_t cq, struct cqe *e)
         }
         poll(p, 2, 100);
     }
+}
+
+/*
+ * The port on the host NIC (interface 0.12): the host GID in HOST_GID(0),
+ * the port up at the host's speed, an ADD_GID of another address refused
+ * (NOT_HOST), and no GSI QP (CAP_FEATURES.GSI clear, CREATE_QP of QP1
+ * refused at once).
+ */
+static void test_port_over_host_nic(void)
+{
+    struct qp_spec gsi = rc_spec;
+    uint32_t w;
+    unsigned i;
+
+    memfd_ram(SA, &vcfg[0]);
+    side_up_verbs(SA, 0);
+    CHECK(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_HOST_GIDS);
+    CHECK(!(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_GSI));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID_COUNT), 1);
+    for (i = 0; i < 4; i++) {
+        memcpy(&w, host_gid + 4 * i, 4);
+        CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0) + 4 * i), le32toh(w));
+    }
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);
+    printf("port: up, PORT_SPEED %u Mb/s\n", reg_r(SA, QRDMA_REG_PORT_SPEED));
+    CHECK(reg_r(SA, QRDMA_REG_PORT_SPEED) != 0);
+    /* an address the host's rxe0 does not have */
+    cqp(SA, QRDMA_CQP_OP_ADD_GID, 1 | QRDMA_GID_TYPE_ROCE_V2_IPV4 << 8, 0,
+        0xffff0000ull | 0x0900a8c0ull << 32, 0, 0, 0);
+    CHECK_EQ(major_of(last_status), QRDMA_CQP_ERR_INVALID_ARG);
+    CHECK_EQ(last_status & QRDMA_CCQ_CQE_MINOR_MASK, QRDMA_ADD_GID_ERR_NOT_HOST);
+    CHECK(logged(SA, "is not a GID of the host port"));
+    log_clear(SA);
+    gsi.type = QRDMA_QP_TYPE_UD;
+    gsi.flags = QRDMA_QP_CREATE_GSI;
+    CHECK_EQ(major_of(create_qp_status(SA, QRDMA_QP_GSI, &gsi)), QRDMA_CQP_ERR_INFO);
+    CHECK(logged(SA, "carries no GSI QP"));
+    log_clear(SA);
+    qrdma_core_fini(&SA->core);
+    munmap(SA->ram, RAM_SIZE);
+    SA->ram = NULL;
 }
 
 static void test_rc_over_host_nic(void)
@@ -611,6 +657,7 @@ static void test_registration_cost(void)
 int main(int argc, char **argv)
 {
     static const struct unit_test tests[] = {
+        UNIT_TEST(test_port_over_host_nic),
         UNIT_TEST(test_rc_over_host_nic),
         UNIT_TEST(test_ud_over_host_nic),
         UNIT_TEST(test_srq_over_host_nic),

@@ -32,7 +32,7 @@ fi
 names="tx_pkts tx_bytes rx_pkts rx_bytes retrans_pkts local_ack_timeout_err packet_seq_err
        rnr_nak_retry_err send_rnr_err duplicate_request out_of_sequence rx_icrc_encapsulated
        rx_read_requests rx_write_requests rx_atomic_requests req_cqe_error resp_cqe_error
-       req_cqe_flush_error resp_cqe_flush_error"
+       req_cqe_flush_error resp_cqe_flush_error out_of_buffer rx_drops"
 declare -A at0 at1
 # snap ARRAY: every counter now. The RDMA core caches values for 10 ms: wait that out.
 snap() {

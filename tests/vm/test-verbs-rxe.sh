@@ -3,7 +3,8 @@
 # One guest with a virtio-net NIC and soft-RoCE (rxe0) as its "host NIC"
 # runs qrdma-verbs-rxe (tests/unit/verbs_rxe.c, built here on the host):
 # two device cores, each with backend=verbs on rxe0 and a memfd as guest
-# RAM, an RC QP of one talking to one of the other through rxe by the
+# RAM: first the port (rxe0's GID in the host GID registers, the port up,
+# a foreign ADD_GID and the GSI QP refused), then an RC QP of one talking to one of the other through rxe by the
 # QPNs and rkeys their CQP commands returned; WRITE, READ, SEND with
 # immediate, FETCH_ADD and CMP_SWP checked byte for byte in guest RAM,
 # a bad rkey completing in error; UD; an SRQ (receives byte for byte, its
