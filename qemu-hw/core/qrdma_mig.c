@@ -429,8 +429,20 @@ bool qrdma_core_can_save(struct qrdma_core *core, char *err, size_t err_len)
                  "the backend is down (it failed to restart at a reset)");
         return false;
     }
-    if (core->guard.depth || core->guard.reset_pending ||
-        core->guard.fini_pending) {
+    /*
+     * A reset or teardown asked for from inside the device's own work is
+     * done when that work ends (struct qrdma_core_guard): a save now would
+     * carry the state the reset is about to discard, a load would be
+     * discarded by it. Neither half: refuse until it is done.
+     */
+    if (core->guard.reset_pending || core->guard.fini_pending) {
+        snprintf(err, err_len,
+                 "a device %s is pending (asked for from inside the device's "
+                 "own work): refused until it is done",
+                 core->guard.fini_pending ? "teardown" : "reset");
+        return false;
+    }
+    if (core->guard.depth) {
         snprintf(err, err_len,
                  "the device is inside one of its own entry points");
         return false;
