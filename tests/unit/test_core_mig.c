@@ -579,6 +579,53 @@ static void test_migrate_cqp_stalled(void)
     setup();
 }
 
+/*
+ * Migration with the CQP waiting for CCQ room: the driver has read no
+ * CCQ entry, the CCQ is full, and two more NOPs wait (CCQ_FULL). The
+ * source would run them at the doorbell after the driver makes room;
+ * the destination's load tries once at once (one more "no room" line,
+ * nothing run), then the driver reads the CCQ and rings: both complete,
+ * each once.
+ */
+static void test_migrate_cqp_ccq_full(void)
+{
+    uint64_t scratch, status;
+    uint32_t i, done = 0;
+    int errors;
+
+    setup();
+    for (i = 0; i < (1u << CQP_LOG2) - 1; i++) {
+        cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x900 + i);
+    }
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x9a0);
+    cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x9a1);
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    CHECK(logged(SA, "no room in the CCQ"));
+    CHECK(reg_r(SA, QRDMA_REG_CQP_TAIL) != SA->cqp_next);
+    errors = SA->guest_errors;
+
+    migrate(SA, false);
+    pump();
+    CHECK_EQ(SA->guest_errors, errors + 1);     /* the load's one try */
+    CHECK(reg_r(SA, QRDMA_REG_CQP_TAIL) != SA->cqp_next);
+    while (ccq_take(SA, &scratch, &status)) {
+        CHECK_EQ(scratch, 0x900 + done);
+        done++;
+    }
+    CHECK_EQ(done, (1u << CQP_LOG2) - 1);
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    CHECK(ccq_take(SA, &scratch, &status));
+    CHECK_EQ(scratch, 0x9a0);
+    CHECK(ccq_take(SA, &scratch, &status));
+    CHECK_EQ(scratch, 0x9a1);
+    CHECK(!ccq_take(SA, &scratch, &status));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), SA->cqp_next);
+}
+
 /* ---- a reset asked for from inside the device's own work ---- */
 
 static uint8_t *reset_good_buf;
@@ -843,6 +890,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_backend_cannot_save),
     UNIT_TEST(test_migrate_cqp_batch_cut),
     UNIT_TEST(test_migrate_cqp_stalled),
+    UNIT_TEST(test_migrate_cqp_ccq_full),
     UNIT_TEST(test_migrate_reset_pending),
     UNIT_TEST(test_migrate_cq_overflow),
 };
