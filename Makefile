@@ -352,7 +352,7 @@ stress: qemu guest
 # during each transfer, with a qrdma peer and with a soft-RoCE peer (make
 # check runs one round trip with the qrdma peer: 8 migrations).
 check-migration: qemu guest
-	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe" \
+	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe lossy" \
 		bash tests/vm/test-migrate.sh
 
 bench:

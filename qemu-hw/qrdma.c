@@ -1,7 +1,8 @@
 /*
  * QEMU glue of the qrdma virtual RDMA NIC: QOM type, properties, PCI BARs,
- * MSI-X, reset, the netdev and the timer. The device itself lives in
- * core/ and knows nothing of QEMU; this file only forwards to it.
+ * MSI-X, reset, the netdev, the timers, the VM's run state and migration.
+ * The device itself lives in core/ and knows nothing of QEMU; this file
+ * only forwards to it.
  *
  * Threading: MMIO handlers, the PE-ready timer and the netdev callbacks all
  * run with the BQL held, which is the core's one lock.
@@ -36,6 +37,7 @@
 #include "migration/vmstate.h"
 #include "net/net.h"
 #include "qom/object.h"
+#include "system/runstate.h"
 
 #include "core/qrdma_core.h"
 #include "trace.h"
@@ -63,6 +65,15 @@ struct QrdmaState {
     QEMUTimer *dp_timer;
     QEMUBH *work_bh;
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
+    /*
+     * The VM is not running (stopped, paused, or a destination waiting for
+     * its guest to start): the device does no work. Kicks wait in
+     * pending_work, a timer that fires is marked due, frames wait in
+     * QEMU's queue; qrdma_vm_state_change() runs them once the VM runs.
+     */
+    bool held;
+    bool dp_timer_due, pe_ready_due;
+    VMChangeStateEntry *vm_state;
     /* unrealized; the core may still be on its way out */
     bool gone;
     char *board_id;
@@ -332,7 +343,9 @@ static void qrdma_env_kick(void *opaque, unsigned what)
         return;
     }
     s->pending_work |= what;
-    qemu_bh_schedule(s->work_bh);
+    if (!s->held) {
+        qemu_bh_schedule(s->work_bh);
+    }
 }
 
 /*
@@ -356,6 +369,9 @@ static void qrdma_work_bh(void *opaque)
     QrdmaState *s = opaque;
     unsigned what = s->pending_work;
 
+    if (s->held) {
+        return;                 /* scheduled before the VM stopped */
+    }
     s->pending_work = 0;
     qrdma_hold(s);
     qrdma_core_run(&s->core, what);
@@ -366,7 +382,7 @@ static void qrdma_env_rx_ready(void *opaque)
 {
     QrdmaState *s = opaque;
 
-    if (!s->gone && s->nic) {
+    if (!s->gone && !s->held && s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
 }
@@ -399,6 +415,10 @@ static void qrdma_dp_timer(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    if (s->held) {
+        s->dp_timer_due = true;
+        return;
+    }
     qrdma_hold(s);
     qrdma_core_timer(&s->core);
     qrdma_release(s);
@@ -408,6 +428,10 @@ static void qrdma_pe_ready_timer(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    if (s->held) {
+        s->pe_ready_due = true;
+        return;
+    }
     trace_qrdma_pe_ready();
     qrdma_hold(s);
     qrdma_core_pe_ready(&s->core);
@@ -477,7 +501,7 @@ static bool qrdma_net_can_receive(NetClientState *nc)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
 
-    return qrdma_core_lan_can_receive(&s->core);
+    return !s->held && qrdma_core_lan_can_receive(&s->core);
 }
 
 /*
@@ -718,6 +742,48 @@ static void qrdma_verbs_stop(QrdmaState *s)
 #endif
 }
 
+/* ---- VM run state -------------------------------------------------------- */
+
+/*
+ * The device works only while the VM runs, as the rest of the machine
+ * does: no CQP command, completion, interrupt, frame sent or taken, and
+ * no timer's work while it is stopped. A destination matters most: its
+ * post_load restarts the device's work (qrdma_core_load kicks the CQP,
+ * the LAN and the data path), which now waits until the guest starts;
+ * and if the guest never starts there (a failed switchover), the device
+ * did nothing to its memory or the segment. The clocks the core reads
+ * (QEMU_CLOCK_VIRTUAL) stop with the VM too, so no time passes for it.
+ * Timers that fired while held run now, from their own callbacks.
+ */
+static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
+{
+    QrdmaState *s = opaque;
+
+    if (s->gone) {
+        return;
+    }
+    trace_qrdma_vm_state(running, RunState_str(state));
+    if (!running) {
+        s->held = true;
+        return;
+    }
+    s->held = false;
+    if (s->pe_ready_due) {
+        s->pe_ready_due = false;
+        timer_mod(s->pe_ready_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    }
+    if (s->dp_timer_due) {
+        s->dp_timer_due = false;
+        timer_mod(s->dp_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    }
+    if (s->pending_work) {
+        qemu_bh_schedule(s->work_bh);
+    }
+    if (s->nic) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
+}
+
 /* ---- lifecycle ----------------------------------------------------------- */
 
 /*
@@ -841,6 +907,8 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
                           object_get_typename(OBJECT(s)), dev->id,
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
+    s->held = !runstate_is_running();
+    s->vm_state = qemu_add_vm_change_state_handler(qrdma_vm_state_change, s);
     qrdma_verbs_start(s);
     qrdma_mig_block(s);
 }
@@ -856,6 +924,8 @@ static void qrdma_exit(PCIDevice *pdev)
      * holds keeps this memory until then.
      */
     s->gone = true;
+    qemu_del_vm_change_state_handler(s->vm_state);
+    s->vm_state = NULL;
     /* no frame of ours may call qrdma_tx_sent once the NIC is gone */
     qemu_purge_queued_packets(qemu_get_queue(s->nic));
     qemu_del_nic(s->nic);
@@ -894,6 +964,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
         qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
     s->pending_work = 0;
+    s->dp_timer_due = s->pe_ready_due = false;
     qrdma_core_reset(&s->core);
 }
 
@@ -951,6 +1022,7 @@ static int qrdma_post_load(void *opaque, int version_id)
     timer_del(s->pe_ready_timer);
     timer_del(s->dp_timer);
     s->pending_work = 0;
+    s->dp_timer_due = s->pe_ready_due = false;
     ret = qrdma_core_load(&s->core, s->mig_buf, s->mig_len, err, sizeof(err));
     g_free(s->mig_buf);
     s->mig_buf = NULL;

@@ -43,6 +43,18 @@ struct qrdma_mig {
     uint64_t now_ns;
     int error;                  /* 0, or -errno of the first failure */
     char msg[256];
+    /*
+     * Saving, optional: told of every section opened (field NULL) and
+     * every field written in it, in stream order, with the section's tag
+     * and version and the field's width (bytes of an integer; 0 for a
+     * byte string, whose length is fixed or an earlier field's). The
+     * layout guard (tests/unit/test_core_mig_layout.c) fingerprints
+     * each section's fields with it.
+     */
+    void (*on_field)(void *opaque, uint32_t tag, unsigned version,
+                     const char *field, unsigned width);
+    void *on_field_opaque;
+    uint32_t sec_tag;           /* saving: the open section's tag */
 };
 
 static inline void qrdma_mig_init_save(struct qrdma_mig *m, uint64_t now_ns)
@@ -165,9 +177,18 @@ static inline bool qrdma_mig_reserve(struct qrdma_mig *m, size_t n)
     return true;
 }
 
-/* A byte string of n bytes, the same length both ways. */
-static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field,
-                                   void *p, size_t n)
+static inline void qrdma_mig_seen(struct qrdma_mig *m, const char *field,
+                                  unsigned width)
+{
+    if (m->on_field && !m->loading && !m->error && m->section) {
+        m->on_field(m->on_field_opaque, m->sec_tag, m->sec_version, field,
+                    width);
+    }
+}
+
+/* n bytes at p out to the stream or in from it. */
+static inline void qrdma_mig_raw(struct qrdma_mig *m, const char *field,
+                                 void *p, size_t n)
 {
     if (m->error) {
         return;
@@ -189,13 +210,22 @@ static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field,
     m->pos += n;
 }
 
+/* A byte string of n bytes, the same length both ways. */
+static inline void qrdma_mig_bytes(struct qrdma_mig *m, const char *field,
+                                   void *p, size_t n)
+{
+    qrdma_mig_seen(m, field, 0);
+    qrdma_mig_raw(m, field, p, n);
+}
+
 static inline uint64_t qrdma_mig_uint(struct qrdma_mig *m, const char *field,
                                       uint64_t v, unsigned n)
 {
     uint8_t b[8];
 
     qrdma_mig_put_le(b, v, n);
-    qrdma_mig_bytes(m, field, b, n);
+    qrdma_mig_seen(m, field, n);
+    qrdma_mig_raw(m, field, b, n);
     return m->loading && !m->error ? qrdma_mig_get_le(b, n) : v;
 }
 
@@ -359,6 +389,9 @@ static inline unsigned qrdma_mig_section(struct qrdma_mig *m, uint32_t tag,
     }
     m->section = name;
     if (!m->loading) {
+        m->sec_tag = tag;
+        m->sec_version = version;
+        qrdma_mig_seen(m, NULL, 0);
         if (qrdma_mig_reserve(m, QRDMA_MIG_SEC_HDR_LEN)) {
             m->sec_start = m->len;
             qrdma_mig_put_le(m->buf + m->len, tag, 4);

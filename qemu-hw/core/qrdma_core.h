@@ -677,6 +677,20 @@ int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
 int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len,
                     char *err, size_t err_len);
 
+/*
+ * qrdma_core_save() that also tells on_field of every section opened
+ * (field NULL) and every field written in it, in stream order (struct
+ * qrdma_mig's on_field). For the layout guard
+ * (tests/unit/test_core_mig_layout.c).
+ */
+typedef void qrdma_core_mig_field_fn(void *opaque, uint32_t tag,
+                                     unsigned version, const char *field,
+                                     unsigned width);
+int qrdma_core_save_walk(struct qrdma_core *core,
+                         qrdma_core_mig_field_fn *on_field, void *opaque,
+                         uint8_t **buf, size_t *len, char *err,
+                         size_t err_len);
+
 /* The data-path timer (env.timer_mod) fired. */
 void qrdma_core_timer(struct qrdma_core *core);
 

@@ -429,8 +429,20 @@ bool qrdma_core_can_save(struct qrdma_core *core, char *err, size_t err_len)
                  "the backend is down (it failed to restart at a reset)");
         return false;
     }
-    if (core->guard.depth || core->guard.reset_pending ||
-        core->guard.fini_pending) {
+    /*
+     * A reset or teardown asked for from inside the device's own work is
+     * done when that work ends (struct qrdma_core_guard): a save now would
+     * carry the state the reset is about to discard, a load would be
+     * discarded by it. Neither half: refuse until it is done.
+     */
+    if (core->guard.reset_pending || core->guard.fini_pending) {
+        snprintf(err, err_len,
+                 "a device %s is pending (asked for from inside the device's "
+                 "own work): refused until it is done",
+                 core->guard.fini_pending ? "teardown" : "reset");
+        return false;
+    }
+    if (core->guard.depth) {
         snprintf(err, err_len,
                  "the device is inside one of its own entry points");
         return false;
@@ -496,8 +508,10 @@ static void mig_all(struct qrdma_core *core, struct qrdma_mig *m)
     }
 }
 
-int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
-                    char *err, size_t err_len)
+int qrdma_core_save_walk(struct qrdma_core *core,
+                         qrdma_core_mig_field_fn *on_field, void *opaque,
+                         uint8_t **buf, size_t *len, char *err,
+                         size_t err_len)
 {
     struct qrdma_mig m;
 
@@ -507,6 +521,8 @@ int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
         return -ENOTSUP;
     }
     qrdma_mig_init_save(&m, core->env.now_ns(core->env.opaque));
+    m.on_field = on_field;
+    m.on_field_opaque = opaque;
     mig_all(core, &m);
     if (m.error) {
         snprintf(err, err_len, "%s", m.msg);
@@ -516,6 +532,12 @@ int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
     *buf = m.buf;
     *len = m.len;
     return 0;
+}
+
+int qrdma_core_save(struct qrdma_core *core, uint8_t **buf, size_t *len,
+                    char *err, size_t err_len)
+{
+    return qrdma_core_save_walk(core, NULL, NULL, buf, len, err, err_len);
 }
 
 int qrdma_core_load(struct qrdma_core *core, const uint8_t *buf, size_t len,

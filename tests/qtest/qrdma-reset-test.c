@@ -432,6 +432,127 @@ static void test_migrate(void)
     rmdir(dir);
 }
 
+/* Is the CCQ entry the driver reads next written (VALID of its lap)? */
+static bool ccq_ready(QRdma *d)
+{
+    uint64_t w = qtest_readq(d->qts, d->mem + QRDMA_T_CCQ + 32ull * d->ccq_head + 24);
+
+    return !!(w & QRDMA_CCQ_CQE_VALID) == d->ccq_valid;
+}
+
+static void expect_nothing_done(QRdma *d, uint32_t cqp_tail, uint8_t fill, const char *where)
+{
+    QRdmaCqe e;
+
+    g_test_message("nothing done: %s", where);
+    qtest_clock_step(d->qts, 200 * 1000000);
+    g_assert(!ccq_ready(d));
+    g_assert_cmpuint(qrdma_t_reg_read(d, QRDMA_REG_CQP_TAIL), ==, cqp_tail);
+    g_assert(!qrdma_t_poll_cq(d, 1, &e));
+    g_assert_cmpuint(qtest_readb(d->qts, d->mem + QRDMA_T_DATA + 0x80000), ==, fill);
+}
+
+/*
+ * The device works only while the VM runs (qrdma_vm_state_change). With
+ * the source stopped, a CQP NOP and a loopback WRITE are posted and their
+ * doorbells rung: the device takes them and does nothing. The state
+ * migrates into a destination started with -S: after the load, which
+ * restarts the device's work, it still does nothing while the guest has
+ * not started (no CCQ entry, no CQE, no byte written, the CQP's tail
+ * where it was). At 'cont' both complete, each once.
+ */
+static void test_migrate_held(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("qrdma-held-XXXXXX", NULL);
+    g_autofree char *file = g_strdup_printf("%s/state", dir);
+    g_autofree char *out = g_strdup_printf("exec:cat > %s", file);
+    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
+    g_autofree uint8_t *data = g_malloc(0x1000);
+    g_autofree uint8_t *back = g_malloc(0x1000);
+    QGuestAllocator alloc, alloc2;
+    QPCIBus *pcibus, *pcibus2;
+    QTestState *qts;
+    QRdma d = { 0 };
+    QRdmaCqe e;
+    uint64_t c, status;
+    uint32_t tail;
+    QDict *resp;
+    char *st;
+    int i;
+
+    qts = qtest_init("-machine pc -nodefaults -m 256M -device qrdma,id=r,addr=4.0");
+    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    pcibus = qpci_new_pc(qts, &alloc);
+    d.dev.bus = pcibus;
+    d.dev.devfn = QPCI_DEVFN(4, 0);
+    qrdma_t_start(&d, qts, &alloc);
+    qrdma_t_bringup(&d, false);
+    qrdma_t_loopback_pair(&d, QP_A, QP_B, false);
+    for (i = 0; i < 0x1000; i++) {
+        data[i] = (uint8_t)(i * 7 + 1);
+    }
+    qtest_memwrite(qts, d.mem + QRDMA_T_DATA, data, 0x1000);
+    qtest_memset(qts, d.mem + QRDMA_T_DATA + 0x80000, 0xee, 0x1000);
+
+    qtest_qmp_assert_success(qts, "{ 'execute': 'stop' }");
+    tail = qrdma_t_reg_read(&d, QRDMA_REG_CQP_TAIL);
+    qrdma_t_cqp_post(&d, QRDMA_CQP_OP_NOP, 0, 0, 0, 0, 0, 0);
+    qrdma_t_post_write(&d, QP_A, 0, 0x80000, 0x1000);
+    expect_nothing_done(&d, tail, 0xee, "the source, stopped");
+    qtest_qmp_assert_success(qts, "{ 'execute': 'migrate', 'arguments': { 'uri': %s } }",
+                             out);
+    st = mig_wait(qts);
+    g_assert_cmpstr(st, ==, "completed");
+    g_free(st);
+    qpci_free_pc(pcibus);
+    alloc_destroy(&alloc);
+    qtest_quit(qts);
+
+    qts = qtest_init("-machine pc -nodefaults -m 256M -device qrdma,id=r,addr=4.0 "
+                     "-incoming defer -S");
+    qtest_qmp_assert_success(qts, "{ 'execute': 'migrate-incoming', 'arguments': "
+                             "{ 'uri': %s, 'exit-on-error': false } }", in);
+    st = mig_wait(qts);
+    g_assert_cmpstr(st, ==, "completed");
+    g_free(st);
+    resp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
+    g_assert(!qdict_get_bool(qdict_get_qdict(resp, "return"), "running"));
+    qobject_unref(resp);
+    pc_alloc_init(&alloc2, qts, ALLOC_NO_FLAGS);
+    pcibus2 = qpci_new_pc(qts, &alloc2);
+    d.qts = qts;
+    d.dev.bus = pcibus2;
+    expect_nothing_done(&d, tail, 0xee, "the destination, loaded and paused");
+
+    qtest_qmp_assert_success(qts, "{ 'execute': 'cont' }");
+    for (i = 0; i < 2000 && !ccq_ready(&d); i++) {
+        qtest_clock_step(qts, 1000000);
+    }
+    g_assert(ccq_ready(&d));
+    c = d.mem + QRDMA_T_CCQ + 32ull * d.ccq_head;
+    status = qtest_readq(qts, c + 16);
+    g_assert_cmpuint((status & QRDMA_CCQ_CQE_OPCODE_MASK) >> QRDMA_CCQ_CQE_OPCODE_SHIFT, ==,
+                     QRDMA_CQP_OP_NOP);
+    g_assert_cmpuint(qrdma_t_major(status), ==, 0);
+    d.ccq_head = (d.ccq_head + 1) & ((1u << QRDMA_T_LOG2) - 1);
+    if (!d.ccq_head) {
+        d.ccq_valid = !d.ccq_valid;
+    }
+    g_assert(qrdma_t_wait_cq(&d, 1, &e, 2000));
+    g_assert_cmpuint(e.status, ==, CQE_SUCCESS);
+    qtest_memread(qts, d.mem + QRDMA_T_DATA + 0x80000, back, 0x1000);
+    g_assert(!memcmp(data, back, 0x1000));
+    qtest_clock_step(qts, 500 * 1000000);
+    g_assert(!ccq_ready(&d));                   /* each once */
+    g_assert(!qrdma_t_poll_cq(&d, 1, &e));
+    g_assert_cmpuint(qrdma_t_reg_read(&d, QRDMA_REG_CQP_TAIL), ==, d.cqp_next);
+    qpci_free_pc(pcibus2);
+    alloc_destroy(&alloc2);
+    qtest_quit(qts);
+    unlink(file);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -442,5 +563,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qrdma/backend-property", test_backend_property);
     qtest_add_func("/qrdma/verbs-refusals", test_verbs_refusals);
     qtest_add_func("/qrdma/migrate", test_migrate);
+    qtest_add_func("/qrdma/migrate-held", test_migrate_held);
     return g_test_run();
 }

@@ -20,6 +20,7 @@ uint64_t now_ns = 1000000000ull;
 /* The device's fault-injection hook (cfg.fault) and retry_cnt for the sides set up next. */
 struct qrdma_core_fault_cfg dev_fault;
 uint32_t dev_stall_floor_ms;
+uint32_t dev_cqp_stall_opcode = QRDMA_CQP_STALL_NEVER;
 uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
@@ -576,6 +577,7 @@ void side_core_init(struct side *s)
     cfg.fault = dev_fault;
     /* IBTA's retry rule alone unless a test asks for the floor. */
     cfg.stall_floor_ms = dev_stall_floor_ms;
+    cfg.cqp_stall_opcode = dev_cqp_stall_opcode;
     if (dev_max_mcast_grp) {
         cfg.max_mcast_grp = dev_max_mcast_grp;
     }

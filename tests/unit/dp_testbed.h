@@ -137,6 +137,8 @@ extern struct side sides[2];
 extern uint64_t now_ns;
 extern struct qrdma_core_fault_cfg dev_fault;  /* cfg.fault of the sides set up next */
 extern uint32_t dev_stall_floor_ms;             /* cfg.stall_floor_ms of the sides set up next */
+/* cfg.cqp_stall_opcode of the sides set up next (QRDMA_CQP_STALL_NEVER by default). */
+extern uint32_t dev_cqp_stall_opcode;
 /* cfg.max_mcast_grp and max_mcast_qp_attach of the sides set up next (0: the defaults). */
 extern uint32_t dev_max_mcast_grp, dev_max_mcast_qp_attach;
 /* cfg.backend_ops of the sides set up next: NULL, the sw backend; a test's own otherwise. */

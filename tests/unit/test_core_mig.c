@@ -438,6 +438,498 @@ static void test_backend_cannot_save(void)
     setup();
 }
 
+/* ---- the driver's CQP without waiting (batches that run over several runs) ---- */
+
+/* Write one CQP WQE (VALID last) at the driver's next slot; no doorbell. */
+static uint32_t cqp_post_only(struct side *s, uint8_t op, uint64_t a0, uint64_t a1,
+                              uint64_t scratch)
+{
+    uint64_t w = CQP_SQ + 64ull * s->cqp_next;
+    uint32_t index = s->cqp_next;
+
+    memset(mem(s, w), 0, 48);
+    w64(s, w, a0);
+    w64(s, w + 8, a1);
+    w64(s, w + 48, scratch);
+    w64(s, w + 56, op | (s->cqp_valid ? QRDMA_CQP_WQE_VALID : 0));
+    s->cqp_next = (s->cqp_next + 1) & ((1u << CQP_LOG2) - 1);
+    if (!s->cqp_next) {
+        s->cqp_valid = !s->cqp_valid;
+    }
+    return index;
+}
+
+/* Take the next CCQ CQE if the device wrote one; the shadow HEAD follows. */
+static bool ccq_take(struct side *s, uint64_t *scratch, uint64_t *status)
+{
+    uint64_t c = CCQ + 32ull * s->ccq_head;
+
+    if (!!(r64(s, c + 24) & QRDMA_CCQ_CQE_VALID) != s->ccq_valid) {
+        return false;
+    }
+    *scratch = r64(s, c);
+    *status = r64(s, c + 16);
+    s->ccq_head = (s->ccq_head + 1) & ((1u << CQP_LOG2) - 1);
+    if (!s->ccq_head) {
+        s->ccq_valid = !s->ccq_valid;
+    }
+    w64(s, CQP_SHADOW, s->ccq_head);
+    return true;
+}
+
+static unsigned cqe_wqe_index(uint64_t status)
+{
+    return (unsigned)((status & QRDMA_CCQ_CQE_WQE_INDEX_MASK) >> QRDMA_CCQ_CQE_WQE_INDEX_SHIFT);
+}
+
+#define CUT_QPS     14                  /* QPs 2..15 */
+#define CUT_PAGES   N_PBLE              /* each QP's RQ: every PBLE, one page each */
+
+/*
+ * Migration during a CQP batch that the per-run work budget cut: 14
+ * CREATE_QPs whose SQ and RQ are each behind 64 PBLEs (each PBLE read and
+ * its page probed, some 520 guest lookups a command), a CREATE_QP of an ID just
+ * made (must fail EXISTS) and a NOP, in one doorbell. One run does part of
+ * it and asks for another (a bottom half); the core is migrated before
+ * that runs (the source's pending bottom half is lost with the source).
+ * On the destination the rest runs: every command completes exactly
+ * once, in ring order, with its own result; none done before the save
+ * runs again (a second CREATE_QP of an ID would fail EXISTS, and the CCQ
+ * would hold more CQEs).
+ */
+static void test_migrate_cqp_batch_cut(void)
+{
+    uint64_t gpa, scratch, status;
+    uint32_t first, done, i, n = CUT_QPS + 2;
+
+    setup();
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    for (i = 0; i < CUT_PAGES; i++) {
+        CHECK_EQ(qrdma_core_hmc_object(&SA->core, QRDMA_HMC_PBLE, i, &gpa), 0);
+        w64(SA, gpa, DATA + 0x1000ull * i);
+    }
+    /* The create info every command of the batch reads (create_qp_status's). */
+    memset(mem(SA, INFO), 0, 64);
+    w32(SA, INFO + offsetof(struct qrdma_qp_create_info, pd), PD);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, type), QRDMA_QP_TYPE_RC);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, flags),
+       QRDMA_QP_CREATE_SQ_VIRTMAP | QRDMA_QP_CREATE_RQ_VIRTMAP);
+    w32(SA, INFO + offsetof(struct qrdma_qp_create_info, send_cq), 1);
+    w32(SA, INFO + offsetof(struct qrdma_qp_create_info, recv_cq), 2);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, sq_size_log2), 10);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, sq_wqe_log2), 8);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, rq_size_log2), 12);
+    w8(SA, INFO + offsetof(struct qrdma_qp_create_info, rq_wqe_log2), 6);
+    w64(SA, INFO + offsetof(struct qrdma_qp_create_info, sq_addr), 0);
+    w64(SA, INFO + offsetof(struct qrdma_qp_create_info, rq_addr), 0);
+    w64(SA, INFO + offsetof(struct qrdma_qp_create_info, qp_ctx), QPCTX(0));
+
+    first = SA->cqp_next;
+    for (i = 0; i < CUT_QPS; i++) {
+        cqp_post_only(SA, QRDMA_CQP_OP_CREATE_QP, 2 + i, INFO, 0x700 + i);
+    }
+    cqp_post_only(SA, QRDMA_CQP_OP_CREATE_QP, 2, INFO, 0x700 + CUT_QPS);
+    cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x700 + CUT_QPS + 1);
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    SA->kicks = 0;
+    qrdma_core_run(&SA->core, QRDMA_WORK_CQP);
+    done = (reg_r(SA, QRDMA_REG_CQP_TAIL) - first) & ((1u << CQP_LOG2) - 1);
+    printf("# the first run did %u of %u CQP commands\n", done, n);
+    CHECK(done > 0 && done < n);
+    CHECK(SA->kicks & QRDMA_WORK_CQP);          /* the rest asked for */
+
+    migrate(SA, false);
+    pump();
+    for (i = 0; i < n; i++) {
+        if (!ccq_take(SA, &scratch, &status)) {
+            fprintf(stderr, "  CCQ CQE %u of %u missing\n", i, n);
+            CHECK(!"CCQ CQE missing");
+            break;
+        }
+        CHECK_EQ(scratch, 0x700 + i);
+        CHECK_EQ(cqe_wqe_index(status), (first + i) & ((1u << CQP_LOG2) - 1));
+        CHECK_EQ((status & QRDMA_CCQ_CQE_OPCODE_MASK) >> QRDMA_CCQ_CQE_OPCODE_SHIFT,
+                 i == n - 1 ? QRDMA_CQP_OP_NOP : QRDMA_CQP_OP_CREATE_QP);
+        if (i == CUT_QPS) {
+            CHECK_EQ(major_of(status), QRDMA_CQP_ERR_STATE);
+        } else {
+            CHECK_EQ(status & (QRDMA_CCQ_CQE_MAJOR_MASK | QRDMA_CCQ_CQE_MINOR_MASK), 0);
+        }
+    }
+    CHECK(!ccq_take(SA, &scratch, &status));    /* each exactly once */
+    CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), SA->cqp_next);
+    CHECK_EQ(reg_r(SA, QRDMA_REG_OBJ_COUNT_QP), CUT_QPS);
+    for (i = 0; i < CUT_QPS; i++) {
+        CHECK_EQ(qp_state(SA, 2 + i), QRDMA_QPS_RESET);
+    }
+    /* The duplicate's failure, once (two lines: the reason, then the command). */
+    CHECK(logged(SA, "CREATE_QP: QP 2 exists"));
+    CHECK_EQ(SA->guest_errors, 2);
+}
+
+/*
+ * Migration with the CQP stalled by its test hook (x-cqp-stall-opcode):
+ * the engine hangs at the WQE until a reset, as a CQP that stopped
+ * answering. The stall is state (cqp.stalled) and travels: the
+ * destination answers nothing either, as the source would not have, also
+ * when it was started without the property; its doorbells run nothing;
+ * a device reset (the driver's way out after its CQP timeout) brings the
+ * CQP back, as on the source.
+ */
+static void test_migrate_cqp_stalled(void)
+{
+    static const uint32_t dest_opcode[2] = { QRDMA_CQP_OP_CREATE_SRQ, QRDMA_CQP_STALL_NEVER };
+    uint64_t scratch, status;
+    uint32_t tail, v, ccq_before;
+    int before = unit_failures;
+
+    for (v = 0; v < 2; v++) {
+        dev_cqp_stall_opcode = QRDMA_CQP_OP_CREATE_SRQ;
+        setup();
+        cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x801);
+        tail = cqp_post_only(SA, QRDMA_CQP_OP_CREATE_SRQ, 1, INFO, 0x802);
+        cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x803);
+        reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+        pump();
+        CHECK(ccq_take(SA, &scratch, &status));
+        CHECK_EQ(scratch, 0x801);
+        CHECK(!ccq_take(SA, &scratch, &status));
+        CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), tail);
+        CHECK(logged(SA, "CQP stalled at WQE"));
+        ccq_before = SA->ccq_head;
+
+        dev_cqp_stall_opcode = dest_opcode[v];
+        migrate(SA, false);
+        pump();
+        CHECK(SA->core.cqp.stalled);
+        CHECK(!ccq_take(SA, &scratch, &status));
+        CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), tail);
+        /* The driver rings again: still nothing. */
+        cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x804);
+        reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+        pump();
+        CHECK(!ccq_take(SA, &scratch, &status));
+        CHECK_EQ(SA->ccq_head, ccq_before);
+        CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), tail);
+        /* Its way out, as the driver's CQP timeout takes: reset, bring-up. */
+        reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+        CHECK(is_reset(SA));
+        side_bringup(SA);
+        CHECK(!SA->core.cqp.stalled);
+        CQP_OK(cqp(SA, QRDMA_CQP_OP_NOP, 0, 0, 0, 0, 0, 0));
+        if (unit_failures != before) {
+            fprintf(stderr, "  (destination's stall opcode %u)\n", dest_opcode[v]);
+            break;
+        }
+    }
+    dev_cqp_stall_opcode = QRDMA_CQP_STALL_NEVER;
+    setup();
+}
+
+/*
+ * Migration with the CQP waiting for CCQ room: the driver has read no
+ * CCQ entry, the CCQ is full, and two more NOPs wait (CCQ_FULL). The
+ * source would run them at the doorbell after the driver makes room;
+ * the destination's load tries once at once (one more "no room" line,
+ * nothing run), then the driver reads the CCQ and rings: both complete,
+ * each once.
+ */
+static void test_migrate_cqp_ccq_full(void)
+{
+    uint64_t scratch, status;
+    uint32_t i, done = 0;
+    int errors;
+
+    setup();
+    for (i = 0; i < (1u << CQP_LOG2) - 1; i++) {
+        cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x900 + i);
+    }
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x9a0);
+    cqp_post_only(SA, QRDMA_CQP_OP_NOP, 0, 0, 0x9a1);
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    CHECK(logged(SA, "no room in the CCQ"));
+    CHECK(reg_r(SA, QRDMA_REG_CQP_TAIL) != SA->cqp_next);
+    errors = SA->guest_errors;
+
+    migrate(SA, false);
+    pump();
+    CHECK_EQ(SA->guest_errors, errors + 1);     /* the load's one try */
+    CHECK(reg_r(SA, QRDMA_REG_CQP_TAIL) != SA->cqp_next);
+    while (ccq_take(SA, &scratch, &status)) {
+        CHECK_EQ(scratch, 0x900 + done);
+        done++;
+    }
+    CHECK_EQ(done, (1u << CQP_LOG2) - 1);
+    reg_w(SA, QRDMA_REG_CQP_DB, SA->cqp_next);
+    pump();
+    CHECK(ccq_take(SA, &scratch, &status));
+    CHECK_EQ(scratch, 0x9a0);
+    CHECK(ccq_take(SA, &scratch, &status));
+    CHECK_EQ(scratch, 0x9a1);
+    CHECK(!ccq_take(SA, &scratch, &status));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_CQP_TAIL), SA->cqp_next);
+}
+
+/* ---- a reset asked for from inside the device's own work ---- */
+
+static uint8_t *reset_good_buf;
+static size_t reset_good_len;
+static int reset_hook_runs;
+static int reset_hook_save_ret, reset_hook_load_ret;
+static char reset_hook_save_err[256], reset_hook_load_err[256];
+static uint32_t reset_hook_qps;
+
+/*
+ * On A's first interrupt, with the device's work on the stack: the guest
+ * resets it (DEV_CTRL.RESET through an MSI-X message aimed at BAR0, so
+ * deferred), then a save and a load are tried.
+ */
+static void reset_hook(struct side *s, unsigned vector)
+{
+    if (s != SA || reset_hook_runs++) {
+        return;
+    }
+    qrdma_core_reg_write(&s->core, QRDMA_REG_DEV_CTRL, 4, QRDMA_DEV_CTRL_RESET);
+    CHECK(s->core.guard.reset_pending);
+    reset_hook_save_ret = qrdma_core_save(&s->core, &(uint8_t *){ NULL }, &(size_t){ 0 },
+                                          reset_hook_save_err, sizeof(reset_hook_save_err));
+    reset_hook_load_ret = qrdma_core_load(&s->core, reset_good_buf, reset_good_len,
+                                          reset_hook_load_err, sizeof(reset_hook_load_err));
+    reset_hook_qps = qrdma_core_obj_count(&s->core, QRDMA_HMC_QP);
+}
+
+/*
+ * Migration with a device reset asked for but not done: a reset from
+ * inside the device's own work (an interrupt aimed back at DEV_CTRL) is
+ * deferred to the end of the work in progress (the re-entrancy guard).
+ * Until then a save and a load are refused with a message saying why,
+ * and change nothing (the load does not reset or fill the device under
+ * the work); once the work ends the reset is done, and a save then
+ * carries a device just reset: the destination is reset, not half of
+ * the old state, and the driver's bring-up on it works.
+ */
+static void test_migrate_reset_pending(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = 0x40000, .nsge = 1,
+                     .sge = { { 0x10000, 0x4000, 0 } } };
+    char err[256];
+
+    setup();
+    /* A good stream of A without the QP: what a load that was let through would leave. */
+    CHECK_EQ(qrdma_core_save(&SA->core, &reset_good_buf, &reset_good_len, err, sizeof(err)), 0);
+    create_cq_ex(SA, 1, 4, true);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq(SB, 2);
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &rc_spec);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    pump();
+    reg_w(SA, QRDMA_REG_CEQCTL(0), QRDMA_EQCTL_CAUSE_ENA | 1);
+    reg_w(SA, QRDMA_REG_DYN_CTL(1), QRDMA_DYN_CTL_INTENA);
+    w64(SA, CQ_SHADOW(1) + 8, 1 | QRDMA_CQ_ARM_NEXT);
+    db(SA, 0, QRDMA_DB_CQ_ARM, 1);
+    reset_hook_runs = 0;
+    dp_tb_irq_hook = reset_hook;
+    fill(SA, 0x10000, 0x4000, 9);
+    post_send(SA, QPN, &w);
+    ring_sq(SA, QPN);
+    while (!reset_hook_runs && (SA->kicks || SB->kicks || frames_in_flight)) {
+        pump_some(1);
+    }
+    dp_tb_irq_hook = NULL;
+    CHECK_EQ(reset_hook_runs, 1);
+    CHECK_EQ(reset_hook_save_ret, -ENOTSUP);
+    CHECK_STR_CONTAINS(reset_hook_save_err, "reset");
+    CHECK_EQ(reset_hook_load_ret, -ENOTSUP);
+    CHECK_STR_CONTAINS(reset_hook_load_err, "reset");
+    CHECK_EQ(reset_hook_qps, 1);                /* the refused load touched nothing */
+    free(reset_good_buf);
+    reset_good_buf = NULL;
+
+    /* The work ended: the reset is done, and what migrates is a device just reset. */
+    CHECK(!SA->core.guard.reset_pending);
+    CHECK(is_reset(SA));
+    migrate(SA, true);
+    CHECK(is_reset(SA));
+    CHECK_EQ(reg_r(SA, QRDMA_REG_PE_STATUS), 0);
+    CHECK_EQ(SA->core.stats.resets_deferred, 1);
+    pump_ms(2000);
+    CHECK(is_reset(SA));
+    log_clear(SA);
+    side_bringup(SA);
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_qp(SA, QPN, &rc_spec);
+    CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_RESET);
+    no_errors(SA);
+}
+
+/* ---- a CQ in overflow ---- */
+
+/*
+ * What the overflow left on B, compared between a run without migration
+ * and one migrated at each point: CQ 3's ring and the bytes after it, the
+ * AEQEs, the QP's state, the counters, and A's send completions.
+ */
+struct ovf_outcome {
+    uint8_t ring[4 * QRDMA_CQE_SIZE + 256];
+    struct aeqe aeqe[8];
+    unsigned n_aeqe;
+    uint8_t qp_state;
+    bool cq_error;
+    uint64_t cqes, cq_overflows;
+    struct cqe a_cqe[8];
+    unsigned n_a_cqe;
+    int b_sent;
+};
+
+/* The overflow of test_core_dp's test_cq_overflow: B's receive CQ 3 of 4 CQEs, 5 SENDs. */
+static void ovf_start(void)
+{
+    struct qp_spec sb = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+    unsigned i;
+
+    sb.recv_cq = 3;
+    setup();
+    create_cq(SA, 1);
+    create_cq(SA, 2);
+    create_cq(SB, 1);
+    create_cq_ex(SB, 3, 2, false);
+    create_qp(SA, QPN, &rc_spec);
+    create_qp(SB, QPN, &sb);
+    rc_to_rts(SA, QPN, SB, QPN, 7);
+    rc_to_rts(SB, QPN, SA, QPN, 7);
+    memset(mem(SB, CQ_RING(3) + 4 * QRDMA_CQE_SIZE), 0xa5, 256);
+    for (i = 0; i < 5; i++) {
+        post_recv(SB, QPN, 0x9000 + 0x100 * i, 256);
+        post_send(SA, QPN, &w);
+    }
+    ring_sq(SA, QPN);
+}
+
+/* One step of the exchange: kicked work, then one frame delivered. */
+static bool ovf_step(void)
+{
+    if (!SA->kicks && !SB->kicks && !frames_in_flight) {
+        return false;
+    }
+    pump_some(1);
+    return true;
+}
+
+/*
+ * The exchange, B migrated after `at` steps (never if at is UINT32_MAX);
+ * then the rest in the same steps, a receive WQE that flushes, and time
+ * for A to give up. Returns the steps the exchange took.
+ */
+static unsigned ovf_run(unsigned at, struct ovf_outcome *o, bool *in_window)
+{
+    struct cqe e;
+    unsigned steps = 0;
+
+    ovf_start();
+    while (steps < at && ovf_step()) {
+        steps++;
+    }
+    if (at != UINT32_MAX) {
+        /* The CQ in error, its QP not yet moved: the QP_FATAL owed. */
+        *in_window = SB->core.obj.cq[3].error && qp_state(SB, QPN) != QRDMA_QPS_ERR;
+        migrate(SB, false);
+    }
+    while (ovf_step()) {
+        steps++;
+    }
+    post_recv(SB, QPN, 0x9000, 256);
+    db(SB, 0, QRDMA_DB_RQ, QPN);
+    pump_ms(5000);
+    memset(o, 0, sizeof(*o));
+    memcpy(o->ring, mem(SB, CQ_RING(3)), sizeof(o->ring));
+    while (o->n_aeqe < 8 && poll_aeq(SB, &o->aeqe[o->n_aeqe])) {
+        o->n_aeqe++;
+    }
+    o->qp_state = qp_state(SB, QPN);
+    o->cq_error = SB->core.obj.cq[3].error;
+    o->cqes = SB->core.dp.cqes;
+    o->cq_overflows = SB->core.dp.cq_overflows;
+    while (o->n_a_cqe < 8 && poll_cq(SA, 1, &e)) {
+        o->a_cqe[o->n_a_cqe++] = e;
+    }
+    o->b_sent = SB->frames_sent;
+    return steps;
+}
+
+/*
+ * Migration with a CQ in overflow (IBTA vol. 1 11.6.3; test_core_dp's
+ * test_cq_overflow says what the device does): B's receive CQ of 4 CQEs
+ * takes 5 SENDs. B is migrated after each step of the exchange (frames
+ * kept on the wire, the same steps after): before the overflow, where the
+ * CQ is in error and its QP not yet moved to ERR (the QP_FATAL owed),
+ * and after it. Each time the destination ends exactly as the source
+ * does without a migration: the same bytes in the CQ's ring and none past
+ * it, the same AEQEs (CQ_OVERFLOW then QP_FATAL, none twice), the QP in
+ * ERR, the CQ still in error (a receive WQE posted later flushes and
+ * writes no CQE), the same counters, and A's completions the same.
+ */
+static void test_migrate_cq_overflow(void)
+{
+    struct ovf_outcome ref, got;
+    unsigned k, i, steps, in_window = 0;
+    int before = unit_failures;
+    bool win = false;
+
+    steps = ovf_run(UINT32_MAX, &ref, &win);
+    CHECK_EQ(ref.n_aeqe, 2);
+    CHECK_EQ(ref.aeqe[0].code, QRDMA_AE_CQ_OVERFLOW);
+    CHECK_EQ(ref.aeqe[0].id, 3);
+    CHECK_EQ(ref.aeqe[1].code, QRDMA_AE_QP_FATAL);
+    CHECK_EQ(ref.aeqe[1].id, QPN);
+    CHECK_EQ(ref.qp_state, QRDMA_QPS_ERR);
+    CHECK(ref.cq_error);
+    CHECK_EQ(ref.cqes, 4);
+    CHECK_EQ(ref.cq_overflows, 1);
+    CHECK_EQ(ref.n_a_cqe, 5);
+    for (i = 0; i < 256; i++) {
+        CHECK_EQ(ref.ring[4 * QRDMA_CQE_SIZE + i], 0xa5);
+    }
+
+    for (k = 0; k <= steps; k++) {
+        ovf_run(k, &got, &win);
+        in_window += win;
+        CHECK(!memcmp(got.ring, ref.ring, sizeof(ref.ring)));
+        CHECK_EQ(got.n_aeqe, ref.n_aeqe);
+        for (i = 0; i < ref.n_aeqe && i < got.n_aeqe; i++) {
+            CHECK_EQ(got.aeqe[i].code, ref.aeqe[i].code);
+            CHECK_EQ(got.aeqe[i].id, ref.aeqe[i].id);
+            CHECK_EQ(got.aeqe[i].source, ref.aeqe[i].source);
+            CHECK_EQ(got.aeqe[i].ctx, ref.aeqe[i].ctx);
+        }
+        CHECK_EQ(got.qp_state, ref.qp_state);
+        CHECK_EQ(got.cq_error, ref.cq_error);
+        CHECK_EQ(got.cqes, ref.cqes);
+        CHECK_EQ(got.cq_overflows, ref.cq_overflows);
+        CHECK_EQ(got.n_a_cqe, ref.n_a_cqe);
+        for (i = 0; i < ref.n_a_cqe && i < got.n_a_cqe; i++) {
+            CHECK_EQ(got.a_cqe[i].wqe_index, ref.a_cqe[i].wqe_index);
+            CHECK_EQ(got.a_cqe[i].opcode, ref.a_cqe[i].opcode);
+            CHECK_EQ(got.a_cqe[i].status, ref.a_cqe[i].status);
+        }
+        if (unit_failures != before) {
+            fprintf(stderr, "  (B migrated after %u of %u steps)\n", k, steps);
+            break;
+        }
+    }
+    printf("# B migrated at %u points; at %u the CQ was in error and its QP not yet in ERR\n",
+           k, in_window);
+    CHECK(in_window > 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_migrate_mid_traffic),
     UNIT_TEST(test_migrate_while_blocked),
@@ -445,6 +937,11 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_flipped),
     UNIT_TEST(test_foreign),
     UNIT_TEST(test_backend_cannot_save),
+    UNIT_TEST(test_migrate_cqp_batch_cut),
+    UNIT_TEST(test_migrate_cqp_stalled),
+    UNIT_TEST(test_migrate_cqp_ccq_full),
+    UNIT_TEST(test_migrate_reset_pending),
+    UNIT_TEST(test_migrate_cq_overflow),
 };
 
 int main(void)

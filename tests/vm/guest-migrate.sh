@@ -23,11 +23,18 @@
 # before (no QP, CQ or MR left behind) and no destroy error; and no qrdma
 # error in its kernel log. Guest 1 captures the RARP frames QEMU sends from
 # guest 0's MAC after each migration (at least one per migration). vm-run checks both consoles for oopses and
-# warnings. MODE is "sw" (both guests qrdma) or "rxe" (guest 1 runs
-# soft-RoCE: DEV1 rxe0); faults come from test-migrate.sh's device options.
+# warnings. MODE is "sw" (both guests qrdma), "rxe" (guest 1 runs
+# soft-RoCE: DEV1 rxe0) or "lossy" (both guests qrdma with the device's
+# loss hook on, x-fault-* in test-migrate.sh's device options: phases sized
+# for a lossy link, and no ibv_rc_pingpong, which ends in retry exceeded
+# under loss at times without a migration, docs/hardening.md).
 . "$(dirname "$0")/guest-lib.sh"
 mode=${1:-sw} rounds=${2:-5} dev1=${3:-qrdma0}
 me=$QRDMA_GUEST port=7000 moved=10.0.0.1 peer=10.0.0.2
+# lossy: MB of the checked transfer and qrdma-pingpong messages per round
+LOSSY_BULK_MB=${QRDMA_MIG_LOSSY_BULK_MB:-256} LOSSY_PP=${QRDMA_MIG_LOSSY_PP:-5000}
+nphases=4
+[ "$mode" != lossy ] || nphases=3
 
 if [ "$mode" = sub ]; then
     # Commands guest 1 runs on guest 0 through the agent.
@@ -138,14 +145,37 @@ phase() {
 # least 30 s of traffic per round on a quiet machine (11,000 round trips of
 # ibv_rc_pingpong, 9 s, ended before its second migration there); a phase
 # that ends before its last migration fails the "still running" check.
-phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 4096)) -c 32 -t 60" \
-    "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 4096)) -c 32 -t 60"
-phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
-    "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
-phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 40000))" \
-    "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 40000))"
-phase qrdma_pp 900 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60" \
-    "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60"
+hwc=/sys/class/infiniband/qrdma0/ports/1/hw_counters
+if [ "$mode" = lossy ]; then
+    # The loss must be real: both devices' retransmissions, before and after
+    # (the moved guest's counters travel in its device state).
+    rt1=$(cat "$hwc/retrans_pkts") rt0=$(r0 "cat $hwc/retrans_pkts")
+    # Under loss a lost packet costs the requester a retransmit timeout
+    # (67 ms for these programs' QPs) far more often than the link's
+    # speed: sized from a lossy run (docs/migration.md) for about 60 s of
+    # traffic per round, as above.
+    phase bulk 1500 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * LOSSY_BULK_MB)) -c 16 -w 256 -t 60" \
+        "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * LOSSY_BULK_MB)) -c 16 -w 256 -t 60"
+    phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
+        "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
+    phase qrdma_pp 1200 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * LOSSY_PP)) -w 60" \
+        "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * LOSSY_PP)) -w 60"
+    # A switchover alone makes the peer resend at most its one message in
+    # flight (qrdma-pingpong: 4 packets) per migration; with the loss on it
+    # resent some 1,800 packets a round (5-round run, docs/migration.md).
+    rt1=$(($(cat "$hwc/retrans_pkts") - rt1)) rt0=$(($(r0 "cat $hwc/retrans_pkts") - rt0))
+    check "the loss was on: packets retransmitted by the peer $rt1 (more than $((rounds * 100))), by the moved guest $rt0" \
+        test "$rt1" -gt $((rounds * 100)) -a "$rt0" -gt 0
+else
+    phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 4096)) -c 32 -t 60" \
+        "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 4096)) -c 32 -t 60"
+    phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
+        "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
+    phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 40000))" \
+        "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 40000))"
+    phase qrdma_pp 900 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60" \
+        "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60"
+fi
 stall=$(grep -o 'longest round trip [0-9]* ms' /tmp/qrdma_pp-s.log | grep -o '[0-9]*')
 
 kill "$rarp"; wait "$rarp"
@@ -162,5 +192,5 @@ if [ "${#downtimes[@]}" -gt 0 ]; then
         "migration total max $(printf '%s\n' "${totals[@]}" | sort -n | tail -n1) ms;" \
         "peer's longest stall (qrdma-pingpong round trip) ${stall:-?} ms"
 fi
-expect_eq "migrations completed" "$nmig" $((8 * rounds))
+expect_eq "migrations completed" "$nmig" $((nphases * 2 * rounds))
 finish "guest-migrate $mode (peer)"

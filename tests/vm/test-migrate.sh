@@ -14,6 +14,11 @@
 #           count, up to about 25: make check-migration, docs/migration.md)
 #   rxe     guest 1 runs soft-RoCE over virtio-net (the peer is not
 #           qrdma), QRDMA_MIG_VARIANT_ROUNDS (default 1: 8 migrations)
+#   lossy   both guests qrdma with the device's loss hook on both
+#           (x-fault-*: 2% loss, 1% duplication, 1% reordering of every
+#           RoCE frame sent), phases sized for a lossy link and no
+#           ibv_rc_pingpong, QRDMA_MIG_VARIANT_ROUNDS (6 migrations a
+#           round); make check-migration runs it
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rounds=${QRDMA_MIG_ROUNDS:-1} vrounds=${QRDMA_MIG_VARIANT_ROUNDS:-1}
@@ -30,6 +35,11 @@ for v in ${QRDMA_MIG_VARIANTS:-sw}; do
         "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" --nic qrdma,virtio-rxe \
             --run "exec bash guest-migrate.sh rxe $vrounds rxe0" \
             --run "bash guest-migrate.sh rxe $vrounds rxe0" ;;
+    lossy)
+        "$vmrun" --guests 2 --timeout $((600 + vrounds * 500)) --share "$here" \
+            --device-opts 'x-fault-loss-ppm=20000,x-fault-dup-ppm=10000,x-fault-reorder-ppm=10000' \
+            --run "exec bash guest-migrate.sh lossy $vrounds" \
+            --run "${QRDMA_MIG_LOSSY_SIZES:-} bash guest-migrate.sh lossy $vrounds" ;;
     *)
         echo "test-migrate: unknown variant '$v'" >&2
         false ;;
