@@ -266,14 +266,40 @@ static void qrdma_env_msix_notify(void *opaque, unsigned vector)
     msix_notify(PCI_DEVICE(s), vector);
 }
 
-static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
+/*
+ * The netdev sent (or purged) a frame it had queued: the device's transmit
+ * goes on once none is left (qrdma_core_tx_ready).
+ */
+static void qrdma_tx_sent(NetClientState *nc, ssize_t len)
 {
-    QrdmaState *s = opaque;
+    QrdmaState *s = qemu_get_nic_opaque(nc);
 
     if (s->gone) {
         return;
     }
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+    qrdma_core_tx_ready(&s->core);
+}
+
+/*
+ * Frames go out with a completion callback: a netdev that cannot take a
+ * frame now (a full socket) queues it and says so by returning 0, and the
+ * device then stops transmitting until qrdma_tx_sent, as a NIC stops at a
+ * full TX ring. Without it the frames would pile up in the net queue.
+ */
+static int qrdma_tx_status(ssize_t ret)
+{
+    return ret == 0 ? QRDMA_TX_QUEUED : QRDMA_TX_SENT;
+}
+
+static int qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
+{
+    QrdmaState *s = opaque;
+
+    if (s->gone) {
+        return QRDMA_TX_SENT;
+    }
+    return qrdma_tx_status(qemu_send_packet_async(qemu_get_queue(s->nic), frame,
+                                                  len, qrdma_tx_sent));
 }
 
 /*
@@ -282,8 +308,8 @@ static void qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
  * does not (dgram, socket), the net layer would join them into a buffer
  * it allocates per frame, so they are joined here, on the stack, instead.
  */
-static void qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
-                                     unsigned n)
+static int qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
+                                    unsigned n)
 {
     QrdmaState *s = opaque;
     NetClientState *nc;
@@ -291,19 +317,21 @@ static void qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
     size_t len;
 
     if (s->gone) {
-        return;
+        return QRDMA_TX_SENT;
     }
     nc = qemu_get_queue(s->nic);
     if (nc->peer && nc->peer->info->receive_iov) {
-        qemu_sendv_packet(nc, iov, n);
-        return;
+        /* a queued frame is copied: the pieces may be unmapped at return */
+        return qrdma_tx_status(qemu_sendv_packet_async(nc, iov, n,
+                                                       qrdma_tx_sent));
     }
     len = iov_size(iov, n);
     if (len > sizeof(frame)) {
-        return;                 /* the core builds none this long */
+        return QRDMA_TX_SENT;   /* the core builds none this long */
     }
     iov_to_buf(iov, n, 0, frame, len);
-    qemu_send_packet(nc, frame, len);
+    return qrdma_tx_status(qemu_send_packet_async(nc, frame, len,
+                                                  qrdma_tx_sent));
 }
 
 /* Work the core asked for runs in a bottom half, not in the MMIO handler. */
@@ -898,6 +926,8 @@ static void qrdma_exit(PCIDevice *pdev)
     s->gone = true;
     qemu_del_vm_change_state_handler(s->vm_state);
     s->vm_state = NULL;
+    /* no frame of ours may call qrdma_tx_sent once the NIC is gone */
+    qemu_purge_queued_packets(qemu_get_queue(s->nic));
     qemu_del_nic(s->nic);
     s->nic = NULL;
     qemu_bh_delete(s->work_bh);
@@ -925,6 +955,14 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     trace_qrdma_reset("device");
     timer_del(s->pe_ready_timer);
     timer_del(s->dp_timer);
+    /*
+     * A reset device's frames do not go out: a frame the netdev still
+     * queues for us is dropped, and its callback (qrdma_tx_sent) lets the
+     * device transmit again.
+     */
+    if (s->nic) {
+        qemu_purge_queued_packets(qemu_get_queue(s->nic));
+    }
     s->pending_work = 0;
     s->dp_timer_due = s->pe_ready_due = false;
     qrdma_core_reset(&s->core);

@@ -22,7 +22,9 @@
  *   -netdev dgram with local and remote Unix socket paths): an unconnected
  *   AF_UNIX datagram socket per process, sendto() per frame from the
  *   frame-send callback, a frame that meets EAGAIN held in a queue (as
- *   QEMU's net queue holds it) and sent again, non-blocking recv() of one
+ *   QEMU's net queue holds a frame sent with qemu_send_packet_async: the
+ *   device hears QRDMA_TX_QUEUED and waits for qrdma_core_tx_ready(),
+ *   called when the frame has gone) and sent again, non-blocking recv() of one
  *   frame per call (up to 64 in a row) into the core's receive entry,
  *   ppoll() when idle with the data-path timer as the timeout. One more
  *   case, wire_bw, sends 4 KB frames through the same path without the
@@ -529,23 +531,24 @@ static unsigned wire_head, wire_tail;
 static uint64_t wire_frames, wire_drops;
 
 /* The frame-send callback: a copy into the ring (a full ring drops, as a wire would). */
-static void mem_wire(struct side *from, const uint8_t *frame, size_t len)
+static int mem_wire(struct side *from, const uint8_t *frame, size_t len)
 {
     unsigned slot;
 
     if (wire_tail - wire_head == WIRE_SLOTS || len > WIRE_SLOT) {
         wire_drops++;
-        return;
+        return 0;
     }
     slot = wire_tail++ % WIRE_SLOTS;
     memcpy(wire_buf + (size_t)slot * WIRE_SLOT, frame, len);
     wire_len[slot] = (uint32_t)len;
     wire_to[slot] = (uint8_t)(1 - from->idx);
     wire_frames++;
+    return 0;
 }
 
 /* A frame in pieces (zero-copy transmit): the same one copy into the ring, piece by piece. */
-static void mem_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
+static int mem_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
 {
     size_t len = 0;
     unsigned slot, i;
@@ -556,7 +559,7 @@ static void mem_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
     }
     if (wire_tail - wire_head == WIRE_SLOTS || len > WIRE_SLOT) {
         wire_drops++;
-        return;
+        return 0;
     }
     slot = wire_tail++ % WIRE_SLOTS;
     dst = wire_buf + (size_t)slot * WIRE_SLOT;
@@ -567,6 +570,7 @@ static void mem_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
     wire_len[slot] = (uint32_t)len;
     wire_to[slot] = (uint8_t)(1 - from->idx);
     wire_frames++;
+    return 0;
 }
 
 static void call_receive(struct side *s, uintptr_t slot)
@@ -775,6 +779,7 @@ static int run_local(const struct bench_case *only)
 
 struct held {
     struct held *next;
+    struct side *from;              /* the device to tell when it has left, or NULL */
     size_t len;
     uint8_t data[];
 };
@@ -786,7 +791,7 @@ static unsigned bl_len;
 static uint8_t rx_buf[NET_BUFSIZE];
 
 struct wire_stats {
-    uint64_t tx, rx, eagain, drops;
+    uint64_t tx, rx, eagain, drops, queued;
 };
 static struct wire_stats ws;
 
@@ -811,62 +816,28 @@ static int try_send(const uint8_t *frame, size_t len)
     return 1;
 }
 
-/* The frame-send callback: sendto(), or into the backlog behind frames already held. */
-static void dgram_wire(struct side *from, const uint8_t *frame, size_t len)
-{
-    struct held *h;
-
-    if (!bl_head && try_send(frame, len)) {
-        return;
-    }
-    if (bl_len >= BACKLOG_MAX || !(h = malloc(sizeof(*h) + len))) {
-        ws.drops++;
-        return;
-    }
-    h->next = NULL;
-    h->len = len;
-    memcpy(h->data, frame, len);
-    *bl_tail = h;
-    bl_tail = &h->next;
-    bl_len++;
-}
-
 /*
- * A frame in pieces: one sendmsg() gathers them, so the payload goes from
- * the (fake) guest memory straight into the socket, as a netdev with
- * receive_iov (QEMU's tap: writev) takes it. EAGAIN: joined into the backlog.
+ * A frame into the backlog, as QEMU's net queue keeps a frame sent with a
+ * completion callback (qemu_send_packet_async): the device hears
+ * QRDMA_TX_QUEUED and stops transmitting until backlog_flush() has sent
+ * it and called qrdma_core_tx_ready(). from NULL: the wire test's frames,
+ * no device to tell.
  */
-static void dgram_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
+static int backlog_add(struct side *from, const struct iovec *iov, unsigned n)
 {
-    struct msghdr mh = { .msg_name = &peer_addr, .msg_namelen = sizeof(peer_addr),
-                         .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
     size_t len = 0;
     struct held *h;
-    ssize_t r;
     unsigned i;
 
     for (i = 0; i < n; i++) {
         len += iov[i].iov_len;
     }
-    if (!bl_head) {
-        do {
-            r = sendmsg(data_fd, &mh, 0);
-        } while (r < 0 && errno == EINTR);
-        if (r >= 0) {
-            ws.tx++;
-            return;
-        }
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            ws.drops++;
-            return;
-        }
-        ws.eagain++;
-    }
     if (bl_len >= BACKLOG_MAX || !(h = malloc(sizeof(*h) + len))) {
         ws.drops++;
-        return;
+        return QRDMA_TX_SENT;
     }
     h->next = NULL;
+    h->from = from;
     h->len = 0;
     for (i = 0; i < n; i++) {
         memcpy(h->data + h->len, iov[i].iov_base, iov[i].iov_len);
@@ -875,6 +846,50 @@ static void dgram_wire_iov(struct side *from, const struct iovec *iov, unsigned 
     *bl_tail = h;
     bl_tail = &h->next;
     bl_len++;
+    if (!from) {
+        return QRDMA_TX_SENT;
+    }
+    ws.queued++;
+    return QRDMA_TX_QUEUED;
+}
+
+/* The frame-send callback: sendto(), or into the backlog behind frames already held. */
+static int dgram_wire(struct side *from, const uint8_t *frame, size_t len)
+{
+    struct iovec one = { .iov_base = (void *)frame, .iov_len = len };
+
+    if (!bl_head && try_send(frame, len)) {
+        return QRDMA_TX_SENT;
+    }
+    return backlog_add(from, &one, 1);
+}
+
+/*
+ * A frame in pieces: one sendmsg() gathers them, so the payload goes from
+ * the (fake) guest memory straight into the socket, as a netdev with
+ * receive_iov (QEMU's tap: writev) takes it. EAGAIN: joined into the backlog.
+ */
+static int dgram_wire_iov(struct side *from, const struct iovec *iov, unsigned n)
+{
+    struct msghdr mh = { .msg_name = &peer_addr, .msg_namelen = sizeof(peer_addr),
+                         .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+    ssize_t r;
+
+    if (!bl_head) {
+        do {
+            r = sendmsg(data_fd, &mh, 0);
+        } while (r < 0 && errno == EINTR);
+        if (r >= 0) {
+            ws.tx++;
+            return QRDMA_TX_SENT;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            ws.drops++;
+            return QRDMA_TX_SENT;
+        }
+        ws.eagain++;
+    }
+    return backlog_add(from, iov, n);
 }
 
 static bool backlog_flush(void)
@@ -889,6 +904,9 @@ static bool backlog_flush(void)
             bl_tail = &bl_head;
         }
         bl_len--;
+        if (h->from) {
+            qrdma_core_tx_ready(&h->from->core);
+        }
         free(h);
         did = true;
     }
@@ -1242,7 +1260,7 @@ static void remote_wire(struct result *r, uint32_t size)
     end = warm + (uint64_t)(seconds * 1e9);
     for (;;) {
         if (!bl_head) {
-            dgram_wire(SA, frame, size);
+            dgram_wire(NULL, frame, size);
         } else if (!backlog_flush()) {
             dgram_wait(SA, false);
         }
@@ -1416,11 +1434,12 @@ static int run_dgram(const struct bench_case *only)
         }
         qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
         printf("(A: %" PRIu64 " frames sent, %" PRIu64 " received, %" PRIu64 " sendto EAGAIN, "
-               "%" PRIu64 " dropped, %" PRIu64 " retransmitted; B: %" PRIu64 " sent, %" PRIu64
-               " received, %" PRIu64 " EAGAIN, %" PRIu64 " dropped, %" PRIu64
-               " retransmitted)\n", ws.tx, ws.rx, ws.eagain, ws.drops, st.retransmits,
-               child_res.ws.tx, child_res.ws.rx, child_res.ws.eagain, child_res.ws.drops,
-               child_res.retransmits);
+               "%" PRIu64 " queued (the device waited), %" PRIu64 " dropped, %" PRIu64
+               " retransmitted; B: %" PRIu64 " sent, %" PRIu64 " received, %" PRIu64
+               " EAGAIN, %" PRIu64 " queued, %" PRIu64 " dropped, %" PRIu64
+               " retransmitted)\n", ws.tx, ws.rx, ws.eagain, ws.queued, ws.drops,
+               st.retransmits, child_res.ws.tx, child_res.ws.rx, child_res.ws.eagain,
+               child_res.ws.queued, child_res.ws.drops, child_res.retransmits);
     }
     print_machine_lines();
     return 0;

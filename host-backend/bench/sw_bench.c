@@ -157,19 +157,20 @@ static void complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
     }
 }
 
-static void send_frame(void *o, const void *frame, size_t len)
+static int send_frame(void *o, const void *frame, size_t len)
 {
     struct node *n = o;
     unsigned slot;
 
     if (ring_tail - ring_head == RING || len > SLOT) {
         dropped++;                  /* a full wire drops, as a real one would */
-        return;
+        return 0;
     }
     slot = ring_tail++ % RING;
     memcpy(ring[slot], frame, len);
     ring_len[slot] = len;
     ring_to[slot] = 1 - n->idx;
+    return 0;
 }
 
 static const struct qsw_ops ops = {

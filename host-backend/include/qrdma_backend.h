@@ -582,9 +582,14 @@ struct qrdma_be_callbacks {
 
     /*
      * One Ethernet frame (no FCS) onto the device's wire; the buffer is valid
-     * during the call.
+     * during the call. Returns QRDMA_BE_TX_SENT, or QRDMA_BE_TX_BUSY: the
+     * frame was taken but the wire is full (the device's transmit path
+     * waits for the netdev to drain), and the backend sends no frame until
+     * the core calls its tx_ready op; meanwhile it keeps its work and its
+     * place, and its timers should not count the wait (docs/backends.md).
+     * A frame handed over while busy anyway is dropped.
      */
-    void (*frame_out)(void *opaque, const void *frame, size_t len);
+    int (*frame_out)(void *opaque, const void *frame, size_t len);
     /*
      * Zero-copy transmit (docs/backends.md): the host memory behind
      * [iova, iova+len) of MR stag, checked as mr_read checks the access,
@@ -601,9 +606,9 @@ struct qrdma_be_callbacks {
     void (*mr_unmap_read)(void *opaque, const struct iovec *iov, unsigned n);
     /*
      * frame_out for a frame in n pieces (headers, mapped payload, ICRC), valid
-     * during the call.
+     * during the call; the same return values.
      */
-    void (*frame_out_iov)(void *opaque, const struct iovec *iov, unsigned n);
+    int (*frame_out_iov)(void *opaque, const struct iovec *iov, unsigned n);
     /*
      * Guest time in ns (stops while the VM is stopped), the clock of poll's
      * deadlines.
@@ -618,6 +623,11 @@ struct qrdma_be_callbacks {
     void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
                      uint32_t psn, uint32_t detail);
 };
+
+/* What frame_out and frame_out_iov return. */
+#define QRDMA_BE_TX_SENT    0   /* on the wire (or dropped: link down) */
+/* taken, but the wire is full: no more frames until tx_ready */
+#define QRDMA_BE_TX_BUSY    1
 
 /* ---- the backend's side: ops --------------------------------------------- */
 
@@ -775,6 +785,12 @@ struct qrdma_be_ops {
      */
     void (*set_mac)(struct qrdma_be *be, const uint8_t mac[6]);
     void (*rx_frame)(struct qrdma_be *be, const void *frame, size_t len);
+    /*
+     * Optional, for a backend that carries frames: the wire has room again
+     * after frame_out said QRDMA_BE_TX_BUSY; the core polls next. Called
+     * from the core's data-path run, never from inside frame_out.
+     */
+    void (*tx_ready)(struct qrdma_be *be);
 
     /*
      * Optional: a file descriptor the embedding watches in its event

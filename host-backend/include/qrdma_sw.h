@@ -12,7 +12,8 @@
  * Threading: every entry point of one engine (and of its QPs) must be
  * called from one thread at a time; the embedder serialises. Callbacks run
  * synchronously inside those calls. From inside a callback the embedder may
- * call qsw_post_send() and qsw_qp_query(), nothing else of this API.
+ * call qsw_post_send(), qsw_qp_query() and qsw_engine_tx_ready(), nothing
+ * else of this API.
  *
  * Numbering: statuses, opcodes, flags, states and attribute masks use the
  * numeric values of the libibverbs enums they mirror (ibv_wc_status,
@@ -368,9 +369,11 @@ struct qsw_ops {
     void (*qp_event)(void *opaque, struct qsw_qp *qp, enum qsw_event ev);
     /*
      * One Ethernet frame, without FCS; the buffer is only valid during the
-     * call.
+     * call. Returns QSW_TX_SENT, or QSW_TX_BUSY: the frame was taken but
+     * the wire is full, and the engine sends nothing more until
+     * qsw_engine_tx_ready() (send_frame_iov returns the same).
      */
-    void (*send_frame)(void *opaque, const void *frame, size_t len);
+    int (*send_frame)(void *opaque, const void *frame, size_t len);
     uint64_t (*now_ns)(void *opaque);
     /*
      * Invalidate an rkey (SEND_WITH_INV at the responder) or a key (LOCAL_INV):
@@ -419,8 +422,31 @@ struct qsw_ops {
                    unsigned max);
     void (*sge_unmap)(void *opaque, struct qsw_qp *qp, const struct iovec *iov,
                       unsigned n);
-    void (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
+    int (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
 };
+
+/* What send_frame and send_frame_iov return. */
+#define QSW_TX_SENT 0       /* on the wire (or lost on it) */
+/*
+ * Taken, but the wire is full (a NIC's TX ring with no free slot): the
+ * engine stops transmitting until qsw_engine_tx_ready().
+ */
+#define QSW_TX_BUSY 1
+
+/*
+ * Frames the engine keeps while the wire is busy: those it must send from
+ * outside qsw_engine_poll() (an ACK of a QP being destroyed, a NAK that
+ * ends a QP, frames the fault hook releases). More are dropped
+ * (qsw_stats.tx_hold_drops); poll itself just stops.
+ */
+#define QSW_TX_HOLD 4
+/*
+ * While the wire is busy the transport's clock stands still (no
+ * retransmit timer, RNR wait or stall floor counts the time), for at most
+ * this long per busy spell: a wire that stays full longer is taken for a
+ * broken link, and the timers and the retry budget run again.
+ */
+#define QSW_TX_PAUSE_MAX_NS 1000000000ull
 
 /* Capacities chosen at QP creation (NULL: defaults). */
 struct qsw_qp_cap {
@@ -502,6 +528,14 @@ struct qsw_stats {
     uint64_t rx_mcast_copies;
     /* fault injection */
     uint64_t fault_lost, fault_dup, fault_reordered, fault_corrupted;
+    /*
+     * Transmit backpressure (not in the saved state: these start from 0
+     * after a migration). tx_busy: times send_frame said QSW_TX_BUSY;
+     * tx_held: frames kept while it was (QSW_TX_HOLD); tx_hold_drops:
+     * frames dropped for want of room there; tx_paused_ns: time the
+     * transport's clock stood still.
+     */
+    uint64_t tx_busy, tx_held, tx_hold_drops, tx_paused_ns;
 };
 
 struct qsw_engine;
@@ -574,11 +608,24 @@ void qsw_rx_mcast(struct qsw_engine *eng, const void *frame, size_t len,
  * held-back fault frames; at most `budget` frames are sent. Returns the
  * absolute time (now_ns) of the next deadline, the current time when work
  * is left, or UINT64_MAX when idle. Call it after a batch of qsw_rx_frame()
- * and qsw_post_send() and when the returned time is reached.
+ * and qsw_post_send() and when the returned time is reached. While the
+ * wire is busy it sends nothing and the time it returns is a timer's
+ * only (none falls due before QSW_TX_PAUSE_MAX_NS into the busy spell):
+ * call it again after qsw_engine_tx_ready().
  */
 uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget);
 
 void qsw_engine_stats(struct qsw_engine *eng, struct qsw_stats *stats);
+
+/*
+ * The wire has room again after send_frame said QSW_TX_BUSY (the frame it
+ * took has left): the transport's clock runs again, and the next
+ * qsw_engine_poll() sends the frames kept meanwhile, then goes on where
+ * it stopped. Nothing when the wire was not busy.
+ */
+void qsw_engine_tx_ready(struct qsw_engine *eng);
+/* Is the engine waiting for qsw_engine_tx_ready()? */
+bool qsw_engine_tx_busy(const struct qsw_engine *eng);
 
 /* Helpers of general use. */
 /* 0 for an invalid value */

@@ -403,18 +403,22 @@ static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev,
                     psn, detail);
 }
 
-static void cb_send_frame(void *opaque, const void *frame, size_t len)
+static int cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct sw_be *sw = opaque;
 
-    sw->cb.frame_out(sw->opaque, frame, len);
+    return sw->cb.frame_out(sw->opaque, frame, len) == QRDMA_BE_TX_BUSY
+               ? QSW_TX_BUSY
+               : QSW_TX_SENT;
 }
 
-static void cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+static int cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct sw_be *sw = opaque;
 
-    sw->cb.frame_out_iov(sw->opaque, iov, n);
+    return sw->cb.frame_out_iov(sw->opaque, iov, n) == QRDMA_BE_TX_BUSY
+               ? QSW_TX_BUSY
+               : QSW_TX_SENT;
 }
 
 static uint64_t cb_now_ns(void *opaque)
@@ -752,6 +756,11 @@ static void sw_rx_mcast(struct qrdma_be *be, const void *frame, size_t len,
     qsw_rx_mcast(sw_of(be)->eng, frame, len, tp, ntp);
 }
 
+static void sw_tx_ready(struct qrdma_be *be)
+{
+    qsw_engine_tx_ready(sw_of(be)->eng);
+}
+
 static uint64_t sw_poll(struct qrdma_be *be, unsigned budget)
 {
     return qsw_engine_poll(sw_of(be)->eng, budget);
@@ -879,6 +888,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .set_mac = sw_set_mac,
     .rx_frame = sw_rx_frame,
     .rx_mcast = sw_rx_mcast,
+    .tx_ready = sw_tx_ready,
     .poll = sw_poll,
     .stats = sw_stats,
 };

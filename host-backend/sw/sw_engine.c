@@ -14,10 +14,146 @@
 
 static uint32_t qpn_hash(uint32_t qpn) { return (qpn * 0x9e3779b1u) >> 22; }
 
+/*
+ * Time the clock has stood still in the current busy spell, at the
+ * embedder's time real.
+ */
+static uint64_t busy_pause(const struct qsw_engine *eng, uint64_t real)
+{
+    uint64_t held;
+
+    if (!eng->tx_busy) {
+        return 0;
+    }
+    held = real > eng->busy_since ? real - eng->busy_since : 0;
+    return held < QSW_TX_PAUSE_MAX_NS ? held : QSW_TX_PAUSE_MAX_NS;
+}
+
+/*
+ * The transport's clock stands still while the wire is busy: a packet
+ * that has not left this port cannot have been lost in the fabric, which
+ * is what the Local ACK Timeout and the retry count are for (IBTA vol. 1,
+ * 9.7.6.1), so the time it waits here must not burn the requester's
+ * retries. Every deadline the engine keeps is on this clock.
+ */
+uint64_t qsw_clock(const struct qsw_engine *eng, uint64_t real)
+{
+    uint64_t off = eng->clock_off + busy_pause(eng, real);
+
+    return real > off ? real - off : 0;
+}
+
 uint64_t qsw_now(struct qsw_engine *eng)
 {
-    eng->now = eng->ops.now_ns(eng->opaque);
+    eng->now = qsw_clock(eng, eng->ops.now_ns(eng->opaque));
     return eng->now;
+}
+
+/* A transport deadline (on qsw_clock) on the embedder's clock. */
+static uint64_t real_deadline(const struct qsw_engine *eng, uint64_t t,
+                              uint64_t real_now)
+{
+    if (t == UINT64_MAX) {
+        return t;
+    }
+    if (t <= eng->now) {
+        return real_now;
+    }
+    /*
+     * Busy, the clock runs again QSW_TX_PAUSE_MAX_NS into the spell: t
+     * comes that much later than the offset so far says.
+     */
+    return t + eng->clock_off + (eng->tx_busy ? QSW_TX_PAUSE_MAX_NS : 0);
+}
+
+/* ---- transmit ------------------------------------------------------------ */
+
+static void tx_mark_busy(struct qsw_engine *eng)
+{
+    eng->st.tx_busy++;
+    if (!eng->tx_busy) {
+        eng->busy_since = eng->ops.now_ns(eng->opaque);
+        eng->tx_busy = true;
+    }
+}
+
+static void txq_put(struct qsw_engine *eng, const struct iovec *iov,
+                    unsigned n)
+{
+    struct qsw_txq_slot *slot;
+    size_t len = 0;
+
+    if (eng->txq_len == QSW_TX_HOLD) {
+        /* lost as on a wire; the peers recover it as any loss */
+        eng->st.tx_hold_drops++;
+        return;
+    }
+    slot = &eng->txq[(eng->txq_head + eng->txq_len) % QSW_TX_HOLD];
+    for (unsigned i = 0; i < n; i++) {
+        if (iov[i].iov_len > sizeof(slot->data) - len) {
+            eng->st.tx_hold_drops++;        /* never: frames fit tx */
+            return;
+        }
+        memcpy(slot->data + len, iov[i].iov_base, iov[i].iov_len);
+        len += iov[i].iov_len;
+    }
+    slot->len = len;
+    eng->txq_len++;
+    eng->st.tx_held++;
+}
+
+void qsw_tx_emit(struct qsw_engine *eng, const uint8_t *frame, size_t len)
+{
+    if (eng->tx_busy || eng->txq_len) {
+        struct iovec one = { .iov_base = (void *)frame, .iov_len = len };
+
+        txq_put(eng, &one, 1);
+    } else if (eng->ops.send_frame(eng->opaque, frame, len) == QSW_TX_BUSY) {
+        tx_mark_busy(eng);
+    }
+}
+
+void qsw_tx_emit_iov(struct qsw_engine *eng, const struct iovec *iov,
+                     unsigned n)
+{
+    if (eng->tx_busy || eng->txq_len) {
+        txq_put(eng, iov, n);
+    } else if (eng->ops.send_frame_iov(eng->opaque, iov, n) == QSW_TX_BUSY) {
+        tx_mark_busy(eng);
+    }
+}
+
+/* The frames kept while the wire was busy leave first, in order. */
+static void txq_drain(struct qsw_engine *eng)
+{
+    while (eng->txq_len && !eng->tx_busy) {
+        struct qsw_txq_slot *slot = &eng->txq[eng->txq_head];
+        int ret = eng->ops.send_frame(eng->opaque, slot->data, slot->len);
+
+        eng->txq_head = (eng->txq_head + 1) % QSW_TX_HOLD;
+        eng->txq_len--;
+        if (ret == QSW_TX_BUSY) {
+            tx_mark_busy(eng);
+        }
+    }
+}
+
+void qsw_engine_tx_ready(struct qsw_engine *eng)
+{
+    uint64_t paused;
+
+    if (!eng->tx_busy) {
+        return;
+    }
+    paused = busy_pause(eng, eng->ops.now_ns(eng->opaque));
+    eng->clock_off += paused;
+    eng->st.tx_paused_ns += paused;
+    eng->tx_busy = false;
+}
+
+bool qsw_engine_tx_busy(const struct qsw_engine *eng)
+{
+    return eng->tx_busy;
 }
 
 /* ---- helpers of general use ---------------------------------------------- */
@@ -764,11 +900,13 @@ static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
 {
-    uint64_t now = qsw_now(eng), next = UINT64_MAX;
+    uint64_t real = eng->ops.now_ns(eng->opaque), next = UINT64_MAX, now;
     unsigned sent = 0;
     struct qsw_qp *qp, *n;
 
-    if (qsw_fault_holding(eng)) {
+    eng->now = now = qsw_clock(eng, real);
+    txq_drain(eng);
+    if (qsw_fault_holding(eng) && !eng->tx_busy) {
         qsw_fault_poll(eng, now);
     }
     for (qp = eng->timers; qp; qp = n) {
@@ -778,16 +916,18 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
             qsw_req_timeout(qp, now);
         }
     }
-    while (sent < budget && (qp = active_pop(eng))) {
+    /* a busy wire takes nothing: the QPs keep their place and their work */
+    while (!eng->tx_busy && sent < budget && (qp = active_pop(eng))) {
         unsigned quantum = min64(QSW_QP_QUANTUM, budget - sent), used;
 
         used = qsw_resp_run(qp, quantum);
-        if (used < quantum) {
+        if (used < quantum && !eng->tx_busy) {
             used += qsw_req_run(qp, quantum - used);
         }
         sent += used;
-        if (used == quantum) {
-            qsw_qp_activate(qp);            /* more to do: back of the line */
+        if (used == quantum || eng->tx_busy) {
+            /* more to do (or perhaps, the wire stopped it): back of the line */
+            qsw_qp_activate(qp);
         }
         /*
          * not right after a go-back whose resend has not started (see
@@ -799,8 +939,8 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
             qp_event(qp, QSW_EV_SQ_DRAINED);
         }
     }
-    if (eng->active.head) {
-        return now;
+    if ((eng->active.head || eng->txq_len) && !eng->tx_busy) {
+        return real;
     }
     for (qp = eng->timers; qp; qp = qp->tnext) {
         if (qp->comp.rto_deadline) {
@@ -810,8 +950,9 @@ uint64_t qsw_engine_poll(struct qsw_engine *eng, unsigned budget)
             next = min64(next, qp->comp.rnr_deadline);
         }
     }
-    if (qsw_fault_holding(eng)) {
+    /* held fault frames wait for the wire as the rest does */
+    if (qsw_fault_holding(eng) && !eng->tx_busy) {
         next = min64(next, qsw_fault_poll(eng, now));
     }
-    return next;
+    return real_deadline(eng, next, real);
 }

@@ -126,7 +126,7 @@ void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len)
             reordered = true;
         }
         if (!delay && !corrupt && !qsw_fault_holding(eng)) {
-            eng->ops.send_frame(eng->opaque, frame, len);
+            qsw_tx_emit(eng, frame, len);
         } else {
             hold(eng, frame, len, eng->now + delay, corrupt, reordered);
         }
@@ -134,15 +134,18 @@ void qsw_fault_tx(struct qsw_engine *eng, const uint8_t *frame, size_t len)
     qsw_fault_poll(eng, eng->now);
 }
 
-/* Sends the held frames that are due; returns the next release time. */
+/*
+ * Sends the held frames that are due, while the wire takes them; returns
+ * the next release time.
+ */
 uint64_t qsw_fault_poll(struct qsw_engine *eng, uint64_t now)
 {
     struct qsw_held **pp;
 
-    while ((pp = first(eng)) && (*pp)->at <= now) {
+    while ((pp = first(eng)) && (*pp)->at <= now && !eng->tx_busy) {
         struct qsw_held *h = unhold(eng, pp);
 
-        eng->ops.send_frame(eng->opaque, h->data, h->len);
+        qsw_tx_emit(eng, h->data, h->len);
         free(h);
     }
     return pp ? (*pp)->at : UINT64_MAX;
@@ -156,7 +159,7 @@ void qsw_fault_flush(struct qsw_engine *eng, bool send)
         struct qsw_held *h = unhold(eng, pp);
 
         if (send) {
-            eng->ops.send_frame(eng->opaque, h->data, h->len);
+            qsw_tx_emit(eng, h->data, h->len);
         }
         free(h);
     }

@@ -411,6 +411,21 @@ struct qsw_engine {
      */
     uint64_t tx_mapped;
     /*
+     * Transmit backpressure: send_frame said QSW_TX_BUSY and no
+     * qsw_engine_tx_ready() has come since. The transport's clock (now)
+     * is the embedder's minus clock_off, minus the time since busy_since
+     * (the embedder's clock) while busy, up to QSW_TX_PAUSE_MAX_NS.
+     */
+    bool tx_busy;
+    uint64_t busy_since;
+    uint64_t clock_off;
+    /* frames sent from outside poll while busy, in order (QSW_TX_HOLD) */
+    unsigned txq_head, txq_len;
+    struct qsw_txq_slot {
+        size_t len;
+        uint8_t data[QSW_MAX_FRAME];
+    } txq[QSW_TX_HOLD];
+    /*
      * a mapped frame: tx holds the headers, tx_iov the headers, payload pieces
      * and trailer
      */
@@ -434,7 +449,16 @@ struct qsw_pkt {
 };
 
 /* sw_engine.c */
+/* The transport's clock (eng->now), from the embedder's (qsw_ops.now_ns). */
 uint64_t qsw_now(struct qsw_engine *eng);
+uint64_t qsw_clock(const struct qsw_engine *eng, uint64_t real);
+/*
+ * One finished frame onto the wire, or into the hold queue while the wire
+ * is busy (or frames wait there); notes a QSW_TX_BUSY answer.
+ */
+void qsw_tx_emit(struct qsw_engine *eng, const uint8_t *frame, size_t len);
+void qsw_tx_emit_iov(struct qsw_engine *eng, const struct iovec *iov,
+                     unsigned n);
 
 /*
  * A transport event for the embedder's tracer, if it has one (qsw_ops.trace).

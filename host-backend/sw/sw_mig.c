@@ -9,6 +9,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,11 @@
 void qsw_engine_mig(struct qsw_engine *eng, struct qrdma_mig *m)
 {
     uint64_t *st = (uint64_t *)&eng->st;
-    unsigned i, n = sizeof(eng->st) / sizeof(uint64_t);
+    /*
+     * The counters up to the backpressure ones (a later addition, outside
+     * the stream so that it stays the same: they start from 0 after a load).
+     */
+    unsigned i, n = offsetof(struct qsw_stats, tx_busy) / sizeof(uint64_t);
 
     _Static_assert(sizeof(struct qsw_stats) % sizeof(uint64_t) == 0,
                    "qsw_stats is all 64-bit counters");
@@ -130,6 +135,7 @@ void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m)
 {
     struct qsw_qp_attr *a = &qp->attr;
     bool on_active = qp->on_active;
+    uint64_t real_now;
     uint32_t i, nres = qp->resp.nres, res_next = qp->resp.res_next;
 
     qrdma_mig_u32_same(m, "qp.qpn", qp->qpn);
@@ -202,12 +208,23 @@ void qsw_qp_mig(struct qsw_qp *qp, struct qrdma_mig *m)
     qrdma_mig_u32(m, "comp.psn", &qp->comp.psn);
     qrdma_mig_u32(m, "comp.retry_left", &qp->comp.retry_left);
     qrdma_mig_u32(m, "comp.rnr_left", &qp->comp.rnr_left);
+    /*
+     * The deadlines are on the transport's clock, which stands still while
+     * the wire is busy: the time left on them is measured on it. A load
+     * starts with the wire free (the destination's netdev holds nothing of
+     * ours) and the two clocks equal.
+     */
+    real_now = m->now_ns;
+    if (!m->loading) {
+        m->now_ns = qsw_clock(qp->eng, real_now);
+    }
     qrdma_mig_deadline(m, "comp.rto_deadline", &qp->comp.rto_deadline, false);
     qrdma_mig_deadline(m, "comp.rnr_deadline", &qp->comp.rnr_deadline, false);
     qrdma_mig_u32(m, "comp.rnr_psn", &qp->comp.rnr_psn);
     qrdma_mig_bool(m, "comp.rewound", &qp->comp.rewound);
     qrdma_mig_bool(m, "comp.stalled", &qp->comp.stalled);
     qrdma_mig_deadline(m, "comp.stall_since", &qp->comp.stall_since, true);
+    m->now_ns = real_now;
 
     /* Responder. */
     qrdma_mig_u32(m, "resp.psn", &qp->resp.psn);

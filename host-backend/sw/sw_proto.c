@@ -810,7 +810,7 @@ void qsw_tx_finish(struct qsw_engine *eng, const struct qsw_av *av, bool ipv6,
     if (eng->fault_on) {
         qsw_fault_tx(eng, eng->tx, flen);
     } else {
-        eng->ops.send_frame(eng->opaque, eng->tx, flen);
+        qsw_tx_emit(eng, eng->tx, flen);
     }
 }
 
@@ -863,7 +863,7 @@ void qsw_tx_finish_iov(struct qsw_engine *eng, const struct qsw_av *av,
     }
     tx_count(eng, ETH_HLEN + iphl + udp_len);
     eng->tx_mapped++;
-    eng->ops.send_frame_iov(eng->opaque, eng->tx_iov, cnt);
+    qsw_tx_emit_iov(eng, eng->tx_iov, cnt);
 }
 
 /* ---- receive ------------------------------------------------------------- */

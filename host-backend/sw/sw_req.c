@@ -26,9 +26,21 @@ static uint64_t rto_ns(const struct qsw_qp *qp)
     return qp->attr.timeout ? 4096ull << qp->attr.timeout : 0;
 }
 
+/*
+ * Packets sent await their ACK: every one before hi_psn, also those a
+ * go-back-N has not sent again yet. Their timer runs from the rewind, not
+ * from the resend: the same time when the resend follows at once, and
+ * when a busy wire holds it back, a wire that never drains still ends in
+ * the retry budget (QSW_TX_PAUSE_MAX_NS), not in a QP that waits for ever.
+ */
+static bool unacked(const struct qsw_qp *qp)
+{
+    return qp->comp.psn != qp->req.hi_psn;
+}
+
 static void arm_rto(struct qsw_qp *qp, bool restart)
 {
-    if (qp->type != QSW_QPT_RC || qp->comp.psn == qp->req.psn || !rto_ns(qp)) {
+    if (qp->type != QSW_QPT_RC || !unacked(qp) || !rto_ns(qp)) {
         qp->comp.rto_deadline = 0;
     } else if (restart || !qp->comp.rto_deadline) {
         qp->comp.rto_deadline = qp->eng->now + rto_ns(qp);
@@ -547,11 +559,16 @@ unsigned qsw_req_run(struct qsw_qp *qp, unsigned budget)
     unsigned max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 
     if ((qp->state != QSW_QPS_RTS && qp->state != QSW_QPS_SQD) ||
-        qp->comp.rnr_deadline || qp->req.stopped) {
+        qp->comp.rnr_deadline || qp->req.stopped || qp->eng->tx_busy) {
         return 0;
     }
     qsw_now(qp->eng);
-    while (n < budget && qp->sq_cur != qp->sq_tail && !qp->req.stopped) {
+    /*
+     * A busy wire stops the loop after the packet it took: everything from
+     * the next one on waits, with its PSNs unassigned or as they were.
+     */
+    while (n < budget && qp->sq_cur != qp->sq_tail && !qp->req.stopped &&
+           !qp->eng->tx_busy) {
         struct qsw_wqe *w = wqe_at(qp, qp->sq_cur);
         int ret;
 
@@ -658,7 +675,7 @@ void qsw_req_timeout(struct qsw_qp *qp, uint64_t now)
     } else if (qp->comp.rto_deadline && qp->comp.rto_deadline <= now) {
         qp->comp.rto_deadline = 0;
         qp->eng->st.timeouts++;
-        if (qp->comp.psn != qp->req.psn) {
+        if (unacked(qp)) {
             retry(qp, true);
         }
     }

@@ -623,24 +623,34 @@ static bool send_response(struct qsw_qp *qp, struct qsw_res *r)
 
 unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
 {
+    struct qsw_engine *eng = qp->eng;
     unsigned n = 0;
 
     if (qp->type == QSW_QPT_UD || qp->state < QSW_QPS_RTR ||
-        qp->state == QSW_QPS_ERR) {
+        qp->state == QSW_QPS_ERR || eng->tx_busy) {
         return 0;
     }
-    qsw_now(qp->eng);
-    /* responder resources in arrival order, the oldest first */
+    qsw_now(eng);
+    /*
+     * responder resources in arrival order, the oldest first; a busy wire
+     * stops after the response it took, the rest (and the ACK) wait
+     */
     for (unsigned k = 0; k < qp->resp.nres && n < budget; k++) {
         struct qsw_res *r =
             &qp->resp.res[(qp->resp.res_next + k) % qp->resp.nres];
 
         while (r->active && n < budget) {
+            if (eng->tx_busy) {
+                return n;
+            }
             if (!send_response(qp, r)) {
                 return n;
             }
             n++;
         }
+    }
+    if (eng->tx_busy) {
+        return n;
     }
     if (n < budget && qp->resp.fatal && !res_active(qp)) {
         qp->resp.fatal = false;

@@ -820,6 +820,34 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what)
     core_exit(core);
 }
 
+/* ---- transmit backpressure ----------------------------------------------- */
+
+bool qrdma_tx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len,
+                    const struct iovec *iov, unsigned n)
+{
+    int ret = iov ? core->env.send_frame_iov(core->env.opaque, iov, n)
+                  : core->env.send_frame(core->env.opaque, frame, len);
+
+    if (ret == QRDMA_TX_QUEUED) {
+        core->tx_queued++;
+        core->stats.tx_queued++;
+    }
+    return qrdma_tx_blocked(core);
+}
+
+/*
+ * Only a count and a kick: the embedding may call this from inside the
+ * core's own calls (a netdev purged at a reset asked for by an interrupt),
+ * and the work it unblocks runs from the kick, under the guard.
+ */
+void qrdma_core_tx_ready(struct qrdma_core *core)
+{
+    if (!core->tx_queued || --core->tx_queued) {
+        return;
+    }
+    core->env.kick(core->env.opaque, QRDMA_WORK_LAN_TX | QRDMA_WORK_DP);
+}
+
 void qrdma_core_timer(struct qrdma_core *core)
 {
     core_enter(core);

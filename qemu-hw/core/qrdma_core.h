@@ -74,8 +74,13 @@ struct qrdma_core_env {
     int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
     /* Raise MSI-X vector (the core has checked it is below msix_vectors). */
     void (*msix_notify)(void *opaque, unsigned vector);
-    /* Put one Ethernet frame on the wire. */
-    void (*send_frame)(void *opaque, const uint8_t *frame, size_t len);
+    /*
+     * Put one Ethernet frame on the wire: QRDMA_TX_SENT, or QRDMA_TX_QUEUED
+     * when the netdev kept it (it is full): the embedding then calls
+     * qrdma_core_tx_ready() once for that frame when it has left (or was
+     * purged), and until then the device sends nothing more.
+     */
+    int (*send_frame)(void *opaque, const uint8_t *frame, size_t len);
     /*
      * Optional, both or neither (NULL: payloads are copied into the frame):
      * guest memory [addr, addr+len) mapped for the device to read, through
@@ -87,9 +92,10 @@ struct qrdma_core_env {
     void (*dma_unmap_read)(void *opaque, const void *p, size_t len);
     /*
      * Optional (NULL: the core joins the pieces and calls send_frame): one
-     * Ethernet frame in n pieces, valid during the call.
+     * Ethernet frame in n pieces, valid during the call; returns as
+     * send_frame.
      */
-    void (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
+    int (*send_frame_iov)(void *opaque, const struct iovec *iov, unsigned n);
     /*
      * Ask for work outside the MMIO handler: the embedding calls
      * qrdma_core_run(core, what) soon, from its main loop.
@@ -106,6 +112,13 @@ struct qrdma_core_env {
     void (*timer_mod)(void *opaque, uint64_t deadline_ns);
     /* Optional (NULL: nothing traced): one event of enum qrdma_trace_kind. */
     void (*trace)(void *opaque, const struct qrdma_trace_ev *ev);
+};
+
+/* What send_frame and send_frame_iov return. */
+enum qrdma_tx_status {
+    QRDMA_TX_SENT = 0,          /* on the wire, or dropped for good */
+    /* kept by a full netdev: qrdma_core_tx_ready() follows when it left */
+    QRDMA_TX_QUEUED = 1,
 };
 
 /* What a kick asks for. */
@@ -245,6 +258,13 @@ struct qrdma_core_stats {
      * dropped.
      */
     uint64_t mcast_rx_dropped;
+    /*
+     * Transmit backpressure: frames the netdev queued (each stopped the
+     * device's transmit until it left); frames a backend sent though told
+     * its wire was busy (dropped).
+     */
+    uint64_t tx_queued;
+    uint64_t tx_busy_drops;
 };
 
 /*
@@ -589,6 +609,13 @@ struct qrdma_core {
     struct qrdma_objs obj;
     struct qrdma_dp dp;
     struct qrdma_core_guard guard;
+    /*
+     * Frames the netdev holds for us (QRDMA_TX_QUEUED answers not yet
+     * followed by qrdma_core_tx_ready()): while there are any, the device
+     * transmits nothing, as a NIC stops at a full TX ring. It mirrors the
+     * netdev, not the device, so no reset clears it.
+     */
+    uint32_t tx_queued;
 };
 
 /* Defaults for every limit; the QEMU properties start from these. */
@@ -687,6 +714,13 @@ const char *qrdma_core_reg_name(uint64_t offset);
 
 /* Do the work a kick asked for (QRDMA_WORK_* bits). */
 void qrdma_core_run(struct qrdma_core *core, unsigned what);
+/*
+ * A frame send_frame answered with QRDMA_TX_QUEUED has left the netdev (or
+ * was purged): once none is left, transmit resumes where it stopped (the
+ * LAN ring and the RDMA transport, from a kick). Safe from anywhere,
+ * inside the core's own calls too.
+ */
+void qrdma_core_tx_ready(struct qrdma_core *core);
 
 /*
  * LAN receive (qrdma_lan.c). can_receive is false only while receive is on

@@ -101,6 +101,19 @@ void qrdma_guest_error(struct qrdma_core *core, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /*
+ * One frame to the netdev (env.send_frame, or send_frame_iov when iov is
+ * not NULL): counts a QRDMA_TX_QUEUED answer. True when the netdev now
+ * holds frames of ours, and the device must send nothing more until
+ * qrdma_core_tx_ready().
+ */
+bool qrdma_tx_frame(struct qrdma_core *core, const uint8_t *frame, size_t len,
+                    const struct iovec *iov, unsigned n);
+static inline bool qrdma_tx_blocked(const struct qrdma_core *core)
+{
+    return core->tx_queued != 0;
+}
+
+/*
  * Raise MSI-X vector v (< msix_vectors): delivered through env.msix_notify
  * when the outermost entry point returns (struct qrdma_core_guard).
  */

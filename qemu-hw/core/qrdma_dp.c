@@ -1031,7 +1031,33 @@ static void loopback_free(struct qrdma_dp *dp)
     dp->loop_len = 0;
 }
 
-static void cb_frame_out(void *opaque, const void *frame, size_t len)
+/*
+ * A frame of the backend's to the netdev. Once the netdev holds a frame of
+ * ours (this one, or the Ethernet function's), the backend hears
+ * QRDMA_BE_TX_BUSY and sends nothing until its tx_ready; a frame it sends
+ * meanwhile is dropped, so the netdev never holds more than one frame of
+ * the backend's and one of the Ethernet function's.
+ */
+static int dp_wire_out(struct qrdma_core *core, const void *frame, size_t len,
+                       const struct iovec *iov, unsigned n)
+{
+    struct qrdma_dp *dp = &core->dp;
+
+    if (!core->env.link_up(core->env.opaque)) {
+        return QRDMA_BE_TX_SENT;        /* lost on a wire that is down */
+    }
+    if (dp->be_tx_busy) {
+        core->stats.tx_busy_drops++;
+        return QRDMA_BE_TX_BUSY;
+    }
+    if (qrdma_tx_frame(core, frame, len, iov, n)) {
+        dp->be_tx_busy = true;
+        return QRDMA_BE_TX_BUSY;
+    }
+    return QRDMA_BE_TX_SENT;
+}
+
+static int cb_frame_out(void *opaque, const void *frame, size_t len)
 {
     struct qrdma_core *core = opaque;
     uint8_t mac[6];
@@ -1039,11 +1065,9 @@ static void cb_frame_out(void *opaque, const void *frame, size_t len)
     lan_mac(core, mac);
     if (len >= 6 && !memcmp(frame, mac, 6)) {
         loopback_queue(core, frame, len);
-        return;
+        return QRDMA_BE_TX_SENT;
     }
-    if (core->env.link_up(core->env.opaque)) {
-        core->env.send_frame(core->env.opaque, frame, len);
-    }
+    return dp_wire_out(core, frame, len, NULL, 0);
 }
 
 /* A frame in pieces into one buffer; 0 when it does not fit. */
@@ -1068,7 +1092,7 @@ static size_t iov_join(uint8_t *dst, size_t cap, const struct iovec *iov,
  * buffer for the loopback queue (which keeps it past the mapping) and
  * for an embedding that takes whole frames only.
  */
-static void cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
+static int cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct qrdma_core *core = opaque;
     struct qrdma_dp *dp = &core->dp;
@@ -1078,17 +1102,14 @@ static void cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
     lan_mac(core, mac);
     if (core->env.send_frame_iov && n && iov[0].iov_len >= 6 &&
         memcmp(iov[0].iov_base, mac, 6)) {
-        if (core->env.link_up(core->env.opaque)) {
-            core->env.send_frame_iov(core->env.opaque, iov, n);
-        }
-        return;
+        return dp_wire_out(core, NULL, 0, iov, n);
     }
     len = iov_join(dp->tx_join, sizeof(dp->tx_join), iov, n);
     if (!len) {
         dp->tx_join_drops++;
-        return;
+        return QRDMA_BE_TX_SENT;
     }
-    cb_frame_out(core, dp->tx_join, len);
+    return cb_frame_out(core, dp->tx_join, len);
 }
 
 /*
@@ -1965,6 +1986,13 @@ void qrdma_dp_process(struct qrdma_core *core)
          */
         if (dq->rq_flush && qp->state == QRDMA_QPS_ERR && !dq->rq_held) {
             rq_flush(core, id, qp, dq);
+        }
+    }
+    if (dp->be_tx_busy && !qrdma_tx_blocked(core)) {
+        /* the netdev has sent what it held: the backend goes on */
+        dp->be_tx_busy = false;
+        if (dp->ops->tx_ready) {
+            dp->ops->tx_ready(dp->be);
         }
     }
     loopback_drain(core, DP_ENGINE_BUDGET);

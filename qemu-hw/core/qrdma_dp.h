@@ -97,6 +97,11 @@ struct qrdma_dp {
     uint8_t tx_join[QRDMA_DP_FRAME_MAX];
     uint64_t tx_join_drops;
     /*
+     * The backend was told QRDMA_BE_TX_BUSY and waits for its tx_ready
+     * (qrdma_dp_process calls it once the netdev holds nothing of ours).
+     */
+    bool be_tx_busy;
+    /*
      * A backend on a host NIC (ops->port): its port as last read, and
      * whether QRDMA_BE_EV_PORT_CHANGE asked for a new read.
      */

@@ -161,7 +161,14 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
     if (!(lan_ctrl(core) & QRDMA_LAN_CTRL_TX_ENABLE) || !ring->len) {
         return;
     }
-    for (budget = ring->len; budget && ring->head != ring->tail; budget--) {
+    /*
+     * A full netdev stops the ring as a NIC's full TX path does: the
+     * descriptors after the frame it took wait, not done, until
+     * qrdma_core_tx_ready() kicks this again.
+     */
+    for (budget = ring->len;
+         budget && ring->head != ring->tail && !qrdma_tx_blocked(core);
+         budget--) {
         uint32_t n = 0, idx = ring->head, total = 0, i;
         const char *bad = NULL;
 
@@ -231,7 +238,7 @@ void qrdma_lan_tx_process(struct qrdma_core *core)
                               ring->head, bad);
             LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_ERRORS)++;
         } else {
-            core->env.send_frame(core->env.opaque, core->lan.frame, total);
+            qrdma_tx_frame(core, core->lan.frame, total, NULL, 0);
             LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_FRAMES)++;
             LAN_STAT(core, QRDMA_REG_LAN_STAT_TX_BYTES) += total;
         }

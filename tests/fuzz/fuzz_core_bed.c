@@ -251,7 +251,7 @@ static void check_frame(struct side *s, const uint8_t *f, size_t len)
     }
 }
 
-static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
+static int env_send_frame(void *opaque, const uint8_t *data, size_t len)
 {
     struct side *s = opaque;
     struct fzb_frame *f;
@@ -266,12 +266,13 @@ static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
     }
     if (fzb_wire.count == FZB_WIRE_MAX) {
         fzb_wire.dropped++;
-        return;
+        return 0;
     }
     f = &fzb_wire.f[(fzb_wire.head + fzb_wire.count++) % FZB_WIRE_MAX];
     f->from = s->idx;
     f->len = len;
     memcpy(f->data, data, len);
+    return 0;
 }
 
 static void env_kick(void *opaque, unsigned what)
@@ -526,7 +527,7 @@ static void dummy_complete(void *o, struct qsw_qp *qp, const struct qsw_wc *wc)
     abort();
 }
 
-static void dummy_send(void *o, const void *frame, size_t len)
+static int dummy_send(void *o, const void *frame, size_t len)
 {
     abort();
 }

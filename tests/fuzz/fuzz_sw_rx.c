@@ -648,7 +648,7 @@ static void check_frame(const uint8_t *f, size_t len)
     }
 }
 
-static void cb_send_frame(void *o, const void *frame, size_t len)
+static int cb_send_frame(void *o, const void *frame, size_t len)
 {
     struct fz_node *n = o;
     struct fz_frame *f;
@@ -664,11 +664,11 @@ static void cb_send_frame(void *o, const void *frame, size_t len)
 #ifdef FUZZ_SW_SEEDGEN
     if (fz.capture && fz.capture_to == 1 - n->idx) {
         fz.capture(frame, len);
-        return;
+        return 0;
     }
 #endif
     if (fz.qlen >= FZ_WIRE_MAX) {
-        return;
+        return 0;
     }
     f = malloc(sizeof(*f) + len);
     if (!f) {
@@ -685,6 +685,7 @@ static void cb_send_frame(void *o, const void *frame, size_t len)
     }
     fz.qtail = f;
     fz.qlen++;
+    return 0;
 }
 
 static uint64_t cb_now(void *o)

@@ -5,6 +5,7 @@
  */
 #include "dp_testbed.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,8 @@ const struct qrdma_be_ops *dev_backend_ops;
 const void *dev_backend_config;
 const uint8_t *dev_gid;
 unsigned rc_retry_cnt = 3;
-void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
-void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+int (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
+int (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
 bool dp_tb_copy_tx;
 uint64_t (*dp_tb_clock)(void);
 
@@ -41,6 +42,9 @@ static struct frame *fq_head, **fq_tail = &fq_head;
 int frames_in_flight;
 int drop_frames;
 
+/* Frames each side's netdev keeps (struct side's tx_limit). */
+static struct frame *kq_head[2], **kq_tail[2] = { &kq_head[0], &kq_head[1] };
+
 void fq_clear(void)
 {
     while (fq_head) {
@@ -51,6 +55,38 @@ void fq_clear(void)
     }
     fq_tail = &fq_head;
     frames_in_flight = 0;
+    for (int i = 0; i < 2; i++) {
+        while (kq_head[i]) {
+            struct frame *f = kq_head[i];
+
+            kq_head[i] = f->next;
+            free(f);
+        }
+        kq_tail[i] = &kq_head[i];
+        sides[i].tx_kept = 0;
+    }
+}
+
+void dp_tb_tx_drain(struct side *s, unsigned room)
+{
+    struct frame *f;
+
+    while ((f = kq_head[s->idx])) {
+        kq_head[s->idx] = f->next;
+        if (!kq_head[s->idx]) {
+            kq_tail[s->idx] = &kq_head[s->idx];
+        }
+        f->next = NULL;
+        *fq_tail = f;
+        fq_tail = &f->next;
+        frames_in_flight++;
+        s->tx_kept--;
+        qrdma_core_tx_ready(&s->core);
+    }
+    s->tx_room = room;
+    if (room == UINT_MAX) {
+        s->tx_limit = false;
+    }
 }
 
 static void env_guest_error(void *opaque, const char *msg)
@@ -112,24 +148,43 @@ static void env_msix_notify(void *opaque, unsigned vector)
     }
 }
 
-static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
+static int env_send_frame(void *opaque, const uint8_t *data, size_t len)
 {
     struct side *s = opaque;
     struct frame *f;
 
     s->frames_sent++;
+    if (s->tx_limit && (s->tx_kept || !s->tx_room)) {
+        f = malloc(sizeof(*f) + len);
+        CHECK(f != NULL);
+        if (!f) {
+            return QRDMA_TX_SENT;
+        }
+        f->next = NULL;
+        f->dst = s == SA ? SB : SA;
+        f->len = len;
+        memcpy(f->data, data, len);
+        *kq_tail[s->idx] = f;
+        kq_tail[s->idx] = &f->next;
+        if (++s->tx_kept > s->tx_kept_max) {
+            s->tx_kept_max = s->tx_kept;
+        }
+        return QRDMA_TX_QUEUED;
+    }
+    if (s->tx_limit) {
+        s->tx_room--;
+    }
     if (dp_tb_wire) {
-        dp_tb_wire(s, data, len);
-        return;
+        return dp_tb_wire(s, data, len);
     }
     if (drop_frames > 0) {
         drop_frames--;
-        return;
+        return 0;
     }
     f = malloc(sizeof(*f) + len);
     CHECK(f != NULL);
     if (!f) {
-        return;
+        return 0;
     }
     f->next = NULL;
     f->dst = s == SA ? SB : SA;
@@ -138,6 +193,7 @@ static void env_send_frame(void *opaque, const uint8_t *data, size_t len)
     *fq_tail = f;
     fq_tail = &f->next;
     frames_in_flight++;
+    return 0;
 }
 
 /* Guest RAM is one host buffer: a mapping is a pointer into it, counted until given back. */
@@ -163,7 +219,7 @@ static void env_dma_unmap_read(void *opaque, const void *p, size_t len)
     s->maps_out--;
 }
 
-static void env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
+static int env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct side *s = opaque;
     static uint8_t joined[16384];
@@ -173,18 +229,17 @@ static void env_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n
     CHECK(s->maps_out > 0);                 /* the payload is still mapped while it is sent */
     if (dp_tb_wire_iov) {
         s->frames_sent++;
-        dp_tb_wire_iov(s, iov, n);
-        return;
+        return dp_tb_wire_iov(s, iov, n);
     }
     for (unsigned i = 0; i < n; i++) {
         CHECK(iov[i].iov_len <= sizeof(joined) - len);
         if (iov[i].iov_len > sizeof(joined) - len) {
-            return;
+            return 0;
         }
         memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
         len += iov[i].iov_len;
     }
-    env_send_frame(s, joined, len);
+    return env_send_frame(s, joined, len);
 }
 
 static void env_kick(void *opaque, unsigned what)

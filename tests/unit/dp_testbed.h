@@ -117,6 +117,16 @@ struct side {
     } cq[N_CQ];
     unsigned srq_log2, srq_stride_log2;
     uint32_t srq_posted;
+    /*
+     * A netdev that fills up, as QEMU's net queue behind a full socket
+     * (qemu_send_packet_async): with tx_limit set it takes tx_room more
+     * frames onto the wire; the next one, and every one after it while
+     * any is kept, it keeps and answers QRDMA_TX_QUEUED. dp_tb_tx_drain()
+     * lets them go.
+     */
+    bool tx_limit;
+    unsigned tx_room;
+    unsigned tx_kept, tx_kept_max;
 };
 
 extern struct side sides[2];
@@ -147,13 +157,20 @@ extern void (*dp_tb_irq_hook)(struct side *s, unsigned vector);
 extern int frames_in_flight;
 extern int drop_frames;
 void fq_clear(void);
+/*
+ * Side s's netdev sends the frames it kept, in order, calling
+ * qrdma_core_tx_ready() for each as QEMU's completion callback does, and
+ * takes room frames more before it fills again (UINT_MAX: no limit).
+ */
+void dp_tb_tx_drain(struct side *s, unsigned room);
 
 /*
  * Another wire: every frame a side sends goes to dp_tb_wire instead of the
  * bed's queue (pump() then delivers nothing), and dp_tb_clock replaces the
- * fake clock. NULL: the bed's own.
+ * fake clock. NULL: the bed's own. It returns what env.send_frame does
+ * (QRDMA_TX_SENT, or QRDMA_TX_QUEUED and a qrdma_core_tx_ready() later).
  */
-extern void (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
+extern int (*dp_tb_wire)(struct side *from, const uint8_t *frame, size_t len);
 extern uint64_t (*dp_tb_clock)(void);
 /*
  * Frames in pieces (env.send_frame_iov): to dp_tb_wire_iov when set, else
@@ -161,7 +178,7 @@ extern uint64_t (*dp_tb_clock)(void);
  * no zero-copy transmit (no dma_map_read, no send_frame_iov), as an
  * embedding without them.
  */
-extern void (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
+extern int (*dp_tb_wire_iov)(struct side *from, const struct iovec *iov, unsigned n);
 extern bool dp_tb_copy_tx;
 
 /*

@@ -100,7 +100,7 @@ static void fake_msix_notify(void *opaque, unsigned vector)
     }
 }
 
-static void fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
+static int fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
 {
     struct fake_env *f = opaque;
 
@@ -109,6 +109,8 @@ static void fake_send_frame(void *opaque, const uint8_t *frame, size_t len)
         memcpy(f->frames[f->frames_sent].data, frame, len);
     }
     f->frames_sent++;
+    return f->queue_from && f->frames_sent >= f->queue_from ? QRDMA_TX_QUEUED
+                                                            : QRDMA_TX_SENT;
 }
 
 static void fake_kick(void *opaque, unsigned what)

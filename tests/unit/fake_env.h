@@ -39,6 +39,12 @@ struct fake_env {
     int rx_ready_calls;
     int frames_sent;
     struct fake_frame frames[FAKE_MAX_FRAMES];
+    /*
+     * A netdev that fills: non-zero, frame number queue_from (from 1) and
+     * every later one is answered QRDMA_TX_QUEUED (taken, kept by the
+     * netdev, and a qrdma_core_tx_ready() owed for it).
+     */
+    int queue_from;
     uint64_t now_ns;                    /* the fake clock the data path reads */
     uint64_t timer_deadline;            /* last env.timer_mod, UINT64_MAX if none */
 };

@@ -171,14 +171,14 @@ static void op_qp_event(void *o, struct qsw_qp *qp, enum qsw_event ev)
     n->events[ev & 31]++;
 }
 
-static void op_send_frame(void *o, const void *frame, size_t len)
+static int op_send_frame(void *o, const void *frame, size_t len)
 {
     struct tb_node *n = o;
     struct tb *tb = n->tb;
     struct tb_frame *f;
 
     if (tb->drop_all) {
-        return;
+        return 0;
     }
     f = malloc(sizeof(*f) + len);
     if (!f) {
@@ -190,7 +190,7 @@ static void op_send_frame(void *o, const void *frame, size_t len)
     memcpy(f->data, frame, len);
     if (tb->tap && tb->tap(tb, n->idx, f->data, &f->len, tb->tap_arg)) {
         free(f);
-        return;
+        return 0;
     }
     if (tb->qtail) {
         tb->qtail->next = f;
@@ -198,6 +198,16 @@ static void op_send_frame(void *o, const void *frame, size_t len)
         tb->qhead = f;
     }
     tb->qtail = f;
+    n->waiting++;
+    if (n->waiting > n->max_waiting) {
+        n->max_waiting = n->waiting;
+    }
+    if (n->tx_room && n->waiting >= n->tx_room) {
+        n->told_busy = true;
+        n->busy_answers++;
+        return QSW_TX_BUSY;
+    }
+    return QSW_TX_SENT;
 }
 
 /* Zero-copy transmit: the pieces point into the node's memory, cut at TB_MAP_SPLIT. */
@@ -270,7 +280,7 @@ static void op_sge_unmap(void *o, struct qsw_qp *qp, const struct iovec *iov, un
     }
 }
 
-static void op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
+static int op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
 {
     struct tb_node *n = o;
     static uint8_t joined[16384];
@@ -287,7 +297,7 @@ static void op_send_frame_iov(void *o, const struct iovec *iov, unsigned cnt)
         memcpy(joined + len, iov[i].iov_base, iov[i].iov_len);
         len += iov[i].iov_len;
     }
-    op_send_frame(o, joined, len);
+    return op_send_frame(o, joined, len);
 }
 
 static uint64_t op_now(void *o)
@@ -573,25 +583,53 @@ unsigned tb_rq_count(struct qsw_qp *qp)
 
 /* ---- running ----------------------------------------------------------------------- */
 
+/* Frames of a node whose wire holds them stay, in order; the others go. */
+static bool tb_deliverable(const struct tb *tb)
+{
+    for (const struct tb_frame *f = tb->qhead; f; f = f->next) {
+        if (!tb->node[1 - f->to].hold) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool tb_deliver(struct tb *tb)
 {
-    struct tb_frame *f, *end = tb->qtail;
+    struct tb_frame *f, *end = tb->qtail, **pp = &tb->qhead, *prev = NULL;
     bool any = false;
 
     /* only the frames queued so far: responses wait for the next round */
-    while ((f = tb->qhead)) {
+    while ((f = *pp)) {
         bool last = f == end;
+        struct tb_node *from = &tb->node[1 - f->to];
 
-        tb->qhead = f->next;
-        if (!tb->qhead) {
-            tb->qtail = NULL;
+        if (from->hold) {
+            prev = f;
+            pp = &f->next;
+        } else {
+            *pp = f->next;
+            if (tb->qtail == f) {
+                tb->qtail = prev;
+            }
+            tb->frames++;
+            from->waiting--;
+            qsw_rx_frame(tb->node[f->to].eng, f->data, f->len);
+            free(f);
+            any = true;
         }
-        tb->frames++;
-        qsw_rx_frame(tb->node[f->to].eng, f->data, f->len);
-        free(f);
-        any = true;
         if (last) {
             break;
+        }
+    }
+    /* the wire drained: the netdev's completion callback */
+    for (int i = 0; i < 2; i++) {
+        struct tb_node *n = &tb->node[i];
+
+        if (n->told_busy && !n->waiting) {
+            n->told_busy = false;
+            n->ready_calls++;
+            qsw_engine_tx_ready(n->eng);
         }
     }
     return any;
@@ -610,7 +648,7 @@ bool tb_run(struct tb *tb, bool (*cond)(struct tb *tb, void *arg), void *arg, ui
         if (cond && cond(tb, arg)) {
             return true;
         }
-        if (tb->qhead) {
+        if (tb_deliverable(tb)) {
             continue;
         }
         next = d0 < d1 ? d0 : d1;

@@ -52,6 +52,20 @@ struct tb_node {
     uint64_t atomics;       /* atomics executed by rkey_atomic */
     struct tb_qpctx *ctx[16];
     unsigned nctx;
+    /*
+     * A wire that fills up, as QEMU's net queue with a full socket: with
+     * tx_room set, a frame that leaves tx_room or more of this node's
+     * frames waiting on the wire is answered QSW_TX_BUSY (it is still
+     * carried), and once the wire has delivered all of them the node's
+     * engine gets qsw_engine_tx_ready(). hold: the wire delivers none of
+     * this node's frames (a netdev that does not drain).
+     */
+    unsigned tx_room;
+    bool hold;
+    unsigned waiting;       /* this node's frames on the wire */
+    unsigned max_waiting;   /* the most there ever were */
+    bool told_busy;
+    unsigned busy_answers, ready_calls;
 };
 
 /* Returns true to drop the frame; may modify it (len may shrink). */

@@ -466,6 +466,54 @@ static void test_tx_waits_for_eop(void)
     CHECK_EQ(fake.guest_errors, 0);
 }
 
+/*
+ * A full netdev (it kept the frame, QRDMA_TX_QUEUED) stops the ring as a
+ * full TX path does: the descriptors after that frame wait, not done,
+ * doorbells send nothing, until qrdma_core_tx_ready() kicks the ring on;
+ * then the rest goes in order.
+ */
+static void test_tx_netdev_full(void)
+{
+    uint8_t f[5][100];
+    unsigned i;
+
+    setup();
+    tx_setup_at(TXQ, 8);
+    for (i = 0; i < 4; i++) {
+        eth_frame(f[i], peer_mac, sizeof(f[i]), 10 + i);
+        tx_post(f[i], sizeof(f[i]), 1);
+    }
+    fake.queue_from = 2;
+    tx_kick();
+    CHECK_EQ(fake.frames_sent, 2);          /* the second one taken and kept */
+    CHECK_EQ(rd(QRDMA_REG_LAN_TXQ_HEAD), 2);
+    check_tx_wb(0, 2, false);
+    CHECK_EQ(desc_cmd(TXQ, 2), tx_cmd[2]);  /* not done */
+    CHECK_EQ(core.tx_queued, 1);
+    eth_frame(f[4], peer_mac, sizeof(f[4]), 14);
+    tx_post(f[4], sizeof(f[4]), 1);
+    tx_kick();
+    CHECK_EQ(fake.frames_sent, 2);
+    fake.queue_from = 0;
+    fake.kicks = 0;
+    qrdma_core_tx_ready(&core);
+    CHECK_EQ(core.tx_queued, 0);
+    CHECK(fake.kicks & QRDMA_WORK_LAN_TX);
+    qrdma_core_run(&core, fake.kicks);
+    CHECK_EQ(fake.frames_sent, 5);
+    for (i = 0; i < 5; i++) {
+        CHECK(!memcmp(fake.frames[i].data, f[i], sizeof(f[i])));
+    }
+    CHECK_EQ(rd(QRDMA_REG_LAN_TXQ_HEAD), 5);
+    check_tx_wb(0, 5, false);
+    CHECK_EQ(rd(QRDMA_REG_LAN_STAT_TX_FRAMES), 5);
+    CHECK_EQ(core.stats.tx_queued, 1);
+    /* a spurious tx_ready changes nothing */
+    qrdma_core_tx_ready(&core);
+    CHECK_EQ(core.tx_queued, 0);
+    CHECK_EQ(fake.guest_errors, 0);
+}
+
 static void test_tx_disabled(void)
 {
     uint8_t f[64];
@@ -1202,6 +1250,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_tx_single_and_gather),
     UNIT_TEST(test_tx_batches_wrap),
     UNIT_TEST(test_tx_waits_for_eop),
+    UNIT_TEST(test_tx_netdev_full),
     UNIT_TEST(test_tx_disabled),
     UNIT_TEST(test_tx_zero_length_fragment),
     UNIT_TEST(test_tx_oversize),

@@ -239,13 +239,14 @@ static uint8_t cap_frame[2048];
 static size_t cap_len;
 static int cap_count;
 
-static void capture(struct side *from, const uint8_t *frame, size_t len)
+static int capture(struct side *from, const uint8_t *frame, size_t len)
 {
     if (len <= sizeof(cap_frame)) {
         memcpy(cap_frame, frame, len);
         cap_len = len;
     }
     cap_count++;
+    return 0;
 }
 
 static void deliver_to_b(const uint8_t *frame, size_t len)

@@ -205,6 +205,54 @@ static void test_migrate_mid_traffic(void)
     memset(&dev_fault, 0, sizeof(dev_fault));
 }
 
+/*
+ * Migrated while its netdev is full and the transport waits for it: the
+ * destination starts with the wire free (its netdev holds nothing of
+ * ours; the frame the source's kept is lost with it) and carries on. The
+ * retransmit timer travels as the time left on the transport's clock,
+ * which stood still while the source waited: half a second of waiting,
+ * seven of the QP's timeouts, costs no timeout after the load.
+ */
+static void test_migrate_while_blocked(void)
+{
+    const uint32_t len = 0x8000;
+    struct qsw_stats st;
+    unsigned i;
+
+    rc_pair();
+    for (i = 0; i < 3; i++) {
+        struct wqe w = { .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = W_DST(i), .nsge = 1,
+                         .sge = { { W_SRC(i), len, 0 } } };
+
+        fill(SA, W_SRC(i), len, 50 + i);
+        post_send(SA, QPN, &w);
+    }
+    SA->tx_limit = true;
+    SA->tx_room = 12;
+    ring_sq(SA, QPN);
+    pump();
+    now_ns += 500000000ull;                 /* the wait: no timer falls due in it */
+    pump_ms(1);
+    CHECK_EQ(SA->frames_sent, 13);
+    CHECK_EQ(SA->core.tx_queued, 1);
+    CHECK(SA->core.dp.be_tx_busy);
+    fq_clear();                             /* the source's netdev goes, with its frame */
+    SA->tx_limit = false;
+    migrate(SA, false);
+    CHECK_EQ(SA->core.tx_queued, 0);
+    CHECK(!SA->core.dp.be_tx_busy);
+    pump_ms(5000);
+    for (i = 0; i < 3; i++) {
+        EXPECT_CQE(SA, 1, QPN, i, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        CHECK(!memcmp(dbuf(SA, W_SRC(i)), dbuf(SB, W_DST(i)), len));
+    }
+    qsw_engine_stats(qrdma_be_sw_engine(SA->core.dp.be), &st);
+    CHECK_EQ(st.timeouts, 0);
+    CHECK(st.retransmits > 0);              /* the lost frame, recovered by a NAK */
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* A stream saved mid-traffic, for the refusal tests. */
 static uint8_t *saved_mid_traffic(size_t *len)
 {
@@ -884,6 +932,7 @@ static void test_migrate_cq_overflow(void)
 
 static const struct unit_test tests[] = {
     UNIT_TEST(test_migrate_mid_traffic),
+    UNIT_TEST(test_migrate_while_blocked),
     UNIT_TEST(test_truncated),
     UNIT_TEST(test_flipped),
     UNIT_TEST(test_foreign),

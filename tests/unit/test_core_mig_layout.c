@@ -60,7 +60,7 @@ static const struct layout_row {
     { QRDMA_MIG_TAG('O', 'B', 'J', 'S'), 1, 0xe8389790 },
     { QRDMA_MIG_TAG('M', 'C', 'S', 'T'), 1, 0x2b2f415a },
     { QRDMA_MIG_TAG('D', 'P', ' ', ' '), 1, 0xc4e454e4 },
-    { QRDMA_MIG_TAG('S', 'W', 'E', 'N'), 1, 0xf330a0b5 },
+    { QRDMA_MIG_TAG('S', 'W', 'E', 'N'), 1, 0x441ff26c },
     { QRDMA_MIG_TAG('S', 'W', 'Q', 'P'), 1, 0x725a9413 },
     { QRDMA_MIG_TAG('E', 'N', 'D', ' '), 1, 0x00000000 },
 };
@@ -81,7 +81,8 @@ static const struct layout_const consts[] = {
     /* bounds the loaders check */
     C(LAN, QRDMA_LAN_BACKLOG_FRAMES),
     C(DP, QRDMA_DP_LOOPBACK_MAX),
-    C(SW_ENGINE, sizeof(struct qsw_stats)),
+    /* the counters the engine saves: those before tx_busy (sw_mig.c) */
+    C(SW_ENGINE, offsetof(struct qsw_stats, tx_busy)),
     /* the software transport's QP: states, MTUs, types, opcodes, WQE and resource states */
     C(SW_QP, QSW_QPS_RESET), C(SW_QP, QSW_QPS_INIT), C(SW_QP, QSW_QPS_RTR),
     C(SW_QP, QSW_QPS_RTS), C(SW_QP, QSW_QPS_SQD), C(SW_QP, QSW_QPS_SQE),

@@ -509,11 +509,12 @@ static void test_fault_determinism(void)
 static uint8_t hold_out[256];
 static unsigned hold_nout;
 
-static void hold_send(void *o, const void *frame, size_t len)
+static int hold_send(void *o, const void *frame, size_t len)
 {
     if (hold_nout < sizeof(hold_out)) {
         hold_out[hold_nout++] = ((const uint8_t *)frame)[ETH_HLEN];
     }
+    return 0;
 }
 
 static void test_fault_hold_order(void)

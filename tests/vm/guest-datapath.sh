@@ -16,6 +16,9 @@
 # qrdma-bulk under injected loss, duplication and reordering; then the
 # peer's process is killed mid-transfer.
 #
+# guest-datapath.sh backpressure (2 guests, test-backpressure.sh): the
+# many-QP SRQ pingpong on a segment whose sockets hold only 10 frames.
+#
 # guest-datapath.sh capture (3 guests): the device steers RoCEv2 frames to
 # its RDMA engine before the LAN function sees them, so a capture on a peer's
 # own qrdma netdev holds no RoCE frame (checked on guest 0, whose capture
@@ -201,6 +204,26 @@ if [ "$mode" = faults ]; then
         vm_signal client2-done ;;
     esac
     echo "fault steps took $(($(date +%s) - start))s"
+    finish guest-datapath
+    exit
+fi
+
+# ---- backpressure mode ----------------------------------------------------------
+# test-backpressure.sh boots both guests on a segment whose Unix datagram
+# sockets keep the kernel's default depth of 10 frames: QEMU's dgram netdev
+# meets a full socket all the time and queues frames, and the device must
+# stop transmitting until the frame it queued has gone (not pile frames up
+# behind it: 16 of 16 runs of this step ended in "transport retry counter
+# exceeded" on both sides before). The transport's retransmit counters
+# are printed, for the record.
+if [ "$mode" = backpressure ]; then
+    hw=/sys/class/infiniband/$dev/ports/1/hw_counters
+    step_limit=300 step "ibv_srq_pingpong 16 QPs, 3000 iterations, max_dgram_qlen 10" \
+        ibv_srq_pingpong -d $dev -g 1 -q 16 -n 3000
+    for c in tx_pkts retrans_pkts local_ack_timeout_err packet_seq_err; do
+        echo "  $c $(cat $hw/$c 2>/dev/null)"
+    done
+    echo "backpressure steps took $(($(date +%s) - start))s"
     finish guest-datapath
     exit
 fi
