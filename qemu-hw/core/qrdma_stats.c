@@ -109,7 +109,7 @@ void qrdma_stats_snapshot(struct qrdma_core *core)
     s[QRDMA_STAT_RX_WRITE_REQUESTS] = be.rx_write_requests;
     s[QRDMA_STAT_RX_ATOMIC_REQUESTS] = be.rx_atomic_requests;
     s[QRDMA_STAT_OUT_OF_BUFFER] = be.out_of_buffer;
-    /* The device's own drops (multicast to no group or QP) and the backend's. */
+    /* The device's own drops (multicast to no group or QP), the backend's. */
     s[QRDMA_STAT_RX_DROPS] = ps->live[QRDMA_STAT_RX_DROPS] + be.rx_drops;
 }
 
