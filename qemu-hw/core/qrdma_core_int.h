@@ -185,6 +185,19 @@ bool qrdma_mcast_gid(const uint8_t gid[16], uint8_t mac[6]);
  */
 void qrdma_mcast_rx(struct qrdma_core *core, const uint8_t *frame, size_t len,
                     const uint8_t dgid[16]);
+/*
+ * A multicast RoCEv2 frame this device is sending (its Ethernet and IP
+ * headers in the first hdr_len bytes of frame): does its group have QPs of
+ * this device attached, which then get a copy (qrdma_mcast_rx_own)?
+ */
+bool qrdma_mcast_has_own(struct qrdma_core *core, const uint8_t *frame,
+                         size_t hdr_len);
+/*
+ * Such a frame, whole, to this device's QPs attached to its group; nothing
+ * counted as dropped when none are left (the frame went to the wire too).
+ */
+void qrdma_mcast_rx_own(struct qrdma_core *core, const uint8_t *frame,
+                        size_t len);
 
 /* qrdma_lan.c */
 extern const struct qrdma_reg_desc

@@ -974,6 +974,10 @@ static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
 /*
  * A frame to our own MAC (a QP talking to a QP of this device, rdma_cm on
  * one host) never comes back from the wire: it loops inside the device.
+ * So does a copy of a multicast frame whose group has QPs of this device
+ * attached (every QP attached to a group receives what is sent to it, as
+ * on a NIC that loops multicast back, the sender's own QP included when
+ * it is attached); the frame itself goes to the wire as well.
  * The backend may not be re-entered from a callback, so the frame waits in
  * a bounded queue for qrdma_dp_process(); beyond the bound it is dropped
  * and counted, as a full wire would drop it (RC retransmits it).
@@ -1014,7 +1018,11 @@ static void loopback_drain(struct qrdma_core *core, unsigned budget)
             dp->loop_tail = NULL;
         }
         dp->loop_len--;
-        dp->ops->rx_frame(dp->be, f->data, f->len);
+        if (f->data[0] & 1) {
+            qrdma_mcast_rx_own(core, f->data, f->len);
+        } else {
+            dp->ops->rx_frame(dp->be, f->data, f->len);
+        }
         free(f);
     }
 }
@@ -1067,6 +1075,9 @@ static int cb_frame_out(void *opaque, const void *frame, size_t len)
         loopback_queue(core, frame, len);
         return QRDMA_BE_TX_SENT;
     }
+    if (qrdma_mcast_has_own(core, frame, len)) {
+        loopback_queue(core, frame, len);
+    }
     return dp_wire_out(core, frame, len, NULL, 0);
 }
 
@@ -1102,6 +1113,15 @@ static int cb_frame_out_iov(void *opaque, const struct iovec *iov, unsigned n)
     lan_mac(core, mac);
     if (core->env.send_frame_iov && n && iov[0].iov_len >= 6 &&
         memcmp(iov[0].iov_base, mac, 6)) {
+        /* The headers are in the first piece. */
+        if (qrdma_mcast_has_own(core, iov[0].iov_base, iov[0].iov_len)) {
+            len = iov_join(dp->tx_join, sizeof(dp->tx_join), iov, n);
+            if (len) {
+                loopback_queue(core, dp->tx_join, len);
+            } else {
+                dp->tx_join_drops++;
+            }
+        }
         return dp_wire_out(core, NULL, 0, iov, n);
     }
     len = iov_join(dp->tx_join, sizeof(dp->tx_join), iov, n);

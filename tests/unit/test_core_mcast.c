@@ -409,6 +409,95 @@ static void test_mcast_delivery(void)
  * the group reaches both, QP 5 (detached before the save) none; a detach
  * after the load finds the attachment.
  */
+/*
+ * Multicast to a group with QPs of the sending device attached loops back
+ * to them, the sender's own QP included, as well as going to the wire; a
+ * frame sent in pieces (zero-copy transmit, payloads of 1 KB and more) as
+ * well as whole.
+ */
+static void mcast_loopback_sizes(void)
+{
+    static const uint32_t sizes[] = { 300, 1024 };     /* the UD path MTU */
+    bool got_self = false, got_other = false;
+    struct cqe e;
+    uint64_t drops;
+    unsigned k;
+
+    mcast_setup();
+    create_qp(SA, UDQP2, &ud_spec);
+    ud_to_rts(SA, UDQP2);
+    CQP_OK(attach(SA, UDQP2, group));
+    CQP_OK(attach(SB, UDQP, group));
+    for (k = 0; k < 2; k++) {
+        uint32_t len = sizes[k];
+
+        fill(SA, 0x1000, len, 7 + k);
+        memset(dbuf(SA, 0x7000), 0xee, 0x1000);
+        memset(dbuf(SB, 0x6000), 0xee, 0x1000);
+        post_recv(SA, UDQP2, 0x7000, 40 + 2048);
+        post_recv(SB, UDQP, 0x6000, 40 + 2048);
+        send_to_group(0x1000, len, QKEY, MC_QPN);
+        EXPECT_CQE(SA, 1, UDQP, k, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+        /* The other QP of the sending device, through the loopback... */
+        EXPECT_CQE(SA, 2, UDQP2, k, QSW_WC_RECV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_GRH,
+                   40 + len);
+        CHECK(!memcmp(dbuf(SA, 0x7000 + 40), dbuf(SA, 0x1000), len));
+        CHECK_EQ(dbuf(SA, 0x7000 + 40 + len)[0], 0xee);
+        /* ...and the peer's, through the wire. */
+        EXPECT_CQE(SB, 2, UDQP, k, QSW_WC_RECV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_GRH, 40 + len);
+        CHECK(!memcmp(dbuf(SB, 0x6000 + 40), dbuf(SA, 0x1000), len));
+        expect_no_cqe(SA, 2);
+        expect_no_cqe(SB, 2);
+    }
+
+    /* The sender attached too: it gets its own datagram. */
+    CQP_OK(attach(SA, UDQP, group));
+    post_recv(SA, UDQP, 0x8000, 40 + 2048);
+    post_recv(SA, UDQP2, 0x7000, 40 + 2048);
+    post_recv(SB, UDQP, 0x6000, 40 + 2048);
+    send_to_group(0x1000, 64, QKEY, MC_QPN);
+    EXPECT_CQE(SA, 1, UDQP, 2, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    for (k = 0; k < 2; k++) {
+        CHECK(poll_cq(SA, 2, &e));
+        CHECK_EQ(e.status, QSW_WC_SUCCESS);
+        CHECK_EQ(e.byte_len, 40 + 64);
+        CHECK_EQ(e.src_qp, UDQP);
+        got_self |= e.qp == UDQP;
+        got_other |= e.qp == UDQP2;
+    }
+    CHECK(got_self && got_other);
+    expect_no_cqe(SA, 2);
+    CHECK(!memcmp(dbuf(SA, 0x8000 + 40), dbuf(SA, 0x1000), 64));
+    CHECK(!memcmp(dbuf(SA, 0x7000 + 40), dbuf(SA, 0x1000), 64));
+    EXPECT_CQE(SB, 2, UDQP, 2, QSW_WC_RECV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_GRH, 40 + 64);
+
+    /* Nobody of A's attached: nothing loops back, and nothing is a drop. */
+    CQP_OK(detach(SA, UDQP, group));
+    CQP_OK(detach(SA, UDQP2, group));
+    drops = port_stat(SA, QRDMA_STAT_RX_DROPS);
+    post_recv(SB, UDQP, 0x6000, 40 + 2048);
+    send_to_group(0x1000, 64, QKEY, MC_QPN);
+    EXPECT_CQE(SA, 1, UDQP, 3, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, UDQP, 3, QSW_WC_RECV, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_GRH, 40 + 64);
+    expect_no_cqe(SA, 2);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RX_DROPS), drops);
+    no_errors(SA);
+    no_errors(SB);
+}
+
+static void test_mcast_loopback(void)
+{
+    mcast_loopback_sizes();
+}
+
+/* The same without zero-copy transmit: every frame whole. */
+static void test_mcast_loopback_copy_tx(void)
+{
+    dp_tb_copy_tx = true;
+    mcast_loopback_sizes();
+    dp_tb_copy_tx = false;
+}
+
 static void test_mcast_migrates(void)
 {
     uint8_t *buf = NULL;
@@ -458,6 +547,8 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_mcast_limits),
     UNIT_TEST(test_mcast_frame),
     UNIT_TEST(test_mcast_delivery),
+    UNIT_TEST(test_mcast_loopback),
+    UNIT_TEST(test_mcast_loopback_copy_tx),
     UNIT_TEST(test_mcast_migrates),
 };
 
