@@ -204,6 +204,12 @@ extern const struct qrdma_reg_desc
     qrdma_lan_reg_table[QRDMA_REG_BLOCK_SIZE / 4];
 void qrdma_lan_reset(struct qrdma_core *core);
 void qrdma_lan_tx_process(struct qrdma_core *core);
+/*
+ * Is the frame RoCEv2 (IPv4 first fragment or IPv6, UDP destination port
+ * 4791)? If so, *dst_gid is its destination GID (IPv4 mapped into
+ * ::ffff:0:0/96). The Ethernet address is not looked at.
+ */
+bool qrdma_lan_roce_dgid(const uint8_t *f, size_t len, uint8_t dst_gid[16]);
 /* qrdma_core_lan_can_receive / _receive, inside the guard. */
 bool qrdma_lan_can_receive(struct qrdma_core *core);
 size_t qrdma_lan_receive(struct qrdma_core *core, const uint8_t *frame,

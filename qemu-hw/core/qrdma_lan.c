@@ -304,6 +304,39 @@ static bool lan_filter_accepts(struct qrdma_core *core, const uint8_t *dst)
            1;
 }
 
+bool qrdma_lan_roce_dgid(const uint8_t *f, size_t len, uint8_t dst_gid[16])
+{
+    static const uint8_t v4_mapped[16] = { [10] = 0xff, [11] = 0xff };
+    uint16_t type;
+    size_t l4;
+
+    if (len < ETH_HLEN) {
+        return false;
+    }
+    type = f[12] << 8 | f[13];
+    memcpy(dst_gid, v4_mapped, 16);
+    if (type == ETH_P_IPV4 && len >= ETH_HLEN + 20 && (f[ETH_HLEN] >> 4) == 4) {
+        l4 = ETH_HLEN + (f[ETH_HLEN] & 0xf) * 4;
+        if (f[ETH_HLEN + 9] != IPPROTO_UDP_NUM || (f[ETH_HLEN] & 0xf) < 5) {
+            return false;
+        }
+        /* Only a first fragment carries the UDP header. */
+        if (((f[ETH_HLEN + 6] & 0x1f) << 8 | f[ETH_HLEN + 7]) != 0) {
+            return false;
+        }
+        memcpy(dst_gid + 12, f + ETH_HLEN + 16, 4);     /* ::ffff:a.b.c.d */
+    } else if (type == ETH_P_IPV6 && len >= ETH_HLEN + 40) {
+        if (f[ETH_HLEN + 6] != IPPROTO_UDP_NUM) {
+            return false;
+        }
+        l4 = ETH_HLEN + 40;
+        memcpy(dst_gid, f + ETH_HLEN + 24, 16);
+    } else {
+        return false;
+    }
+    return len >= l4 + 8 && (f[l4 + 2] << 8 | f[l4 + 3]) == ROCE_V2_UDP_PORT;
+}
+
 /*
  * RoCEv2 frames (IPv4 first fragment or IPv6, UDP destination port 4791)
  * go to the RDMA engine, not the LAN ring. Unicast ones when they are to
@@ -316,35 +349,12 @@ enum lan_roce { LAN_NOT_ROCE, LAN_ROCE_UNICAST, LAN_ROCE_MCAST };
 static enum lan_roce lan_is_roce(struct qrdma_core *core, const uint8_t *f,
                                  size_t len, uint8_t dst_gid[16])
 {
-    static const uint8_t v4_mapped[16] = { [10] = 0xff, [11] = 0xff };
-    uint16_t type = f[12] << 8 | f[13];
     bool mcast = f[0] & 1;
-    size_t l4;
 
     if (!mcast && !lan_is_own_mac(core, f)) {
         return LAN_NOT_ROCE;
     }
-    memcpy(dst_gid, v4_mapped, 16);
-    if (type == ETH_P_IPV4 && len >= ETH_HLEN + 20 && (f[ETH_HLEN] >> 4) == 4) {
-        l4 = ETH_HLEN + (f[ETH_HLEN] & 0xf) * 4;
-        if (f[ETH_HLEN + 9] != IPPROTO_UDP_NUM || (f[ETH_HLEN] & 0xf) < 5) {
-            return LAN_NOT_ROCE;
-        }
-        /* Only a first fragment carries the UDP header. */
-        if (((f[ETH_HLEN + 6] & 0x1f) << 8 | f[ETH_HLEN + 7]) != 0) {
-            return LAN_NOT_ROCE;
-        }
-        memcpy(dst_gid + 12, f + ETH_HLEN + 16, 4);     /* ::ffff:a.b.c.d */
-    } else if (type == ETH_P_IPV6 && len >= ETH_HLEN + 40) {
-        if (f[ETH_HLEN + 6] != IPPROTO_UDP_NUM) {
-            return LAN_NOT_ROCE;
-        }
-        l4 = ETH_HLEN + 40;
-        memcpy(dst_gid, f + ETH_HLEN + 24, 16);
-    } else {
-        return LAN_NOT_ROCE;
-    }
-    if (len < l4 + 8 || (f[l4 + 2] << 8 | f[l4 + 3]) != ROCE_V2_UDP_PORT) {
+    if (!qrdma_lan_roce_dgid(f, len, dst_gid)) {
         return LAN_NOT_ROCE;
     }
     if (mcast) {

@@ -241,32 +241,6 @@ struct cqp_result qrdma_cqp_mcast_detach(struct qrdma_core *core,
     return (struct cqp_result){ 0 };
 }
 
-/*
- * The destination GID of a RoCEv2 frame from its IP header (IPv4: the
- * address mapped into ::ffff:0:0/96); false when the headers are not
- * there. The frames asked about are this device's own, built by its
- * transport, so the UDP port and the rest need no check.
- */
-static bool frame_dgid(const uint8_t *f, size_t len, uint8_t dgid[16])
-{
-    static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-    const size_t eth = 14;
-
-    if (len < eth + 20) {
-        return false;
-    }
-    if (f[12] == 0x08 && f[13] == 0x00) {
-        memcpy(dgid, v4_mapped, 12);
-        memcpy(dgid + 12, f + eth + 16, 4);
-        return true;
-    }
-    if (f[12] == 0x86 && f[13] == 0xdd && len >= eth + 40) {
-        memcpy(dgid, f + eth + 24, 16);
-        return true;
-    }
-    return false;
-}
-
 bool qrdma_mcast_has_own(struct qrdma_core *core, const uint8_t *frame,
                          size_t hdr_len)
 {
@@ -274,7 +248,7 @@ bool qrdma_mcast_has_own(struct qrdma_core *core, const uint8_t *frame,
     uint8_t dgid[16];
 
     if (!core->mcast.ngrp || hdr_len < 6 || !(frame[0] & 1) ||
-        !frame_dgid(frame, hdr_len, dgid)) {
+        !qrdma_lan_roce_dgid(frame, hdr_len, dgid)) {
         return false;
     }
     grp = grp_find(core, dgid);
@@ -287,7 +261,7 @@ void qrdma_mcast_rx_own(struct qrdma_core *core, const uint8_t *frame,
     const struct qrdma_mcast_grp *grp;
     uint8_t dgid[16];
 
-    if (!frame_dgid(frame, len, dgid)) {
+    if (!qrdma_lan_roce_dgid(frame, len, dgid)) {
         return;
     }
     grp = grp_find(core, dgid);
