@@ -403,22 +403,24 @@ static void cb_trace(void *opaque, struct qsw_qp *tp, enum qsw_trace ev,
                     psn, detail);
 }
 
+/* The core's answer to a frame, in the engine's terms. */
+static int tx_status(int be_status)
+{
+    return be_status == QRDMA_BE_TX_BUSY ? QSW_TX_BUSY : QSW_TX_SENT;
+}
+
 static int cb_send_frame(void *opaque, const void *frame, size_t len)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.frame_out(sw->opaque, frame, len) == QRDMA_BE_TX_BUSY
-               ? QSW_TX_BUSY
-               : QSW_TX_SENT;
+    return tx_status(sw->cb.frame_out(sw->opaque, frame, len));
 }
 
 static int cb_send_frame_iov(void *opaque, const struct iovec *iov, unsigned n)
 {
     struct sw_be *sw = opaque;
 
-    return sw->cb.frame_out_iov(sw->opaque, iov, n) == QRDMA_BE_TX_BUSY
-               ? QSW_TX_BUSY
-               : QSW_TX_SENT;
+    return tx_status(sw->cb.frame_out_iov(sw->opaque, iov, n));
 }
 
 static uint64_t cb_now_ns(void *opaque)

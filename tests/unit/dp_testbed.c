@@ -341,6 +341,12 @@ uint32_t reg_r(struct side *s, uint32_t off)
     return qrdma_core_reg_read(&s->core, off, 4);
 }
 
+uint64_t port_stat(struct side *s, unsigned i)
+{
+    reg_w(s, QRDMA_REG_STATS_CTRL, QRDMA_STATS_CTRL_SNAPSHOT);
+    return reg_r(s, QRDMA_REG_STAT_LO(i)) | (uint64_t)reg_r(s, QRDMA_REG_STAT_HI(i)) << 32;
+}
+
 bool logged(struct side *s, const char *needle)
 {
     int i;

@@ -204,6 +204,8 @@ uint8_t *dbuf(struct side *s, uint64_t off);
 void fill(struct side *s, uint64_t off, size_t len, unsigned seed);
 void reg_w(struct side *s, uint32_t off, uint32_t v);
 uint32_t reg_r(struct side *s, uint32_t off);
+/* Port counter i (docs/hw-spec.md section 20) as the driver reads it: a snapshot, then LO and HI. */
+uint64_t port_stat(struct side *s, unsigned i);
 /* Guest errors: did one contain needle (says on stderr if not); none at all; forget them. */
 bool logged(struct side *s, const char *needle);
 void no_errors(struct side *s);

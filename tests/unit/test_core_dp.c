@@ -2541,13 +2541,6 @@ static void test_irq_frame_asked(void)
 
 /* ---- port counters (block 0x5000, docs/hw-spec.md section 20) ----------------------- */
 
-/* Counter i of side s as the driver reads it: a snapshot, then LO and HI. */
-static uint64_t stat(struct side *s, unsigned i)
-{
-    reg_w(s, QRDMA_REG_STATS_CTRL, QRDMA_STATS_CTRL_SNAPSHOT);
-    return reg_r(s, QRDMA_REG_STAT_LO(i)) | (uint64_t)reg_r(s, QRDMA_REG_STAT_HI(i)) << 32;
-}
-
 static uint8_t icrc_frame[2048];
 static size_t icrc_frame_len;
 
@@ -2581,7 +2574,7 @@ static void test_port_counters(void)
     rc_pair();
     CHECK_EQ(reg_r(SA, QRDMA_REG_STATS_NUM), QRDMA_STAT_NUM);
     for (i = 0; i < QRDMA_STAT_NUM; i++) {
-        CHECK_EQ(stat(SA, i), 0);
+        CHECK_EQ(port_stat(SA, i), 0);
     }
 
     /* A clean SEND of 3 packets: packets and bytes agree across the wire. */
@@ -2591,13 +2584,13 @@ static void test_port_counters(void)
     pump();
     EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
-    CHECK(stat(SA, QRDMA_STAT_TX_PKTS) >= 3);
-    CHECK_EQ(stat(SA, QRDMA_STAT_TX_PKTS), stat(SB, QRDMA_STAT_RX_PKTS));
-    CHECK_EQ(stat(SA, QRDMA_STAT_TX_BYTES), stat(SB, QRDMA_STAT_RX_BYTES));
-    CHECK_EQ(stat(SB, QRDMA_STAT_TX_PKTS), stat(SA, QRDMA_STAT_RX_PKTS));
-    CHECK(stat(SA, QRDMA_STAT_TX_BYTES) > 3000);
-    CHECK_EQ(stat(SA, QRDMA_STAT_RETRANS_PKTS), 0);
-    CHECK_EQ(stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
+    CHECK(port_stat(SA, QRDMA_STAT_TX_PKTS) >= 3);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_TX_PKTS), port_stat(SB, QRDMA_STAT_RX_PKTS));
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_TX_BYTES), port_stat(SB, QRDMA_STAT_RX_BYTES));
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_TX_PKTS), port_stat(SA, QRDMA_STAT_RX_PKTS));
+    CHECK(port_stat(SA, QRDMA_STAT_TX_BYTES) > 3000);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RETRANS_PKTS), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
 
     /* The first packet lost: B sees the others out of sequence and NAKs; A resends. */
     post_recv(SB, QPN, 0x9000, 4096);
@@ -2607,11 +2600,11 @@ static void test_port_counters(void)
     pump_ms(1000);
     EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 3000);
-    CHECK(stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE) >= 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_PACKET_SEQ_ERR), 1);
-    CHECK(stat(SA, QRDMA_STAT_RETRANS_PKTS) >= 3);
-    CHECK_EQ(stat(SA, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
-    CHECK_EQ(stat(SB, QRDMA_STAT_PACKET_SEQ_ERR), 0);
+    CHECK(port_stat(SB, QRDMA_STAT_OUT_OF_SEQUENCE) >= 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_PACKET_SEQ_ERR), 1);
+    CHECK(port_stat(SA, QRDMA_STAT_RETRANS_PKTS) >= 3);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_OUT_OF_SEQUENCE), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_PACKET_SEQ_ERR), 0);
 
     /* The ACK lost: A's timer expires, it resends, B sees a duplicate. */
     post_recv(SB, QPN, 0x9000, 4096);
@@ -2622,19 +2615,19 @@ static void test_port_counters(void)
     pump_ms(1000);
     EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     EXPECT_CQE(SB, 2, QPN, 2, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 100);
-    CHECK(stat(SA, QRDMA_STAT_LOCAL_ACK_TIMEOUT) >= 1);
-    CHECK_EQ(stat(SB, QRDMA_STAT_LOCAL_ACK_TIMEOUT), 0);
-    CHECK(stat(SB, QRDMA_STAT_DUPLICATE_REQUEST) >= 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_DUPLICATE_REQUEST), 0);
+    CHECK(port_stat(SA, QRDMA_STAT_LOCAL_ACK_TIMEOUT) >= 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_LOCAL_ACK_TIMEOUT), 0);
+    CHECK(port_stat(SB, QRDMA_STAT_DUPLICATE_REQUEST) >= 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_DUPLICATE_REQUEST), 0);
 
     /* No receive posted: B sends RNR NAKs, A receives them. */
-    CHECK_EQ(stat(SB, QRDMA_STAT_RNR_NAK_SENT), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RNR_NAK_SENT), 0);
     post_send(SA, QPN, &one);
     ring_sq(SA, QPN);
     pump();
-    CHECK(stat(SB, QRDMA_STAT_RNR_NAK_SENT) >= 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_RNR_NAK_RCVD), stat(SB, QRDMA_STAT_RNR_NAK_SENT));
-    CHECK_EQ(stat(SA, QRDMA_STAT_RNR_NAK_SENT), 0);
+    CHECK(port_stat(SB, QRDMA_STAT_RNR_NAK_SENT) >= 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RNR_NAK_RCVD), port_stat(SB, QRDMA_STAT_RNR_NAK_SENT));
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RNR_NAK_SENT), 0);
     post_recv(SB, QPN, 0x9000, 4096);
     pump_ms(100);
     EXPECT_CQE(SA, 1, QPN, 3, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
@@ -2652,11 +2645,11 @@ static void test_port_counters(void)
 
         CHECK(poll_cq(SA, 1, &e) && e.status == QSW_WC_SUCCESS);
     }
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_READ_REQUESTS), 1);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_ATOMIC_REQUESTS), 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_RX_WRITE_REQUESTS), 0);
-    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_READ_REQUESTS), 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_ATOMIC_REQUESTS), 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RX_WRITE_REQUESTS), 0);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 0);
 
     /* A frame with a bad ICRC is dropped and counted. */
     dp_tb_wire = icrc_wire;
@@ -2666,16 +2659,16 @@ static void test_port_counters(void)
     dp_tb_wire = NULL;
     CHECK(icrc_frame_len > 4);
     icrc_frame[icrc_frame_len - 1] ^= 0x40;
-    v = stat(SB, QRDMA_STAT_RX_PKTS);
+    v = port_stat(SB, QRDMA_STAT_RX_PKTS);
     qrdma_core_lan_receive(&SB->core, icrc_frame, icrc_frame_len);
-    CHECK_EQ(stat(SB, QRDMA_STAT_ICRC_ERR), 1);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_PKTS), v + 1);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_ICRC_ERR), 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_PKTS), v + 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 2);
     /* The real one (the ICRC fixed back) goes through. */
     icrc_frame[icrc_frame_len - 1] ^= 0x40;
     qrdma_core_lan_receive(&SB->core, icrc_frame, icrc_frame_len);
     pump_ms(100);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 3);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RX_WRITE_REQUESTS), 3);
     EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_RDMA_WRITE, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
 
     /* A bad rkey: one error CQE and flushes on A's send side, flushes on both receive sides. */
@@ -2688,11 +2681,11 @@ static void test_port_counters(void)
     EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_RDMA_WRITE, QSW_WC_REM_ACCESS_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
     EXPECT_CQE(SA, 1, QPN, 2, QSW_WC_SEND, QSW_WC_WR_FLUSH_ERR, QRDMA_CQE_FLAG_SQ, ~0u);
     EXPECT_CQE(SA, 2, QPN, 0, QSW_WC_RECV, QSW_WC_WR_FLUSH_ERR, 0, ~0u);
-    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_REQ_CQE_FLUSH), 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_RESP_CQE_FLUSH), 1);
-    CHECK_EQ(stat(SA, QRDMA_STAT_RESP_CQE_ERROR), 0);
-    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_REQ_CQE_ERROR), 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_REQ_CQE_FLUSH), 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RESP_CQE_FLUSH), 1);
+    CHECK_EQ(port_stat(SA, QRDMA_STAT_RESP_CQE_ERROR), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
     aeq_drain(SB);
     log_clear(SB);
 
@@ -2703,14 +2696,14 @@ static void test_port_counters(void)
     ring_sq(SA, QPN);
     pump();
     EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_LOC_LEN_ERR, 0, ~0u);
-    CHECK_EQ(stat(SB, QRDMA_STAT_RESP_CQE_ERROR), 1);
-    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_RESP_CQE_ERROR), 1);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_REQ_CQE_ERROR), 0);
 
     /* The snapshot holds still until the next one; halves come from one 64-bit value. */
     SB->core.port_stats.live[QRDMA_STAT_REQ_CQE_FLUSH] = 0x100000002ull;
     CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_LO(QRDMA_STAT_REQ_CQE_FLUSH)), 0);
     CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_HI(QRDMA_STAT_REQ_CQE_FLUSH)), 0);
-    CHECK_EQ(stat(SB, QRDMA_STAT_REQ_CQE_FLUSH), 0x100000002ull);
+    CHECK_EQ(port_stat(SB, QRDMA_STAT_REQ_CQE_FLUSH), 0x100000002ull);
     CHECK_EQ(reg_r(SB, QRDMA_REG_STATS_CTRL), 0);
     no_errors(SB);
     /* Reserved bits of STATS_CTRL and a write to a counter are guest errors. */
@@ -2723,11 +2716,11 @@ static void test_port_counters(void)
     log_clear(SB);
 
     /* A device reset zeroes every counter and the snapshot. */
-    CHECK(stat(SB, QRDMA_STAT_RX_PKTS) > 0);
+    CHECK(port_stat(SB, QRDMA_STAT_RX_PKTS) > 0);
     reg_w(SB, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
     for (i = 0; i < QRDMA_STAT_NUM; i++) {
         CHECK_EQ(reg_r(SB, QRDMA_REG_STAT_LO(i)), 0);
-        CHECK_EQ(stat(SB, i), 0);
+        CHECK_EQ(port_stat(SB, i), 0);
     }
     fq_clear();
 }

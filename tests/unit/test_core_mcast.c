@@ -298,14 +298,6 @@ static void test_mcast_frame(void)
     no_errors(SB);
 }
 
-/* Port counter i, through a snapshot as the driver reads it. */
-static uint64_t port_stat(struct side *s, unsigned i)
-{
-    reg_w(s, QRDMA_REG_STATS_CTRL, QRDMA_STATS_CTRL_SNAPSHOT);
-    return reg_r(s, QRDMA_REG_STAT_LO(i)) |
-           (uint64_t)reg_r(s, QRDMA_REG_STAT_HI(i)) << 32;
-}
-
 static void test_mcast_delivery(void)
 {
     struct qsw_stats st0, st1;
