@@ -725,6 +725,22 @@ const struct qp_spec rc_spec = {
     .sq_log2 = 3, .sq_wqe_log2 = 8, .rq_log2 = 3, .rq_wqe_log2 = 6,
 };
 
+const struct qp_spec ud_spec = {
+    .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
+    .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
+};
+
+uint64_t gid_word(const uint8_t *gid)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        v = v << 8 | gid[i];
+    }
+    return v;
+}
+
 uint64_t create_qp_status(struct side *s, uint32_t id, const struct qp_spec *p)
 {
     const bool srq = p->flags & QRDMA_QP_CREATE_SRQ;

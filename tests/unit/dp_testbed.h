@@ -281,6 +281,9 @@ struct qp_spec {
 
 /* RC, send CQ 1, receive CQ 2, SQ of 8 WQEs of 256 bytes, RQ of 8 of 64. */
 extern const struct qp_spec rc_spec;
+extern const struct qp_spec ud_spec;
+/* Eight bytes of a GID as the little-endian word a CQP argument takes. */
+uint64_t gid_word(const uint8_t *gid);
 
 #define QPCTX(id) (0xa0000ull + (id))
 

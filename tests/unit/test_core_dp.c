@@ -495,11 +495,6 @@ static void test_nop(void)
 #define UDQP 3
 #define AH_ID 1
 
-static const struct qp_spec ud_spec = {
-    .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
-    .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
-};
-
 static void test_ud(void)
 {
     struct wqe w = { .op = QRDMA_SQ_OP_SEND_WITH_IMM, .imm = 0x01020304, .ah = AH_ID,

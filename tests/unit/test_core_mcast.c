@@ -33,30 +33,14 @@ int unit_failures;
 static const uint8_t group[16] = { [10] = 0xff, [11] = 0xff, 239, 1, 1, 1 };
 static const uint8_t group_mac[6] = { 0x01, 0x00, 0x5e, 0x01, 0x01, 0x01 };
 
-static const struct qp_spec ud_spec = {
-    .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
-    .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
-};
-
-static uint64_t gid_lo(const uint8_t *gid)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | gid[i];
-    }
-    return v;
-}
-
 static uint64_t attach(struct side *s, uint32_t qp, const uint8_t *gid)
 {
-    return cqp(s, QRDMA_CQP_OP_MCAST_ATTACH, qp, gid_lo(gid), gid_lo(gid + 8), 0, 0, 0);
+    return cqp(s, QRDMA_CQP_OP_MCAST_ATTACH, qp, gid_word(gid), gid_word(gid + 8), 0, 0, 0);
 }
 
 static uint64_t detach(struct side *s, uint32_t qp, const uint8_t *gid)
 {
-    return cqp(s, QRDMA_CQP_OP_MCAST_DETACH, qp, gid_lo(gid), gid_lo(gid + 8), 0, 0, 0);
+    return cqp(s, QRDMA_CQP_OP_MCAST_DETACH, qp, gid_word(gid), gid_word(gid + 8), 0, 0, 0);
 }
 
 static unsigned minor_of(uint64_t st)
@@ -155,8 +139,8 @@ static void test_mcast_commands(void)
     st = attach(SB, 9, group);
     CHECK_EQ(major_of(st), QRDMA_CQP_ERR_STATE);
     CHECK_EQ(minor_of(st), QRDMA_STATE_ERR_NOT_FOUND);
-    st = cqp(SB, QRDMA_CQP_OP_MCAST_ATTACH, UDQP | 1ull << 40, gid_lo(group),
-             gid_lo(group + 8), 0, 0, 0);
+    st = cqp(SB, QRDMA_CQP_OP_MCAST_ATTACH, UDQP | 1ull << 40, gid_word(group),
+             gid_word(group + 8), 0, 0, 0);
     CHECK_EQ(major_of(st), QRDMA_CQP_ERR_INVALID_ARG);
     CHECK_EQ(SB->core.mcast.ngrp, 0);
 

@@ -201,22 +201,6 @@ static void tag_name(uint32_t tag, char out[5])
 #define AH_ID       1
 #define MW_INDEX    4
 
-static const struct qp_spec ud_spec = {
-    .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
-    .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
-};
-
-static uint64_t gid_lo(const uint8_t *gid)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        v = v << 8 | gid[i];
-    }
-    return v;
-}
-
 /* A non-RoCE broadcast frame for the Ethernet function. */
 static void lan_frame(struct side *s)
 {
@@ -255,7 +239,7 @@ static void rich_state(void)
     write_av(SA, AV_BUF, SB);
     CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH, AH_ID | (uint64_t)PD << QRDMA_AH_ARG0_PD_SHIFT,
                AV_BUF, 0, 0, 0, 0));
-    CQP_OK(cqp(SA, QRDMA_CQP_OP_MCAST_ATTACH, UDQP, gid_lo(group), gid_lo(group + 8), 0, 0,
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_MCAST_ATTACH, UDQP, gid_word(group), gid_word(group + 8), 0, 0,
                0));
     CQP_OK(cqp(SA, QRDMA_CQP_OP_ALLOC_STAG, MW_INDEX << QRDMA_STAG_INDEX_SHIFT | 1,
                PD | (uint64_t)QRDMA_MW_TYPE_2 << QRDMA_MR_ARG1_MW_TYPE_SHIFT, 0, 0, 0, 0));

@@ -304,10 +304,6 @@ static void test_rc_over_host_nic(void)
  */
 static void test_ud_over_host_nic(void)
 {
-    static const struct qp_spec ud_spec = {
-        .type = QRDMA_QP_TYPE_UD, .send_cq = 1, .recv_cq = 2,
-        .sq_log2 = 3, .sq_wqe_log2 = 7, .rq_log2 = 3, .rq_wqe_log2 = 5,
-    };
     const uint32_t ud_id = 3, ah_id = 1;
     uint32_t qpn_a, qpn_b;
     uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
