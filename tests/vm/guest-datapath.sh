@@ -38,7 +38,7 @@ case $me in 0) role=server ;; 1) role=client ;; *) role=sniffer ;; esac
 vm_barrier up 150
 
 # step NAME CMD...: CMD on guest 0, then "CMD 10.0.0.1" on guest 1 once the
-# server has had 2 s to start; other guests only keep the lockstep.
+# server listens (wait_serving); other guests only keep the lockstep.
 step() {
     local name=$1 log s rc t0 dt limit=${step_limit:-90}
     shift
@@ -49,6 +49,7 @@ step() {
     0)
         timeout "$limit" "$@" > "$log" 2> "$log.err" &
         s=$!
+        wait_serving "$s" "${serve_limit:-10}"
         vm_signal "srv-$n"
         vm_wait "cli-$n" $((limit + 30))
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
@@ -57,7 +58,6 @@ step() {
         rc=$? ;;
     1)
         if vm_wait "srv-$n" 120; then
-            sleep 2
             timeout "$limit" "$@" "$server" > "$log" 2> "$log.err"
             rc=$?
         else
@@ -157,6 +157,7 @@ if [ "$mode" = faults ]; then
     0)
         qrdma-bulk -d $dev -g 1 -m 256 -c 256 -t 120 > /tmp/victim.log 2>&1 &
         victim=$!
+        wait_serving "$victim"
         vm_signal victim-up
         vm_wait client-up 120
         # Kill once the WRITEs are flowing (the client fills 256 MB first).
@@ -169,6 +170,7 @@ if [ "$mode" = faults ]; then
         vm_wait client-done 120
         qrdma-bulk -d $dev -g 1 -m 16 -c 16 -w 256 -t 60 > /tmp/restart.log 2>&1 &
         s=$!
+        wait_serving "$s"
         vm_signal restarted
         vm_wait client2-done 150
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
@@ -176,7 +178,6 @@ if [ "$mode" = faults ]; then
         check "restarted server: new transfer completed" test $? = 0 ;;
     1)
         vm_wait victim-up 120
-        sleep 2
         qrdma-bulk -d $dev -g 1 -m 256 -c 256 -t 120 "$server" > /tmp/survivor.log 2>&1 &
         c=$!
         vm_signal client-up
@@ -197,7 +198,6 @@ if [ "$mode" = faults ]; then
             awk -v t="$dt" 'BEGIN { exit !(t < 20) }'
         vm_signal client-done
         vm_wait restarted 120
-        sleep 2
         qrdma-bulk -d $dev -g 1 -m 16 -c 16 -w 256 -t 60 "$server" > /tmp/restart.log 2>&1
         check "a new QP to the restarted server works" test $? = 0
         tail -n 2 /tmp/restart.log | sed 's/^/  | /'

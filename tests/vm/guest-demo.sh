@@ -25,6 +25,7 @@ demo_step() {
     if [ "$me" = 0 ]; then
         timeout 180 "$@" > "$log" 2>&1 &
         s=$!
+        wait_serving "$s"
         vm_signal "srv-$n"
         vm_wait "cli-$n" 240 || true
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
@@ -34,7 +35,6 @@ demo_step() {
         return 0
     fi
     vm_wait "srv-$n" 120 || return 1
-    sleep 2
     timeout 180 "$@" "$server" > "$log" 2>&1
     rc=$?
     vm_signal "cli-$n"

@@ -21,7 +21,7 @@ start=$(date +%s)
 vm_barrier up 150
 
 # step NAME SERVER CMD...: CMD on guest SERVER, then CMD plus SERVER's
-# address on the other guest once the server had 2 s to start. @DEV@ in
+# address on the other guest once the server listens (wait_serving). @DEV@ in
 # CMD is each side's own device, @N@ the step's number; a CMD with @SRV@
 # gets the address there instead (the server an empty word).
 step() {
@@ -40,6 +40,7 @@ step() {
     if [ "$me" = "$srv" ]; then
         timeout "$limit" "${args[@]}" > "$log" 2>&1 &
         s=$!
+        wait_serving "$s" "${serve_limit:-10}"
         vm_signal "srv-$n"
         vm_wait "cli-$n" $((limit + 30))
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
@@ -55,7 +56,6 @@ step() {
         return 0
     fi
     if vm_wait "srv-$n" 120; then
-        sleep 2
         timeout "$limit" "${args[@]}" > "$log" 2>&1
         rc=$?
     else
@@ -143,7 +143,8 @@ export -f mckey_side wait_for
 # (its own sent_pkts, the guest's IP counters and a capture on its NIC agree;
 # two soft-RoCE guests lose them alike), so that direction would test
 # rdma_rxe, not qrdma (docs/features.md).
-step "mckey, 10 datagrams to 239.1.1.N, soft-RoCE serves" 1 \
+# The receiver joins a group and listens for nothing: 2 s to start.
+serve_limit=2 step "mckey, 10 datagrams to 239.1.1.N, soft-RoCE serves" 1 \
     bash -c 'mckey_side "239.1.1.$1" "$1" "$0"' @SRV@ @N@
 both "rstream" sh -c 'exec rstream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@
 both "riostream" sh -c 'exec riostream -S 65536 -C 100 ${0:+-s "$0"}' @SRV@

@@ -57,13 +57,48 @@ pair_run() {
     shift
     timeout 120 "$@" > "/tmp/$name-s.log" 2>&1 &
     s=$!
-    sleep 1
+    wait_serving "$s"
     timeout 120 "$@" "$QRDMA_IP" > "/tmp/$name-c.log" 2>&1
     rc=$?
     wait "$s"
     rs=$?
     tail -n 1 "/tmp/$name-s.log" "/tmp/$name-c.log" 2>&1 | sed 's/^/  | /'
     [ "$rs" -eq 0 ] && [ "$rc" -eq 0 ]
+}
+# tree_pids PID: PID and every process below it (timeout, sh -c and the
+# tool it runs), separated by '|'; from /proc, without a process per level.
+tree_pids() {
+    local p kids=() out=$1
+    read -r -a kids < "/proc/$1/task/$1/children" 2>/dev/null
+    for p in "${kids[@]}"; do out+="|$(tree_pids "$p")"; done
+    echo "$out"
+}
+# serving PID: a process of PID's tree listens on a TCP port (the
+# pingpongs', perftest's and qrdma's own exchange) or holds an rdma_cm ID
+# in LISTEN (rping, ucmatose, udaddy, rsockets, perftest -R).
+serving() {
+    local re out
+    re=$(tree_pids "$1")
+    out=$(ss -Hltnp 2>/dev/null)
+    [[ $out =~ pid=($re), ]] && return 0
+    out=$(rdma resource show cm_id 2>/dev/null | grep 'state LISTEN')
+    [[ $out =~ pid\ ($re)( |$) ]]
+}
+# wait_serving PID [SECONDS]: wait until the server PID listens (at most
+# SECONDS, 10) or has exited, so that its client neither finds it missing
+# nor waits a fixed pause sized for the slowest start. A server that never
+# listens (mckey's receiver joins a group instead) costs the whole SECONDS:
+# give it fewer. Fails when PID has exited.
+wait_serving() {
+    local t0=$SECONDS
+    until ! kill -0 "$1" 2>/dev/null || serving "$1"; do
+        if [ $((SECONDS - t0)) -ge "${2:-10}" ]; then
+            echo "  (server $1 not seen listening after $((SECONDS - t0)) s)"
+            break
+        fi
+        sleep 0.1
+    done
+    kill -0 "$1" 2>/dev/null
 }
 qrdma_bdf() { basename "$(readlink -f /sys/bus/pci/drivers/qrdma/0000:* 2>/dev/null | head -n1)"; }
 # Rendezvous between guests through the shared /job directory.

@@ -52,6 +52,7 @@ field() { grep -m1 'error completion at uptime' "$1" | sed -E "s/.*$2.*/\\1/"; }
 server_run() {
     bulk -m "$2" -c "$2" -t 120 > "/tmp/$1.log" 2>&1 &
     local s=$!
+    wait_serving "$s"
     vm_signal "$1"
     wait "$s"
     check "$1: server's transfer completed, checksums match (life $QRDMA_BOOT)" test $? = 0
@@ -59,7 +60,6 @@ server_run() {
 }
 client_run() {
     vm_wait "$1" 300 || return
-    sleep 2
     bulk -m "$2" -c "$2" -t 120 10.0.0.1 > "/tmp/$1.log" 2>&1
     check "$1: client's transfer completed, written, read back and checksums match" test $? = 0
     grep -E 'PASS|FAIL|WRITE:' "/tmp/$1.log" | sed 's/^/  | /'
@@ -89,6 +89,7 @@ case "$me.$QRDMA_BOOT" in
     # The victim: serves a long transfer until vm-run kills this VM.
     bulk -m 256 -c 128 -t 120 > /tmp/a.log 2>&1 &
     s=$!
+    wait_serving "$s"
     vm_signal a-srv
     wait "$s"
     fail "life 1 was not ended by the kill (the server exited with status $?)"
@@ -101,6 +102,7 @@ case "$me.$QRDMA_BOOT" in
     # machine resets.
     echo "$(vm_rss before-reboot) $(vm_rss_qemu before-reboot)" > "$QRDMA_JOB/rss-g0-before"
     bulk -m 256 -c 128 -t 60 > /tmp/c.log 2>&1 &
+    wait_serving $!
     vm_signal c-srv
     traffic_flowing 2000 || fail "no WRITE traffic to reboot under"
     echo "rebooting under traffic: $(tail -n 1 /tmp/c.log)"
@@ -135,7 +137,6 @@ case "$me.$QRDMA_BOOT" in
     vm_barrier up 150
     # A: the peer VM dies mid-transfer.
     vm_wait a-srv 120
-    sleep 2
     bulk -m 256 -c 128 -t 60 10.0.0.1 > /tmp/a.log 2>&1 &
     c=$!
     wait_for 60 grep -q 'sending' /tmp/a.log && traffic_flowing 50 ||
@@ -158,7 +159,6 @@ case "$me.$QRDMA_BOOT" in
     client_run b-srv 32
     vm_signal b-client-done
     vm_wait c-srv 120
-    sleep 2
     bulk -m 256 -c 128 -t 60 10.0.0.1 > /tmp/c.log 2>&1 &
     c=$!
     # Guest 0 announces the end of its life just before the reset: the last

@@ -32,6 +32,7 @@ step() {
     if [ "$me" = 0 ]; then
         timeout 90 "$@" > "$log" 2>&1 &
         s=$!
+        wait_serving "$s"
         vm_signal "srv-$n"
         vm_wait "cli-$n" 120
         wait_for 15 bash -c "! kill -0 $s 2>/dev/null"
@@ -41,7 +42,6 @@ step() {
     else
         rc=1
         if vm_wait "srv-$n" 120; then
-            sleep 2
             timeout 90 "$@" "$server" > "$log" 2>&1
             rc=$?
         fi
