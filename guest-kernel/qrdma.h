@@ -214,6 +214,7 @@ struct qrdma_dev {
 	char board_id[QRDMA_BOARD_ID_LEN];
 	int num_vectors;
 	struct net_device *netdev;
+	struct qrdma_netdev *lan;	/* while announcements may be scheduled */
 	bool ib_registered;
 	struct qrdma_cqp cqp;
 	struct qrdma_eqs eqs;
@@ -573,10 +574,12 @@ int qrdma_dealloc_mw(struct ib_mw *ibmw);
 
 /* qrdma_eq.c: AEQ sources mapped to IB events */
 void qrdma_ae_dispatch(struct qrdma_dev *dev, u32 code, u32 src, u32 id);
+void qrdma_eq_sync(struct qrdma_dev *dev);
 
 /* qrdma_netdev.c */
 int qrdma_netdev_create(struct qrdma_dev *dev);
 void qrdma_netdev_destroy(struct qrdma_dev *dev);
 bool qrdma_netdev_link_up(struct qrdma_dev *dev);
+void qrdma_netdev_announce(struct qrdma_dev *dev);
 
 #endif /* QRDMA_DRV_H */

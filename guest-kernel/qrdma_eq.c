@@ -41,6 +41,8 @@ static const char *qrdma_ae_name(u32 code)
 		return "SRQ_LIMIT";
 	case QRDMA_AE_SRQ_ERROR:
 		return "SRQ_ERROR";
+	case QRDMA_AE_ANNOUNCE:
+		return "ANNOUNCE";
 	default:
 		return "unknown";
 	}
@@ -148,9 +150,13 @@ static void qrdma_aeq_process(struct qrdma_dev *dev)
 		code = (info & QRDMA_AEQE_CODE_MASK) >> QRDMA_AEQE_CODE_SHIFT;
 		src = (info & QRDMA_AEQE_SOURCE_MASK) >> QRDMA_AEQE_SOURCE_SHIFT;
 		id = info & QRDMA_AEQE_ID_MASK;
-		/* Limit and establishment events are routine; the others are not. */
+		/*
+		 * Limit, establishment and announcement events are routine; the
+		 * others are not.
+		 */
 		if (code == QRDMA_AE_SRQ_LIMIT || code == QRDMA_AE_QP_COMM_EST ||
-		    code == QRDMA_AE_SQ_DRAINED || code == QRDMA_AE_QP_LAST_WQE)
+		    code == QRDMA_AE_SQ_DRAINED || code == QRDMA_AE_QP_LAST_WQE ||
+		    code == QRDMA_AE_ANNOUNCE)
 			dev_dbg(&dev->pdev->dev, "async event %s from source %u id %u\n",
 				qrdma_ae_name(code), src, id);
 		else
@@ -158,7 +164,10 @@ static void qrdma_aeq_process(struct qrdma_dev *dev)
 					     "async event %s (0x%x) from source %u id %u ctx 0x%llx\n",
 					     qrdma_ae_name(code), code, src, id,
 					     le64_to_cpu(e->ctx));
-		qrdma_ae_dispatch(dev, code, src, id);
+		if (code == QRDMA_AE_ANNOUNCE)
+			qrdma_netdev_announce(dev);
+		else
+			qrdma_ae_dispatch(dev, code, src, id);
 		atomic64_inc(&eqs->async_events);
 		eqs->aeq_head = (eqs->aeq_head + 1) & (eqs->aeq_len - 1);
 		if (!eqs->aeq_head)
@@ -257,6 +266,13 @@ int qrdma_eq_create(struct qrdma_dev *dev)
 	if (ret)
 		dev_err(d, "no NOP completion through CEQ 0: %d\n", ret);
 	return ret;
+}
+
+/* Wait for a control interrupt handler that may be running to finish. */
+void qrdma_eq_sync(struct qrdma_dev *dev)
+{
+	if (dev->eqs.irq_requested)
+		synchronize_irq(pci_irq_vector(dev->pdev, QRDMA_CTRL_VECTOR));
 }
 
 /* Stop interrupts; the caller resets the device before qrdma_eq_free(). */

@@ -53,10 +53,13 @@ struct qrdma_netdev {
 	struct qrdma_rx_slot *rx_slots;
 	u32 rx_buf_len;
 	struct delayed_work link_work;
+	/* AE ANNOUNCE: tell the segment where our addresses are (process context) */
+	struct work_struct announce_work;
 
 	struct u64_stats_sync syncp;
 	u64 tx_packets, tx_bytes, tx_errors, tx_busy;
 	u64 rx_packets, rx_bytes, rx_errors, rx_alloc_failed;
+	atomic64_t announcements;
 };
 
 static u32 ring_free(const struct qrdma_ring *r)
@@ -592,7 +595,7 @@ static const struct {
 };
 
 static const char * const qrdma_sw_stats[] = {
-	"tx_busy", "rx_alloc_failed",
+	"tx_busy", "rx_alloc_failed", "announcements",
 };
 
 static void qrdma_get_drvinfo(struct net_device *netdev, struct ethtool_drvinfo *info)
@@ -637,6 +640,7 @@ static void qrdma_get_ethtool_stats(struct net_device *netdev, struct ethtool_st
 		*data++ = qrdma_rd32(qn->dev, qrdma_hw_stats[i].reg);
 	*data++ = qn->tx_busy;
 	*data++ = qn->rx_alloc_failed;
+	*data++ = atomic64_read(&qn->announcements);
 }
 
 static int qrdma_get_link_ksettings(struct net_device *netdev, struct ethtool_link_ksettings *ks)
@@ -662,6 +666,31 @@ static const struct ethtool_ops qrdma_ethtool_ops = {
 	.get_ethtool_stats = qrdma_get_ethtool_stats,
 };
 
+/* ---- announcements --------------------------------------------------------- */
+
+/*
+ * The device asks (AE ANNOUNCE: the VM moved to another host) that the
+ * segment learn where our addresses are now: a gratuitous ARP for each
+ * IPv4 address and an unsolicited neighbour advertisement for each IPv6
+ * one, what the stack sends on NETDEV_NOTIFY_PEERS.
+ */
+static void qrdma_announce_work(struct work_struct *work)
+{
+	struct qrdma_netdev *qn = container_of(work, struct qrdma_netdev, announce_work);
+
+	netdev_notify_peers(qn->netdev);
+	atomic64_inc(&qn->announcements);
+}
+
+/* From the AEQ (interrupt context). */
+void qrdma_netdev_announce(struct qrdma_dev *dev)
+{
+	struct qrdma_netdev *qn = READ_ONCE(dev->lan);
+
+	if (qn)
+		schedule_work(&qn->announce_work);
+}
+
 /* ---- creation -------------------------------------------------------------- */
 
 int qrdma_netdev_create(struct qrdma_dev *dev)
@@ -681,6 +710,7 @@ int qrdma_netdev_create(struct qrdma_dev *dev)
 	qn->vector = dev->num_vectors > 1 ? 1 : 0;
 	u64_stats_init(&qn->syncp);
 	INIT_DELAYED_WORK(&qn->link_work, qrdma_link_work);
+	INIT_WORK(&qn->announce_work, qrdma_announce_work);
 
 	netdev->netdev_ops = &qrdma_netdev_ops;
 	netdev->ethtool_ops = &qrdma_ethtool_ops;
@@ -699,6 +729,7 @@ int qrdma_netdev_create(struct qrdma_dev *dev)
 		return ret;
 	}
 	dev->netdev = netdev;
+	WRITE_ONCE(dev->lan, qn);
 	return 0;
 }
 
@@ -706,6 +737,10 @@ void qrdma_netdev_destroy(struct qrdma_dev *dev)
 {
 	struct qrdma_netdev *qn = netdev_priv(dev->netdev);
 
+	/* No AEQ interrupt schedules an announcement once it has seen this. */
+	WRITE_ONCE(dev->lan, NULL);
+	qrdma_eq_sync(dev);
+	cancel_work_sync(&qn->announce_work);
 	unregister_netdev(dev->netdev);
 	netif_napi_del(&qn->napi);
 	free_netdev(dev->netdev);

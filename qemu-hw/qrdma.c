@@ -528,11 +528,25 @@ static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf,
     return taken;
 }
 
+/*
+ * QEMU's announcement after an incoming migration (and the announce-self
+ * QMP command), once per round, after the RARP it sends for our MAC: the
+ * driver is asked to announce the addresses (AE ANNOUNCE). The first round
+ * comes before the VM runs; the kick then waits for it (qrdma_env_kick).
+ */
+static void qrdma_net_announce(NetClientState *nc)
+{
+    QrdmaState *s = qemu_get_nic_opaque(nc);
+
+    qrdma_core_announce(&s->core);
+}
+
 static NetClientInfo qrdma_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
     .can_receive = qrdma_net_can_receive,
     .receive = qrdma_net_receive,
+    .announce = qrdma_net_announce,
 };
 
 /* ---- config space -------------------------------------------------------- */

@@ -60,7 +60,7 @@
 #define QRDMA_IF_VERSION_MAJOR_SHIFT	16
 #define QRDMA_IF_VERSION_MINOR_MASK	QRDMA_MASK32(15, 0)
 #define QRDMA_IF_VERSION_MAJOR		0
-#define QRDMA_IF_VERSION_MINOR		12
+#define QRDMA_IF_VERSION_MINOR		13
 
 #define QRDMA_FW_VERSION_MAJOR_MASK	QRDMA_MASK32(31, 24)
 #define QRDMA_FW_VERSION_MAJOR_SHIFT	24
@@ -163,6 +163,12 @@
  * port's.
  */
 #define QRDMA_FEATURE_HOST_GIDS		0x00000800u
+/*
+ * Interface 0.13: the device asks the driver to announce the Ethernet
+ * function's addresses (AEQE QRDMA_AE_ANNOUNCE) when the segment may not
+ * know where its MAC is: after the VM moved (an incoming live migration).
+ */
+#define QRDMA_FEATURE_ANNOUNCE		0x00001000u
 
 #define QRDMA_PAGE_SIZE_4K		(1u << 12)
 #define QRDMA_PAGE_SIZE_2M		(1u << 21)
@@ -655,6 +661,13 @@ enum qrdma_ae_code {
 	QRDMA_AE_SQ_DRAINED = 0x0015,	/* ID: QP; SQD reached with nothing in flight */
 	QRDMA_AE_SRQ_LIMIT = 0x0020,	/* ID: SRQ; ctx: SRQ_CTX; outstanding fell below LIMIT */
 	QRDMA_AE_SRQ_ERROR = 0x0021,	/* ID: SRQ */
+	/*
+	 * 0.13, with QRDMA_FEATURE_ANNOUNCE; SOURCE 0, ID 0, ctx 0: send a
+	 * gratuitous ARP and unsolicited neighbour advertisements for the
+	 * Ethernet function's addresses (what Linux's netdev_notify_peers()
+	 * does). Posted once per round of the embedding's announcement.
+	 */
+	QRDMA_AE_ANNOUNCE = 0x0030,
 };
 
 /*

@@ -394,7 +394,8 @@ static uint32_t core_features(const struct qrdma_core *core)
 {
     uint32_t carries = core->dp.ops ? core->dp.ops->carries : 0;
     uint32_t f = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC |
-                 QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_WIRE_IDS;
+                 QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_WIRE_IDS |
+                 QRDMA_FEATURE_ANNOUNCE;
 
     if (carries & QRDMA_BE_CARRIES_SRQ) {
         f |= QRDMA_FEATURE_SRQ;
@@ -817,7 +818,15 @@ void qrdma_core_run(struct qrdma_core *core, unsigned what)
     if (what & QRDMA_WORK_DP) {
         qrdma_dp_process(core);
     }
+    if (what & QRDMA_WORK_ANNOUNCE) {
+        qrdma_aeq_post(core, 0, 0, QRDMA_AE_ANNOUNCE, 0);
+    }
     core_exit(core);
+}
+
+void qrdma_core_announce(struct qrdma_core *core)
+{
+    core->env.kick(core->env.opaque, QRDMA_WORK_ANNOUNCE);
 }
 
 /* ---- transmit backpressure ----------------------------------------------- */

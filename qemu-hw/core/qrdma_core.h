@@ -127,6 +127,8 @@ enum qrdma_core_work {
     QRDMA_WORK_CQP = 1u << 1,
     /* queues named by doorbells, the transport */
     QRDMA_WORK_DP = 1u << 2,
+    /* an AEQE asking the driver to announce (qrdma_core_announce) */
+    QRDMA_WORK_ANNOUNCE = 1u << 3,
 };
 
 /* Default limits; the QEMU properties and unit tests start from these. */
@@ -696,6 +698,16 @@ void qrdma_core_timer(struct qrdma_core *core);
 
 /* The PE-ready timer fired. */
 void qrdma_core_pe_ready(struct qrdma_core *core);
+
+/*
+ * The embedding asks the guest to announce the Ethernet function's
+ * addresses (after an incoming migration, once per round of QEMU's
+ * announcement): an AEQE QRDMA_AE_ANNOUNCE, posted from the work it kicks
+ * (QRDMA_WORK_ANNOUNCE), so a VM not yet running gets it when it runs.
+ * Without an AEQ (the driver has not brought the device up) there is no
+ * one to ask, and nothing is posted.
+ */
+void qrdma_core_announce(struct qrdma_core *core);
 
 /* BAR0. Any size and offset is accepted here and checked by the core. */
 uint32_t qrdma_core_reg_read(struct qrdma_core *core, uint64_t offset,

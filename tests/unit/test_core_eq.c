@@ -12,6 +12,7 @@
  */
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/qrdma_core.h"
 #include "fake_cqp.h"
@@ -720,6 +721,56 @@ static void test_aeq_full_and_alloc(void)
     CHECK_EQ(irq_total(), 0);                   /* AEQCTL never routed */
 }
 
+/*
+ * The embedding asks for an announcement (QEMU after an incoming
+ * migration): a kick, and when the work runs, one AEQE ANNOUNCE with
+ * source, ID and context 0, interrupting as any AEQE does. Without an AEQ
+ * there is no one to ask: nothing is written and it is no guest error.
+ */
+static void test_aeq_announce(void)
+{
+    const uint64_t announce = (uint64_t)QRDMA_AE_ANNOUNCE << QRDMA_AEQE_CODE_SHIFT;
+
+    setup(0, 0);
+    CHECK(rd(QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_ANNOUNCE);
+    CHECK_EQ(rd(QRDMA_REG_IF_VERSION) & QRDMA_IF_VERSION_MINOR_MASK, 13);
+
+    qrdma_core_announce(&core);
+    CHECK_EQ(fake.kicks, QRDMA_WORK_ANNOUNCE);
+    fake.kicks = 0;
+    qrdma_core_run(&core, QRDMA_WORK_ANNOUNCE);
+    CHECK_EQ(fake.guest_errors, 0);
+    CHECK_EQ(irq_total(), 0);
+
+    CHECK_RESULT(create_aeq(6, AEQ_RING), QRDMA_CQP_OK, 0);
+    wr(QRDMA_REG_AEQCTL, 3 | CAUSE_ENA);
+    wr(QRDMA_REG_DYN_CTL(3), INTENA);
+    qrdma_core_announce(&core);
+    /* Nothing before the work runs: a VM not yet running gets it later. */
+    CHECK_EQ(aeqe_info(0), 0);
+    CHECK_EQ(irq_total(), 0);
+    CHECK_EQ(fake.kicks, QRDMA_WORK_ANNOUNCE);
+    fake.kicks = 0;
+    qrdma_core_run(&core, QRDMA_WORK_ANNOUNCE);
+    CHECK_EQ(aeqe_ctx(0), 0);
+    CHECK_EQ(aeqe_info(0), announce | QRDMA_AEQE_VALID);
+    CHECK_EQ(aeqe_info(1), 0);
+    CHECK_EQ(fake.irqs[3], 1);
+    CHECK_EQ(fake.guest_errors, 0);
+
+    /* One AEQE a round: QEMU's five rounds make five. */
+    qrdma_core_run(&core, QRDMA_WORK_ANNOUNCE);
+    CHECK_EQ(aeqe_info(1), announce | QRDMA_AEQE_VALID);
+    CHECK_EQ(fake.kicks, 0);
+
+    /* A reset takes the AEQ away: nothing again. */
+    wr(QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    memset(gpa(AEQ_RING), 0, 64 * 16);
+    qrdma_core_run(&core, QRDMA_WORK_ANNOUNCE);
+    CHECK_EQ(aeqe_info(0), 0);
+    CHECK_EQ(fake.guest_errors, 0);
+}
+
 /* ---- 6. register checks ----------------------------------------------------------- */
 
 static void test_intr_registers(void)
@@ -911,6 +962,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_ceq_many_laps),
     UNIT_TEST(test_aeq_bad_doorbell),
     UNIT_TEST(test_aeq_full_and_alloc),
+    UNIT_TEST(test_aeq_announce),
     UNIT_TEST(test_intr_registers),
     UNIT_TEST(test_intr_registers_follow_properties),
     UNIT_TEST(test_reset_clears_everything),

@@ -74,7 +74,7 @@ static void test_reset_values(void)
                                          QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_FAST_REG |
                                          QRDMA_FEATURE_MW | QRDMA_FEATURE_WIRE_IDS |
                                          QRDMA_FEATURE_STATS | QRDMA_FEATURE_MCAST |
-                                         QRDMA_FEATURE_GSI);
+                                         QRDMA_FEATURE_GSI | QRDMA_FEATURE_ANNOUNCE);
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_MCAST_GRP), cfg.max_mcast_grp);
     CHECK_EQ(rd(QRDMA_REG_CAP_MAX_MCAST_QP_ATTACH), cfg.max_mcast_qp_attach);
     CHECK_EQ(rd(QRDMA_REG_PORT_SPEED), 100000);

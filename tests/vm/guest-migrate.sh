@@ -21,9 +21,12 @@
 #             longest stall it saw
 # Then on guest 0: its device's object counters back to what they were
 # before (no QP, CQ or MR left behind) and no destroy error; and no qrdma
-# error in its kernel log. Guest 1 captures the RARP frames QEMU sends from
-# guest 0's MAC after each migration (at least one per migration). vm-run checks both consoles for oopses and
-# warnings. MODE is "sw" (both guests qrdma), "rxe" (guest 1 runs
+# error in its kernel log. Guest 1 captures the announcements from guest
+# 0's MAC after each migration: QEMU's RARP frames, and the gratuitous ARPs
+# and unsolicited neighbour advertisements guest 0's driver sends when the
+# device asks it to (AE ANNOUNCE), at least one of each per migration (NAs
+# only if guest 0 has an IPv6 address there). vm-run checks both consoles
+# for oopses and warnings. MODE is "sw" (both guests qrdma), "rxe" (guest 1 runs
 # soft-RoCE: DEV1 rxe0) or "lossy" (both guests qrdma with the device's
 # loss hook on, x-fault-* in test-migrate.sh's device options: phases sized
 # for a lossy link, and no ibv_rc_pingpong, which ends in retry exceeded
@@ -37,6 +40,9 @@ LOSSY_BULK_MB=${QRDMA_MIG_LOSSY_BULK_MB:-256} LOSSY_PP=${QRDMA_MIG_LOSSY_PP:-500
 # two that check every byte, bulk and qrdma_pp); nphases counts those run.
 phases=" ${QRDMA_MIG_PHASES:-bulk write_bw rc_pp qrdma_pp} " nphases=0
 
+# The interface on the test segment (qrdma's Ethernet function on guest 0).
+seg_dev() { ip -o -4 addr show | awk -v ip="$moved/" 'index($4, ip) == 1 { print $2 }'; }
+
 if [ "$mode" = sub ]; then
     # Commands guest 1 runs on guest 0 through the agent.
     case $rounds in
@@ -48,6 +54,12 @@ if [ "$mode" = sub ]; then
             . /tmp/mig/idle
             wait_for 30 counters_at_zero || { echo "guest 0 counters: $(counters)"; exit 1; }
             echo "guest 0 counters at idle: $(counters)" ;;
+        announcements)
+            # The driver's count of AE ANNOUNCE handled (ethtool -S).
+            ethtool -S "$(seg_dev)" | awk '/announcements/ { print $2 }' ;;
+        ipv6)
+            # Has the segment interface an IPv6 address to announce?
+            ip -6 addr show dev "$(seg_dev)" scope link | grep -q inet6 ;;
         dmesg)
             dmesg | tail -n +$(($(cat /tmp/mig/dmesg-lines) + 1)) > /tmp/mig/dmesg-new
             grep -i qrdma /tmp/mig/dmesg-new | tail -n 20
@@ -90,11 +102,17 @@ r0() { python3 guest-migrate-agent.py run "$moved" "$port" "$1"; }
 check "guest 0's agent answers" r0 true
 check "guest 0: counters before" r0 "bash /tmp/mig/guest-migrate.sh sub snapshot"
 # The moved guest's announcements: after each incoming migration QEMU sends
-# a RARP frame from every NIC's MAC (qemu_announce_self; 5 by default),
-# qrdma's Ethernet function included, so the segment's switches learn
-# where the MAC went. Captured here, on the segment interface.
+# a RARP frame from every NIC's MAC (qemu_announce_self; 5 rounds by
+# default), qrdma's Ethernet function included, so the segment's switches
+# learn where the MAC went; in each round qrdma also asks its driver to
+# announce the addresses (docs/migration.md), so the peers' ARP and
+# neighbour caches hear it too: a gratuitous ARP (sender and target
+# address the same) and an unsolicited NA to all nodes. Captured here, on
+# the segment interface.
 seg=$(ip -o -4 addr show | awk -v ip="$peer/" 'index($4, ip) == 1 { print $2 }')
-tcpdump -i "$seg" -n -e -l 'ether proto 0x8035' > /tmp/rarp.log 2> /tmp/rarp.err &
+tcpdump -i "$seg" -n -e -l 'ether src 52:54:00:71:00:00 and (ether proto 0x8035 or
+    (arp and arp[14:4] = arp[24:4]) or (ip6 dst ff02::1 and icmp6 and ip6[40] = 136))' \
+    > /tmp/rarp.log 2> /tmp/rarp.err &
 rarp=$!
 wait_for 30 grep -q 'listening on' /tmp/rarp.err || fail "tcpdump on $seg did not start"
 downtimes=() totals=() nmig=0
@@ -184,10 +202,23 @@ stall=$(grep -o 'longest round trip [0-9]* ms' /tmp/qrdma_pp-s.log | grep -o '[0
 
 kill "$rarp"; wait "$rarp"
 n_rarp=$(grep -c '^[^ ]* 52:54:00:71:00:00 > ff:ff:ff:ff:ff:ff, ethertype Reverse ARP' /tmp/rarp.log)
-head -n 2 /tmp/rarp.log | sed 's/^/  rarp| /'
+n_garp=$(grep -c '^[^ ]* 52:54:00:71:00:00 > ff:ff:ff:ff:ff:ff, ethertype ARP (0x0806)' /tmp/rarp.log)
+n_na=$(grep -c '^[^ ]* 52:54:00:71:00:00 > 33:33:00:00:00:01, ethertype IPv6' /tmp/rarp.log)
+grep -m1 'Reverse ARP' /tmp/rarp.log | sed 's/^/  rarp| /'
+grep -m1 'ethertype ARP' /tmp/rarp.log | sed 's/^/  garp| /'
+grep -m1 'ethertype IPv6' /tmp/rarp.log | sed 's/^/  na| /'
+echo "  guest 0's driver announced $(r0 "bash /tmp/mig/guest-migrate.sh sub announcements") times"
 check "phases run: $nphases (${phases# })" test "$nphases" -gt 0
 check "guest 0 announced its MAC after every migration: $n_rarp RARP frames for $nmig migrations" \
     test "$n_rarp" -ge "$nmig" -a "$nmig" -gt 0
+check "guest 0's driver announced its IPv4 address after every migration: $n_garp gratuitous ARPs" \
+    test "$n_garp" -ge "$nmig"
+if r0 "bash /tmp/mig/guest-migrate.sh sub ipv6"; then
+    check "guest 0's driver announced its IPv6 addresses after every migration: $n_na unsolicited NAs" \
+        test "$n_na" -ge "$nmig"
+else
+    echo "  guest 0 has no IPv6 address: $n_na unsolicited NAs, none required"
+fi
 check "guest 0: counters back to idle" r0 "bash /tmp/mig/guest-migrate.sh sub idle"
 check "guest 0: no qrdma error in the kernel log" r0 "bash /tmp/mig/guest-migrate.sh sub dmesg"
 check "guest 0's agent stops" r0 exit
