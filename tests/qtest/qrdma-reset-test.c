@@ -553,6 +553,72 @@ static void test_migrate_held(void)
     rmdir(dir);
 }
 
+/* Word 1 of AEQE i (code, source, ID, VALID). */
+static uint64_t aeqe_info(QRdma *d, unsigned i)
+{
+    return qtest_readq(d->qts, d->mem + QRDMA_T_AEQ + 16ull * i + 8);
+}
+
+static bool wait_aeqe(QRdma *d, unsigned i)
+{
+    int n;
+
+    for (n = 0; n < 200 && !(aeqe_info(d, i) & QRDMA_AEQE_VALID); n++) {
+        qtest_clock_step(d->qts, 1000000);
+    }
+    return aeqe_info(d, i) & QRDMA_AEQE_VALID;
+}
+
+/*
+ * QEMU's announcement (after an incoming migration; here the announce-self
+ * command, one round) reaches the driver as AEQE ANNOUNCE through the NIC's
+ * announce hook: nothing while the VM is stopped (the first round after a
+ * migration comes before the VM runs), the event once it runs, and one
+ * more for each later round.
+ */
+#define ANNOUNCE_ROUND "{ 'execute': 'announce-self', 'arguments': " \
+                       "{ 'initial': 50, 'max': 550, 'rounds': 1, 'step': 50 } }"
+
+static void test_announce(void)
+{
+    const uint64_t announce = (uint64_t)QRDMA_AE_ANNOUNCE << QRDMA_AEQE_CODE_SHIFT |
+                              QRDMA_AEQE_VALID;
+    QGuestAllocator alloc;
+    QPCIBus *pcibus;
+    QTestState *qts;
+    QRdma d = { 0 };
+
+    qts = qtest_init("-machine pc -nodefaults -m 256M -netdev hubport,id=n0,hubid=0 "
+                     "-device qrdma,id=r,addr=4.0,netdev=n0");
+    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    pcibus = qpci_new_pc(qts, &alloc);
+    d.dev.bus = pcibus;
+    d.dev.devfn = QPCI_DEVFN(4, 0);
+    qrdma_t_start(&d, qts, &alloc);
+    qrdma_t_bringup(&d, false);
+    g_assert(qrdma_t_reg_read(&d, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_ANNOUNCE);
+    g_assert_cmphex(aeqe_info(&d, 0), ==, 0);
+
+    qtest_qmp_assert_success(qts, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(qts, ANNOUNCE_ROUND);
+    qtest_clock_step(qts, 100 * 1000000);
+    g_assert_cmphex(aeqe_info(&d, 0), ==, 0);
+    qtest_qmp_assert_success(qts, "{ 'execute': 'cont' }");
+    g_assert(wait_aeqe(&d, 0));
+    g_assert_cmphex(aeqe_info(&d, 0), ==, announce);
+    g_assert_cmphex(qtest_readq(qts, d.mem + QRDMA_T_AEQ), ==, 0);
+
+    qtest_qmp_assert_success(qts, ANNOUNCE_ROUND);
+    g_assert(wait_aeqe(&d, 1));
+    g_assert_cmphex(aeqe_info(&d, 1), ==, announce);
+    qtest_clock_step(qts, 100 * 1000000);
+    g_assert_cmphex(aeqe_info(&d, 2), ==, 0);
+
+    qpci_free_pc(pcibus);
+    alloc_destroy(&alloc);
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -564,5 +630,6 @@ int main(int argc, char **argv)
     qtest_add_func("/qrdma/verbs-refusals", test_verbs_refusals);
     qtest_add_func("/qrdma/migrate", test_migrate);
     qtest_add_func("/qrdma/migrate-held", test_migrate_held);
+    qtest_add_func("/qrdma/announce", test_announce);
     return g_test_run();
 }
