@@ -65,7 +65,7 @@ enum mode { MODE_RC, MODE_UD, MODE_SRQ };
 #define SRQ_DEPTH   16                  /* receives kept posted on the SRQ */
 #define RQ_DEPTH    4                   /* ... on an RQ (8 slots) */
 #define AH_ID       1
-#define SEND_OFF    0                   /* our message, in the MR's data area */
+#define SEND_OFF    0                   /* our messages, one buffer per QP, in the MR's data */
 #define RECV_OFF    0x10000             /* receive buffers: one per ring slot */
 #define POISON      0xe5
 #define SLACK       64                  /* bytes after each receive that stay POISON */
@@ -86,7 +86,7 @@ static uint32_t host_qpn[MAX_QPS];
 
 /* The stock server's buffer as we expect it: what it sends next. */
 static uint8_t *model;
-static unsigned recv_stride;
+static unsigned send_stride, recv_stride;
 static uint32_t srq_posted, srq_out;
 static bool srq_busy[1u << SRQ_LOG2];
 
@@ -237,10 +237,15 @@ static void msg_fill(uint8_t *p, unsigned k)
 
 static unsigned sent;
 
+/*
+ * The next message on QP q, from q's own buffer: another QP's SEND may be
+ * reading its own while this one is written.
+ */
 static void send_next(uint32_t q)
 {
-    uint8_t *buf = dbuf(SA, SEND_OFF);
-    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { SEND_OFF, 0, 0 } } };
+    const uint64_t off = SEND_OFF + (uint64_t)(q - FIRST_QP) * send_stride;
+    uint8_t *buf = dbuf(SA, off);
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { off, 0, 0 } } };
 
     msg_fill(buf, sent);
     w.sge[0].len = msg_len(sent);
@@ -525,13 +530,21 @@ int main(int argc, char **argv)
     if (mode != MODE_SRQ) {
         nqp = 1;
     }
+    if ((int)mode < 0 || !nqp || nqp > MAX_QPS) {
+        usage(argv[0]);
+        return 2;
+    }
+    send_stride = (size + 63) & ~63u;
     recv_stride = (recv_len() + SLACK + 63) & ~63u;
     max_size = (DATA_LEN - RECV_OFF) / (mode == MODE_SRQ ? 1u << SRQ_LOG2 : 8) - UD_GRH - 128;
-    if ((int)mode < 0 || !size || size > max_size || size > RECV_OFF || !iters || !nqp ||
-        nqp > MAX_QPS || nqp > iters || mtu < 256 || mtu > 4096 || (mtu & (mtu - 1))) {
+    if (max_size > RECV_OFF / nqp) {
+        max_size = (RECV_OFF / nqp) & ~63u;
+    }
+    if (!size || size > max_size || !iters || nqp > iters || mtu < 256 || mtu > 4096 ||
+        (mtu & (mtu - 1))) {
         usage(argv[0]);
         fprintf(stderr, "  (SIZE 1..%u, NUM_QP 1..%u and at most ITERS, MTU 256..4096)\n",
-                max_size < RECV_OFF ? max_size : RECV_OFF, MAX_QPS);
+                max_size, MAX_QPS);
         return 2;
     }
     page_size = sysconf(_SC_PAGESIZE);

@@ -31,9 +31,9 @@ cat /tmp/verbs-rxe.log
 stock() {
     local name=$1 tool=$2 s rs rc
     shift 2
-    timeout 120 "$tool" -d rxe0 -g "$gid_index" "$@" > "/tmp/$name-s.out" 2> "/tmp/$name-s.err" &
+    timeout 60 "$tool" -d rxe0 -g "$gid_index" "$@" > "/tmp/$name-s.out" 2> "/tmp/$name-s.err" &
     s=$!
-    timeout 120 ./qrdma-verbs-stock "$@" rxe0 "$gid_index" "$name" 127.0.0.1 \
+    timeout 60 ./qrdma-verbs-stock "$@" rxe0 "$gid_index" "$name" 127.0.0.1 \
         > "/tmp/$name-c.log" 2>&1
     rc=$?
     wait "$s"
