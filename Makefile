@@ -146,9 +146,13 @@ $(BUILD)/unit-verbs-asan/%: $(BUILD)/obj/verbs-asan/tests/unit/%.o $(BUILD)/obj/
 # qrdma-verbs-rxe: the device core and the verbs backend on a real host
 # RDMA device, as a process; tests/vm/test-verbs-rxe.sh runs it in a guest
 # with rdma_rxe. Built here, on the host (the guest's libibverbs is newer).
-$(BUILD)/verbs-rxe/qrdma-verbs-rxe: tests/unit/verbs_rxe.c $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+# qrdma-verbs-stock: one such core as the client of a stock rdma-core
+# pingpong server (ibv_rc/ud/srq_pingpong) on the same device, in the same
+# guest run.
+VERBS_HOST := tests/unit/verbs_host.c
+$(BUILD)/verbs-rxe/qrdma-verbs-rxe $(BUILD)/verbs-rxe/qrdma-verbs-stock: $(BUILD)/verbs-rxe/qrdma-verbs-%: tests/unit/verbs_%.c $(VERBS_HOST) $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
+	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_HOST) $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
 
 UNIT_PLAIN_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS)) \
 		   $(addprefix $(BUILD)/unit-verbs/,$(VERBS_TESTS))

@@ -795,18 +795,25 @@ void modify_state(struct side *s, uint32_t id, uint8_t state)
     CQP_OK(mod_run(s, id));
 }
 
-/* An AV at addr toward side peer (its GID and MAC), source GID 0. */
-void write_av(struct side *s, uint64_t addr, const struct side *peer)
+void write_av_to(struct side *s, uint64_t addr, const uint8_t *dgid, const uint8_t *dmac)
 {
     memset(mem(s, addr), 0, sizeof(struct qrdma_av));
-    memcpy(mem(s, addr + offsetof(struct qrdma_av, dgid)), peer->gid, 16);
-    memcpy(mem(s, addr + offsetof(struct qrdma_av, dmac)), peer->mac, 6);
+    memcpy(mem(s, addr + offsetof(struct qrdma_av, dgid)), dgid, 16);
+    if (dmac) {
+        memcpy(mem(s, addr + offsetof(struct qrdma_av, dmac)), dmac, 6);
+    }
     w8(s, addr + offsetof(struct qrdma_av, hop_limit), 64);
 }
 
-/* RC QP id on s, RESET -> RTS, connected to QP peer_id of side peer. */
-void rc_to_rts_mtu(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id,
-                   unsigned rnr_retry, unsigned path_mtu)
+/* An AV at addr toward side peer (its GID and MAC), source GID 0. */
+void write_av(struct side *s, uint64_t addr, const struct side *peer)
+{
+    write_av_to(s, addr, peer->gid, peer->mac);
+}
+
+void rc_connect(struct side *s, uint32_t id, const uint8_t *dgid, const uint8_t *dmac,
+                uint32_t dest_qpn, uint32_t rq_psn, uint32_t sq_psn, unsigned rnr_retry,
+                unsigned path_mtu)
 {
     mod_begin(s, QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_ACCESS_FLAGS,
               QRDMA_QPS_INIT);
@@ -819,22 +826,28 @@ void rc_to_rts_mtu(struct side *s, uint32_t id, struct side *peer, uint32_t peer
               QRDMA_QP_ATTR_RQ_PSN | QRDMA_QP_ATTR_MAX_DEST_RD_ATOMIC |
               QRDMA_QP_ATTR_MIN_RNR_TIMER, QRDMA_QPS_RTR);
     w8(s, MI(path_mtu), path_mtu);
-    w32(s, MI(dest_qpn), peer_id);
-    w32(s, MI(rq_psn), PSN(peer));
+    w32(s, MI(dest_qpn), dest_qpn);
+    w32(s, MI(rq_psn), rq_psn);
     w8(s, MI(max_dest_rd_atomic), 4);
     w8(s, MI(min_rnr_timer), 1);            /* 10 us */
-    write_av(s, MI(av), peer);
+    write_av_to(s, MI(av), dgid, dmac);
     CQP_OK(mod_run(s, id));
 
     mod_begin(s, QRDMA_QP_ATTR_SQ_PSN | QRDMA_QP_ATTR_TIMEOUT | QRDMA_QP_ATTR_RETRY_CNT |
               QRDMA_QP_ATTR_RNR_RETRY | QRDMA_QP_ATTR_MAX_QP_RD_ATOMIC, QRDMA_QPS_RTS);
-    w32(s, MI(sq_psn), PSN(s));
+    w32(s, MI(sq_psn), sq_psn);
     w8(s, MI(timeout), 14);                 /* 67 ms */
     w8(s, MI(retry_cnt), rc_retry_cnt);
     w8(s, MI(rnr_retry), rnr_retry);
     w8(s, MI(max_rd_atomic), 4);
     CQP_OK(mod_run(s, id));
     CHECK_EQ(qrdma_qp_get(&s->core, id)->state, QRDMA_QPS_RTS);
+}
+
+void rc_to_rts_mtu(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id,
+                   unsigned rnr_retry, unsigned path_mtu)
+{
+    rc_connect(s, id, peer->gid, peer->mac, peer_id, PSN(peer), PSN(s), rnr_retry, path_mtu);
 }
 
 void rc_to_rts(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id,
@@ -866,14 +879,19 @@ bool uc_to_rts(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id)
 
 void ud_to_rts(struct side *s, uint32_t id)
 {
+    ud_to_rts_qkey(s, id, QKEY, PSN(s));
+}
+
+void ud_to_rts_qkey(struct side *s, uint32_t id, uint32_t qkey, uint32_t sq_psn)
+{
     mod_begin(s, QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_PORT | QRDMA_QP_ATTR_QKEY,
               QRDMA_QPS_INIT);
     w8(s, MI(port_num), 1);
-    w32(s, MI(qkey), QKEY);
+    w32(s, MI(qkey), qkey);
     CQP_OK(mod_run(s, id));
     modify_state(s, id, QRDMA_QPS_RTR);
     mod_begin(s, QRDMA_QP_ATTR_SQ_PSN, QRDMA_QPS_RTS);
-    w32(s, MI(sq_psn), PSN(s));
+    w32(s, MI(sq_psn), sq_psn);
     CQP_OK(mod_run(s, id));
     CHECK_EQ(qrdma_qp_get(&s->core, id)->state, QRDMA_QPS_RTS);
 }

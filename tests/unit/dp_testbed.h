@@ -299,6 +299,8 @@ uint64_t mod_run(struct side *s, uint32_t id);
 void modify_state(struct side *s, uint32_t id, uint8_t state);
 /* An AV at addr toward side peer (its GID and MAC), source GID 0. */
 void write_av(struct side *s, uint64_t addr, const struct side *peer);
+/* The same toward any GID; dmac NULL: zero (a backend on a host NIC resolves it). */
+void write_av_to(struct side *s, uint64_t addr, const uint8_t *dgid, const uint8_t *dmac);
 
 #define PSN(s) (0x100u + 0x100u * (s)->idx)
 
@@ -312,10 +314,19 @@ void rc_to_rts_mtu(struct side *s, uint32_t id, struct side *peer, uint32_t peer
 /* The same at path MTU 1024: larger messages take several packets. */
 void rc_to_rts(struct side *s, uint32_t id, struct side *peer, uint32_t peer_id,
                unsigned rnr_retry);
+/*
+ * The same toward any peer (a stock tool's QP on a host NIC): its GID,
+ * MAC (NULL: zero), QPN and first PSN, and this QP's first PSN.
+ */
+void rc_connect(struct side *s, uint32_t id, const uint8_t *dgid, const uint8_t *dmac,
+                uint32_t dest_qpn, uint32_t rq_psn, uint32_t sq_psn, unsigned rnr_retry,
+                unsigned path_mtu);
 
 #define QKEY 0x11110000u
 
 void ud_to_rts(struct side *s, uint32_t id);
+/* The same with another Q_Key and first PSN. */
+void ud_to_rts_qkey(struct side *s, uint32_t id, uint32_t qkey, uint32_t sq_psn);
 
 /* The usual pair: CQs 1 (send) and 2 (receive) on both sides, RC QP 2 <-> QP 2. */
 #define QPN 2

@@ -22,81 +22,22 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <endian.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-
 #include "core/qrdma_core_int.h"
-#include "dp_testbed.h"
-#include "qrdma_backend_verbs.h"
 #include "unit.h"
+#include "verbs_host.h"
 
 int unit_failures;
 
-static const char *ibdev;
-static int gid_index;
-static struct qrdma_be_verbs_config vcfg[2];
-static uint8_t host_gid[16];
-
-/* The host GID the cores' address vectors name (both sides are on this device). */
-static int read_host_gid(void)
-{
-    struct ibv_device **list = ibv_get_device_list(NULL);
-    struct ibv_context *ctx = NULL;
-    union ibv_gid gid;
-    int i, ret = -1;
-
-    for (i = 0; list && list[i]; i++) {
-        if (!strcmp(ibv_get_device_name(list[i]), ibdev)) {
-            ctx = ibv_open_device(list[i]);
-        }
-    }
-    if (ctx && !ibv_query_gid(ctx, 1, gid_index, &gid)) {
-        memcpy(host_gid, gid.raw, 16);
-        ret = 0;
-    }
-    if (ctx) {
-        ibv_close_device(ctx);
-    }
-    if (list) {
-        ibv_free_device_list(list);
-    }
-    return ret;
-}
-
-/* Guest RAM of a side as a memfd, mapped shared: what memory-backend-memfd,share=on gives QEMU. */
-static void memfd_ram(struct side *s, struct qrdma_be_verbs_config *c)
-{
-    int fd = memfd_create("qrdma-guest-ram", MFD_CLOEXEC);
-
-    CHECK(fd >= 0 && !ftruncate(fd, RAM_SIZE));
-    s->ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    CHECK(s->ram != MAP_FAILED);
-    memset(c, 0, sizeof(*c));
-    c->ibdev = ibdev;
-    c->ibport = 1;
-    c->gid_index = (uint8_t)gid_index;
-    c->nram = 1;
-    c->ram[0] = (struct qrdma_be_verbs_ram){ RAM_BASE, RAM_SIZE, s->ram, fd, 0 };
-}
-
 static void side_up_verbs(struct side *s, int idx)
 {
-    dev_backend_ops = &qrdma_be_verbs_ops;
-    dev_backend_config = &vcfg[idx];
-    /* The port's GID is the host's: ADD_GID accepts no other. */
-    dev_gid = host_gid;
-    side_up(s, idx);
-    dev_backend_ops = NULL;
-    dev_backend_config = NULL;
-    dev_gid = NULL;
+    vh_side_up(s, idx);
     create_cq(s, 1);
     create_cq(s, 2);
 }
@@ -104,27 +45,7 @@ static void side_up_verbs(struct side *s, int idx)
 /* Run both sides' data paths, waking on their backends' fds, until a CQE is on s's CQ cq. */
 static bool wait_cqe(struct side *s, uint32_t cq, struct cqe *e)
 {
-    struct timespec t0, t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        struct pollfd p[2] = {
-            { .fd = qrdma_core_backend_wait_fd(&SA->core), .events = POLLIN },
-            { .fd = qrdma_core_backend_wait_fd(&SB->core), .events = POLLIN },
-        };
-
-        qrdma_core_run(&SA->core, QRDMA_WORK_DP);
-        qrdma_core_run(&SB->core, QRDMA_WORK_DP);
-        if (poll_cq(s, cq, e)) {
-            return true;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if (t.tv_sec - t0.tv_sec > 20) {
-            fprintf(stderr, "  no CQE on side %d CQ %u in 20 s\n", s->idx, cq);
-            return false;
-        }
-        poll(p, 2, 100);
-    }
+    return vh_wait_cqe(s, cq, e, 2, 20);
 }
 
 /*
@@ -139,13 +60,13 @@ static void test_port_over_host_nic(void)
     uint32_t w;
     unsigned i;
 
-    memfd_ram(SA, &vcfg[0]);
+    vh_memfd_ram(SA, 0);
     side_up_verbs(SA, 0);
     CHECK(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_HOST_GIDS);
     CHECK(!(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_GSI));
     CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID_COUNT), 1);
     for (i = 0; i < 4; i++) {
-        memcpy(&w, host_gid + 4 * i, 4);
+        memcpy(&w, vh_host_gid + 4 * i, 4);
         CHECK_EQ(reg_r(SA, QRDMA_REG_HOST_GID(0) + 4 * i), le32toh(w));
     }
     CHECK_EQ(reg_r(SA, QRDMA_REG_PORT_STATUS), QRDMA_PORT_STATUS_LINK_UP);
@@ -177,8 +98,8 @@ static void test_rc_over_host_nic(void)
     uint64_t v;
     unsigned i;
 
-    memfd_ram(SA, &vcfg[0]);
-    memfd_ram(SB, &vcfg[1]);
+    vh_memfd_ram(SA, 0);
+    vh_memfd_ram(SB, 1);
     side_up_verbs(SA, 0);
     side_up_verbs(SB, 1);
     a = dbuf(SA, 0);
@@ -666,20 +587,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s IBDEV GID_INDEX\n", argv[0]);
         return 2;
     }
-    ibdev = argv[1];
-    gid_index = atoi(argv[2]);
-    if (read_host_gid()) {
-        fprintf(stderr, "%s: no GID %d on port 1\n", ibdev, gid_index);
+    vh_ibdev = argv[1];
+    vh_gid_index = atoi(argv[2]);
+    if (vh_read_host_gid()) {
+        fprintf(stderr, "%s: no GID %d on port 1\n", vh_ibdev, vh_gid_index);
         return 1;
     }
     ret = unit_run("verbs-rxe", tests, sizeof(tests) / sizeof(tests[0]));
-    /* The cores first (their backends release the host objects), then the memfd RAM. */
-    for (int i = 0; i < 2; i++) {
-        qrdma_core_fini(&sides[i].core);
-        if (sides[i].ram) {
-            munmap(sides[i].ram, RAM_SIZE);
-            sides[i].ram = NULL;
-        }
-    }
+    vh_fini(2);
     return ret;
 }

@@ -8,12 +8,17 @@
 # QPNs and rkeys their CQP commands returned; WRITE, READ, SEND with
 # immediate, FETCH_ADD and CMP_SWP checked byte for byte in guest RAM,
 # a bad rkey completing in error; UD; an SRQ (receives byte for byte, its
-# limit event); then no QP left on rxe0.
+# limit event). Then qrdma-verbs-stock (tests/unit/verbs_stock.c): one
+# such core as the client of the stock ibv_rc_pingpong, ibv_ud_pingpong
+# and ibv_srq_pingpong servers on rxe0, every byte of every answer checked
+# in its guest RAM, the servers' exit status and -c output checked. Last,
+# no QP left on rxe0.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe || exit 1
+make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe build/verbs-rxe/qrdma-verbs-stock || exit 1
 share=$(mktemp -d)
 trap 'rm -rf "$share"' EXIT
-cp "$top/build/verbs-rxe/qrdma-verbs-rxe" "$here/guest-verbs-rxe.sh" "$here/guest-lib.sh" "$share/"
+cp "$top/build/verbs-rxe/qrdma-verbs-rxe" "$top/build/verbs-rxe/qrdma-verbs-stock" \
+    "$here/guest-verbs-rxe.sh" "$here/guest-lib.sh" "$share/"
 "$top/scripts/vm-run" --guests 1 --timeout 600 --share "$share" --nic virtio-rxe \
     --run 'bash guest-verbs-rxe.sh'
