@@ -85,13 +85,21 @@ install -m 0755 nested-init.sh "$d/init"
 echo "inner initramfs: $(du -k /tmp/inner.cpio | cut -f1) KB, $(find "$d" -type f | wc -l) files"
 
 # ---- the peers on rxe0 -----------------------------------------------------
+# Started when the inner guest's qrdma0 has rxe0's GID (minutes after the
+# launch: their own waits count from their start); the inner clients retry
+# their TCP connection until the servers listen. Each writes its exit
+# status to /tmp/NAME.rc.
 qps_before=$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')
-timeout 900 qrdma-pingpong -d rxe0 -g "$gid_index" -t rc -s 4096 -n 20 -w 300 \
-    ${NESTED_PP_SEED:+-S "$NESTED_PP_SEED"} > /tmp/pp-server.log 2>&1 &
-pp=$!
-timeout 900 qrdma-bulk -d rxe0 -g "$gid_index" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 \
-    > /tmp/bulk-server.log 2>&1 &
-bulk=$!
+rm -f /tmp/pp.rc /tmp/bulk.rc
+start_servers() {
+    echo "  outer: starting the servers on rxe0"
+    ( timeout 900 qrdma-pingpong -d rxe0 -g "$gid_index" -t rc -s 4096 -n 20 -w 300 \
+        ${NESTED_PP_SEED:+-S "$NESTED_PP_SEED"} > /tmp/pp-server.log 2>&1
+      echo $? > /tmp/pp.rc ) > /dev/null 2>&1 &
+    ( timeout 900 qrdma-bulk -d rxe0 -g "$gid_index" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 \
+        > /tmp/bulk-server.log 2>&1
+      echo $? > /tmp/bulk.rc ) > /dev/null 2>&1 &
+}
 
 # ---- the inner guest --------------------------------------------------------
 mem=${NESTED_INNER_MB:-512}
@@ -100,7 +108,9 @@ t_launch=$EPOCHREALTIME
 stamp() {
     local line
     while IFS= read -r line; do
-        printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "${line%$'\r'}"
+        line=${line%$'\r'}
+        printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$line"
+        case "$line" in "nested-inner: qrdma0 ready"*) start_servers ;; esac
     done
 }
 timeout 1200 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
@@ -120,18 +130,18 @@ result() { sed -n "s/^  inner| *[0-9.]* nested-result $1 //p" /tmp/inner.log | t
 at() { sed -n "s/^  inner| *\([0-9.]*\) $1.*/\1/p" /tmp/inner.log | head -n1; }
 expect_eq "inner: ibv_devinfo shows qrdma0, PORT_ACTIVE and rxe0's GID" "$(result devinfo)" 0
 expect_eq "inner: qrdma-pingpong RC client (every byte checked)" "$(result pingpong)" 0
-wait "$pp"
-expect_eq "outer: qrdma-pingpong RC server on rxe0" "$?" 0
+wait_for 60 test -s /tmp/pp.rc
+expect_eq "outer: qrdma-pingpong RC server on rxe0" "$(cat /tmp/pp.rc 2>/dev/null)" 0
 tail -n 3 /tmp/pp-server.log | sed 's/^/  pp-server| /'
 expect_eq "inner: qrdma-bulk client (WRITE, READ back compared, checksums)" "$(result bulk)" 0
-wait "$bulk"
-expect_eq "outer: qrdma-bulk server on rxe0" "$?" 0
+wait_for 60 test -s /tmp/bulk.rc
+expect_eq "outer: qrdma-bulk server on rxe0" "$(cat /tmp/bulk.rc 2>/dev/null)" 0
 tail -n 3 /tmp/bulk-server.log | sed 's/^/  bulk-server| /'
 expect_eq "inner: no qrdma error, WARN or oops in its kernel log" "$(result dmesg)" 0
 expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" "$qps_before"
 
 echo "timings (seconds): outer guest ready at $t_start of its uptime;" \
-    "after the inner QEMU's launch: its first console line $(at '.'), its /init $(at 'nested-inner: init')," \
+    "after the inner QEMU's launch: its /init $(at 'nested-inner: init')," \
     "qrdma0 up $(at 'nested-inner: qrdma0 ready'), ping-pong done $(at 'nested-result pingpong')," \
     "WRITE/READ done $(at 'nested-result bulk'), QEMU gone" \
     "$(awk -v a="$t_launch" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')"

@@ -54,7 +54,8 @@ echo "nested-inner: qrdma0 ready: netdev $net, rxe0's GID $gid at index '${idx}'
 
 ibv_devinfo -v -d qrdma0 > /tmp/devinfo 2>&1
 rc=$?
-cat /tmp/devinfo
+# what the test checks, not all of -v (a serial line costs time here)
+grep -E 'hca_id|vendor|board_id|state|active_(mtu|speed|width)|link_layer|GID' /tmp/devinfo
 a=$(printf '%d.%d.%d.%d' "0x${gid:30:2}" "0x${gid:32:2}" "0x${gid:35:2}" "0x${gid:37:2}")
 grep -q 'state:[[:space:]]*PORT_ACTIVE' /tmp/devinfo || rc=2
 grep -Eq "GID\[ *$idx\]:[[:space:]]*::ffff:$a, RoCE v2" /tmp/devinfo || rc=3
@@ -65,6 +66,10 @@ echo "nested-result pingpong $?"
 timeout 600 qrdma-bulk -d qrdma0 -g "$idx" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 10.0.2.2
 echo "nested-result bulk $?"
 
-dmesg | grep -Ei 'qrdma.*(error|fail|timed out)|WARNING:|BUG:|Oops|Call Trace:' && rc=1 || rc=0
+# ib_core's "add_roce_gid GID add failed" for the netdev's addresses that
+# are not host GIDs (10.0.2.15, the link-local one) is expected: the driver
+# refuses them.
+dmesg | grep -v 'add_roce_gid GID add failed' |
+    grep -Ei 'qrdma.*(error|fail|timed out)|WARNING:|BUG:|Oops|Call Trace:' && rc=1 || rc=0
 echo "nested-result dmesg $rc"
 end
