@@ -29,7 +29,7 @@ for m in ib_core.ko.xz ib_uverbs.ko.xz qrdma.ko; do
 done
 ip link set lo up
 net=""
-for i in $(seq 100); do
+for _ in $(seq 100); do
     for n in /sys/class/net/*; do
         [ "$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")" = qrdma ] && net=${n##*/}
     done
@@ -42,7 +42,7 @@ ip addr add 10.0.2.15/24 dev "$net"
 ip addr add "$addr/32" dev "$net"
 # The GID of that address in qrdma0's table (the driver admits host GIDs only).
 idx=""
-for i in $(seq 300); do
+for _ in $(seq 300); do
     for g in /sys/class/infiniband/qrdma0/ports/1/gids/*; do
         [ "$(cat "$g" 2>/dev/null)" = "$gid" ] && idx=${g##*/} && break
     done
