@@ -85,17 +85,21 @@ install -m 0755 nested-init.sh "$d/init"
 echo "inner initramfs: $(du -k /tmp/inner.cpio | cut -f1) KB, $(find "$d" -type f | wc -l) files"
 
 # ---- the peers on rxe0 -----------------------------------------------------
-# Started when the inner guest's qrdma0 has rxe0's GID (minutes after the
-# launch: their own waits count from their start); the inner clients retry
-# their TCP connection until the servers listen. Each writes its exit
+# Each started when the inner guest is about to need it: the ping-pong's
+# once qrdma0 has rxe0's GID (minutes after the launch), the transfer's
+# once the ping-pong is over (their own waits count from their start);
+# the inner clients retry their TCP connection until the servers listen. Each writes its exit
 # status to /tmp/NAME.rc.
 qps_before=$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')
 rm -f /tmp/pp.rc /tmp/bulk.rc
-start_servers() {
-    echo "  outer: starting the servers on rxe0"
+start_pp_server() {
+    echo "  outer: starting the ping-pong server on rxe0"
     ( timeout 900 qrdma-pingpong -d rxe0 -g "$gid_index" -t rc -s 4096 -n 20 -w 300 \
         ${NESTED_PP_SEED:+-S "$NESTED_PP_SEED"} > /tmp/pp-server.log 2>&1
       echo $? > /tmp/pp.rc ) > /dev/null 2>&1 &
+}
+start_bulk_server() {
+    echo "  outer: starting the WRITE/READ server on rxe0"
     ( timeout 900 qrdma-bulk -d rxe0 -g "$gid_index" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 \
         > /tmp/bulk-server.log 2>&1
       echo $? > /tmp/bulk.rc ) > /dev/null 2>&1 &
@@ -110,7 +114,10 @@ stamp() {
     while IFS= read -r line; do
         line=${line%$'\r'}
         printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$line"
-        case "$line" in "nested-inner: qrdma0 ready"*) start_servers ;; esac
+        case "$line" in
+        "nested-inner: qrdma0 ready"*) start_pp_server ;;
+        "nested-result pingpong"*) start_bulk_server ;;
+        esac
     done
 }
 timeout 1200 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
