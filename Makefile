@@ -16,6 +16,8 @@
 #   make fuzz-qemu  QEMU's generic-fuzz on -device qrdma (also part of make fuzz)
 #   make fuzz-cov  line coverage of the data-path files by the fuzz corpora
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
+#   make check-nested  the device in verbs mode on soft-RoCE with the guest
+#                driver on top: QEMU inside a TCG guest (minutes; not in check)
 #   make stress  long lifecycle stress in a guest (kills, driver reloads, resets)
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #   make bench-native  the transport and the device core without VMs;
@@ -66,7 +68,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native stress check check-migration check-asan unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-native stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -344,6 +346,14 @@ lint: setup
 # VM tests against QEMU built with ASan and UBSan (slow first build).
 check-asan: setup guest
 	@bash scripts/vm-test-asan.sh
+
+# The device with backend=verbs on a real RDMA device (soft-RoCE) and the
+# guest driver on top: our QEMU run inside a TCG guest that has rxe0, its
+# inner guest (a small initramfs) doing ibv_devinfo, an RC ping-pong and a
+# WRITE/READ transfer against peers on rxe0 (tests/vm/test-nested.sh).
+# Nested TCG: minutes, so not in make check.
+check-nested: qemu guest
+	@bash tests/vm/test-nested.sh
 
 # Long lifecycle stress in a guest: 100 processes killed mid-work, 50 driver
 # reloads and 50 function-level resets with traffic running (make check runs

@@ -982,7 +982,12 @@ static int qrdma_cqe_decode(struct qrdma_cq *cq, uint64_t q0, uint64_t q1, uint6
 
 	wc->byte_len = q0 & QRDMA_CQE_BYTE_LEN_MASK;
 	wc->imm_or_inv = q0 >> QRDMA_CQE_IMM_SHIFT;
-	wc->qp_num = qp_id;
+	/*
+	 * The QP's number as the application knows it (CREATE_QP's QPN, the
+	 * wire's), not the QP ID the CQE names it by: the two differ when the
+	 * backend has its own QPNs (verbs).
+	 */
+	wc->qp_num = qp->vqp.qp.qp_num;
 	wc->src_qp = (q1 & QRDMA_CQE_SRC_QP_MASK) >> QRDMA_CQE_SRC_QP_SHIFT;
 	wc->vendor_err = (q2 & QRDMA_CQE_VENDOR_ERR_MASK) >> QRDMA_CQE_VENDOR_ERR_SHIFT;
 	wc->wc_flags = 0;

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Run by test-nested.sh in a guest whose NIC is virtio-net with soft-RoCE
+# (rxe0): our QEMU (from the share, with the host libraries the guest
+# lacks in ./lib and its firmware in ./fw) boots an inner guest with
+# -device qrdma,backend=verbs,ibdev=rxe0 on rxe0's IPv4 GID, from a small
+# initramfs made here of this guest's own files; the inner guest
+# (nested-init.sh) runs ibv_devinfo and the clients of qrdma-pingpong (RC)
+# and qrdma-bulk (WRITE/READ) against their servers on rxe0 here.
+#
+# Environment: NESTED_PP_SEED sets the ping-pong server's pattern seed
+# (-S); a seed the inner client does not share must fail the byte checks
+# (how the test is seen to fail). NESTED_INNER_MB: the inner guest's RAM.
+. "$(dirname "$0")/guest-lib.sh"
+t_start=$(cut -d' ' -f1 /proc/uptime)
+export LD_LIBRARY_PATH=$PWD/lib
+qemu=$PWD/qemu-system-x86_64
+
+if ./qemu-system-x86_64 -version > /tmp/qemu-version 2>&1; then
+    ok "our QEMU starts in the guest: $(head -n1 /tmp/qemu-version)"
+else
+    fail "our QEMU does not start in the guest"
+    cat /tmp/qemu-version
+    finish guest-nested
+    exit 1
+fi
+check "it offers -device qrdma" sh -c "$qemu -device help | grep -q '^name \"qrdma\"'"
+
+check "rxe0 is there" wait_for 30 test -e /sys/class/infiniband/rxe0
+gid_index="" gid=""
+for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+    v=$(cat "$g" 2>/dev/null)
+    case "$v" in 0000:0000:0000:0000:0000:ffff:*) gid_index=${g##*/} gid=$v; break ;; esac
+done
+check "rxe0 has an IPv4 GID (index '$gid_index': $gid)" test -n "$gid_index"
+# the GID's IPv4 address, which the inner guest's netdev must have
+ip4=$(printf '%d.%d.%d.%d' "0x${gid:30:2}" "0x${gid:32:2}" "0x${gid:35:2}" "0x${gid:37:2}")
+echo "rxe0's IPv4 GID is ::ffff:$ip4 at index $gid_index"
+
+# ---- the inner initramfs ---------------------------------------------------
+d=/tmp/inner
+rm -rf "$d" && mkdir -p "$d"/usr/bin "$d"/usr/lib "$d"/usr/lib64 "$d"/proc "$d"/sys "$d"/dev "$d"/tmp \
+    "$d"/etc/libibverbs.d "$d"/usr/lib/x86_64-linux-gnu/libibverbs "$d"/modules
+for l in bin sbin lib lib64; do ln -s "usr/$l" "$d/$l" 2>/dev/null; done
+ln -sfn bin "$d/usr/sbin"
+kver=$(uname -r)
+# put FILE: FILE (and, for a symlink, what it points to) at its path in $d
+put() {
+    local f=$1 r
+    [ -e "$d$f" ] && return 0
+    mkdir -p "$d$(dirname "$f")"
+    if [ -L "$f" ]; then
+        cp -P "$f" "$d$f"
+        r=$(readlink -f "$f")
+        [ "$r" = "$f" ] || put "$r"
+    else
+        cp "$f" "$d$f"
+    fi
+}
+# put_elf FILE: FILE and the shared libraries it loads
+put_elf() {
+    local l
+    put "$1"
+    for l in $(ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+        put "$l"
+    done
+}
+bins=(bash mount insmod ip cat ls sleep timeout dmesg grep seq cut readlink basename ibv_devinfo qrdma-pingpong qrdma-bulk)
+for b in "${bins[@]}"; do
+    p=$(command -v "$b") || { fail "no $b in this guest"; continue; }
+    put_elf "$(readlink -f "$p")"
+    [ -e "$d/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$d/usr/bin/$b"
+done
+# the provider (only qrdma's: no other driver file, so no other is loaded)
+put_elf /usr/lib/x86_64-linux-gnu/libibverbs/libqrdma-rdmav34.so
+cp /etc/libibverbs.d/qrdma.driver "$d/etc/libibverbs.d/"
+for m in kernel/drivers/infiniband/core/ib_core.ko.xz kernel/drivers/infiniband/core/ib_uverbs.ko.xz \
+         extra/qrdma.ko; do
+    cp "/usr/lib/modules/$kver/$m" "$d/modules/" || fail "no module $m"
+done
+# qrdma.ko without its debug information (9 MB of it: the inner kernel
+# unpacks the initramfs under nested TCG)
+if command -v strip > /dev/null; then strip --strip-debug "$d/modules/qrdma.ko"; fi
+install -m 0755 nested-init.sh "$d/init"
+(cd "$d" && find . -print | cpio -o -H newc --quiet) > /tmp/inner.cpio
+echo "inner initramfs: $(du -k /tmp/inner.cpio | cut -f1) KB, $(find "$d" -type f | wc -l) files"
+
+# ---- the peers on rxe0 -----------------------------------------------------
+# Each started when the inner guest is about to need it: the ping-pong's
+# once qrdma0 has rxe0's GID (minutes after the launch), the transfer's
+# once the ping-pong is over (their own waits count from their start);
+# the inner clients retry their TCP connection until the servers listen. Each writes its exit
+# status to /tmp/NAME.rc.
+qps_before=$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')
+rm -f /tmp/pp.rc /tmp/bulk.rc
+start_pp_server() {
+    echo "  outer: starting the ping-pong server on rxe0"
+    ( timeout 900 qrdma-pingpong -d rxe0 -g "$gid_index" -t rc -s 4096 -n 20 -w 300 \
+        ${NESTED_PP_SEED:+-S "$NESTED_PP_SEED"} > /tmp/pp-server.log 2>&1
+      echo $? > /tmp/pp.rc ) > /dev/null 2>&1 &
+}
+start_bulk_server() {
+    echo "  outer: starting the WRITE/READ server on rxe0"
+    ( timeout 900 qrdma-bulk -d rxe0 -g "$gid_index" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 \
+        > /tmp/bulk-server.log 2>&1
+      echo $? > /tmp/bulk.rc ) > /dev/null 2>&1 &
+}
+
+# ---- the inner guest --------------------------------------------------------
+mem=${NESTED_INNER_MB:-512}
+t_launch=$EPOCHREALTIME
+# stamp: each line of the inner console with the seconds since the launch
+stamp() {
+    local line
+    while IFS= read -r line; do
+        line=${line%$'\r'}
+        printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$line"
+        case "$line" in
+        "nested-inner: qrdma0 ready"*) start_pp_server ;;
+        "nested-result pingpong"*) start_bulk_server ;;
+        esac
+    done
+}
+timeout 1200 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
+    -object "memory-backend-memfd,id=ram,size=${mem}M,share=on" -machine q35,memory-backend=ram \
+    -nodefaults -no-reboot -display none -serial stdio \
+    -kernel vmlinuz -initrd /tmp/inner.cpio \
+    -append "console=ttyS0 panic=-1 loglevel=4 nested.addr=$ip4 nested.gid=$gid nested.uptime0=$t_launch" \
+    -netdev user,id=n0 \
+    -device "qrdma,netdev=n0,backend=verbs,ibdev=rxe0,ibgid-index=$gid_index" \
+    < /dev/null 2>&1 | stamp | tee /tmp/inner.log
+qrc=${PIPESTATUS[0]}
+t_end=$EPOCHREALTIME
+expect_eq "the inner QEMU's exit status" "$qrc" 0
+
+result() { sed -n "s/^  inner| *[0-9.]* nested-result $1 //p" /tmp/inner.log | tail -n1; }
+# at SED-REGEX: the seconds after the launch at which the inner console printed it
+at() { sed -n "s/^  inner| *\([0-9.]*\) $1.*/\1/p" /tmp/inner.log | head -n1; }
+expect_eq "inner: ibv_devinfo shows qrdma0, PORT_ACTIVE and rxe0's GID" "$(result devinfo)" 0
+expect_eq "inner: qrdma-pingpong RC client (every byte checked)" "$(result pingpong)" 0
+wait_for 60 test -s /tmp/pp.rc
+expect_eq "outer: qrdma-pingpong RC server on rxe0" "$(cat /tmp/pp.rc 2>/dev/null)" 0
+tail -n 3 /tmp/pp-server.log | sed 's/^/  pp-server| /'
+expect_eq "inner: qrdma-bulk client (WRITE, READ back compared, checksums)" "$(result bulk)" 0
+wait_for 60 test -s /tmp/bulk.rc
+expect_eq "outer: qrdma-bulk server on rxe0" "$(cat /tmp/bulk.rc 2>/dev/null)" 0
+tail -n 3 /tmp/bulk-server.log | sed 's/^/  bulk-server| /'
+expect_eq "inner: no qrdma error, WARN or oops in its kernel log" "$(result dmesg)" 0
+expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" "$qps_before"
+
+echo "timings (seconds): outer guest ready at $t_start of its uptime;" \
+    "after the inner QEMU's launch: its /init $(at 'nested-inner: init')," \
+    "qrdma0 up $(at 'nested-inner: qrdma0 ready'), ping-pong done $(at 'nested-result pingpong')," \
+    "WRITE/READ done $(at 'nested-result bulk'), QEMU gone" \
+    "$(awk -v a="$t_launch" -v b="$t_end" 'BEGIN { printf "%.1f", b - a }')"
+finish guest-nested

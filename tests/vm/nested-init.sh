@@ -1,0 +1,75 @@
+#!/bin/bash
+# PID 1 of the inner guest of test-nested.sh (a small initramfs made by
+# guest-nested.sh): the qrdma device in verbs mode on the outer guest's
+# rxe0. Loads the RDMA core and our driver, gives the qrdma netdev the
+# user-mode network's address and rxe0's IPv4 address (the host GID the
+# device offers: ib_core adds a GID for each address of the netdev), then
+# ibv_devinfo, qrdma-pingpong RC and qrdma-bulk against the peers on rxe0
+# (their TCP side at 10.0.2.2, the outer guest's loopback). Prints
+# "nested-result NAME STATUS" lines for guest-nested.sh and powers off.
+export PATH=/usr/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/console >/dev/console 2>&1
+echo "nested-inner: init at $(cut -d' ' -f1 /proc/uptime)s of the kernel's uptime"
+ulimit -l unlimited
+
+addr="" gid=""
+for w in $(cat /proc/cmdline); do
+    case "$w" in
+        nested.addr=*) addr=${w#*=} ;;
+        nested.gid=*) gid=${w#*=} ;;
+    esac
+done
+end() { echo "nested-inner: power off"; echo o > /proc/sysrq-trigger; sleep 30; }
+
+for m in ib_core.ko.xz ib_uverbs.ko.xz qrdma.ko; do
+    insmod "/modules/$m" || { echo "nested-inner: insmod $m failed"; end; }
+done
+ip link set lo up
+net=""
+for _ in $(seq 100); do
+    for n in /sys/class/net/*; do
+        [ "$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")" = qrdma ] && net=${n##*/}
+    done
+    [ -n "$net" ] && break
+    sleep 0.2
+done
+[ -n "$net" ] || { echo "nested-inner: no qrdma netdev"; end; }
+ip link set "$net" up
+ip addr add 10.0.2.15/24 dev "$net"
+ip addr add "$addr/32" dev "$net"
+# The GID of that address in qrdma0's table (the driver admits host GIDs only).
+idx=""
+for _ in $(seq 300); do
+    for g in /sys/class/infiniband/qrdma0/ports/1/gids/*; do
+        [ "$(cat "$g" 2>/dev/null)" = "$gid" ] && idx=${g##*/} && break
+    done
+    [ -n "$idx" ] && break
+    sleep 0.2
+done
+echo "nested-inner: qrdma0 ready: netdev $net, rxe0's GID $gid at index '${idx}'"
+[ -n "$idx" ] || { echo "nested-result devinfo 1"; end; }
+
+ibv_devinfo -v -d qrdma0 > /tmp/devinfo 2>&1
+rc=$?
+# what the test checks, not all of -v (a serial line costs time here)
+grep -E 'hca_id|vendor|board_id|state|active_(mtu|speed|width)|link_layer|GID' /tmp/devinfo
+a=$(printf '%d.%d.%d.%d' "0x${gid:30:2}" "0x${gid:32:2}" "0x${gid:35:2}" "0x${gid:37:2}")
+grep -q 'state:[[:space:]]*PORT_ACTIVE' /tmp/devinfo || rc=2
+grep -Eq "GID\[ *$idx\]:[[:space:]]*::ffff:$a, RoCE v2" /tmp/devinfo || rc=3
+echo "nested-result devinfo $rc"
+
+timeout 600 qrdma-pingpong -d qrdma0 -g "$idx" -t rc -s 4096 -n 20 -w 300 10.0.2.2
+echo "nested-result pingpong $?"
+timeout 600 qrdma-bulk -d qrdma0 -g "$idx" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 10.0.2.2
+echo "nested-result bulk $?"
+
+# Expected: ib_core's "add_roce_gid GID add failed" for the netdev's
+# addresses that are not host GIDs (10.0.2.15, the link-local one), which
+# the driver refuses, and the taint of an unsigned out-of-tree module.
+dmesg | grep -Ev 'add_roce_gid GID add failed|module verification failed' |
+    grep -Ei 'qrdma.*(error|fail|timed out)|WARNING:|BUG:|Oops|Call Trace:' && rc=1 || rc=0
+echo "nested-result dmesg $rc"
+end
