@@ -247,7 +247,8 @@ Description: QEMU with the qrdma virtual RDMA device
  follows the Intel E810 RDMA engine; it carries RoCEv2 on a QEMU netdev.
  .
  This package holds qemu-system-x86_64 $QEMU_VERSION built from Debian's
- source with the qrdma device (hardware interface $VERSION), in
+ source with qrdma's fixes to QEMU (a TCG memory-map race a guest can use
+ to abort QEMU) and the qrdma device (hardware interface $VERSION), in
  /usr/lib/qrdma, and the wrapper qemu-system-x86_64-qrdma, which runs it
  with the firmware of Debian's seabios, ipxe-qemu and qemu-system-data.
  It installs beside Debian's QEMU packages and replaces none of their files.

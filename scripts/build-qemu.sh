@@ -3,8 +3,9 @@
 # source package.
 #
 # Cache layout ($QRDMA_CACHE/qemu-<version>/): src/ is the unpacked tree with
-# our hooks (hw/Kconfig, hw/meson.build, the trace subdirs) and hw/qrdma/ synced
-# from qemu-hw/, include/qrdma/ and host-backend/; build/ is the meson build;
+# qemu-patches/ applied, our hooks (hw/Kconfig, hw/meson.build, the trace
+# subdirs) and hw/qrdma/ synced from qemu-hw/, include/qrdma/ and
+# host-backend/; build/ is the meson build;
 # ccache/ holds the compiler cache. Paths stay fixed, so ccache and ninja hit
 # across clones. Prints the binary's path on stdout.
 . "$(dirname "$0")/lib.sh"
@@ -37,6 +38,7 @@ case "$VARIANT" in
     *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan, fuzz)" ;;
 esac
 BIN="$BUILD/$TARGET"
+PATCHES_KEY=$(hash_inputs qemu-patches)
 
 unpack_tree() {
     local tarball tmp
@@ -44,6 +46,13 @@ unpack_tree() {
     tmp="$QEMU_DIR/src.tmp"
     rm -rf "$tmp" && mkdir -p "$tmp"
     tar -xf "$tarball" -C "$tmp" --strip-components=1
+    # Our fixes to QEMU itself: qemu-patches/README.md lists them and why.
+    local p
+    for p in "$QRDMA_TOP"/qemu-patches/*.patch; do
+        patch -d "$tmp" -p1 --forward --batch --quiet < "$p" ||
+            die "qemu-patches/$(basename "$p") does not apply to QEMU $QEMU_VERSION"
+    done
+    echo "$PATCHES_KEY" > "$tmp/.qrdma-patches"
     # Hook hw/qrdma into the build: Kconfig, meson subdir, trace events.
     echo 'source qrdma/Kconfig' >> "$tmp/hw/Kconfig"
     echo "subdir('qrdma')" >> "$tmp/hw/meson.build"
@@ -109,7 +118,7 @@ compile_tree() {
     fi
 }
 
-inputs=(qemu-hw include/qrdma host-backend scripts/build-qemu.sh)
+inputs=(qemu-hw include/qrdma host-backend qemu-patches scripts/build-qemu.sh)
 [ "$VARIANT" != fuzz ] || inputs+=(tests/fuzz/qemu)
 key="$QEMU_VERSION.$(hash_inputs "${inputs[@]}")"
 if [ -x "$BIN" ] && [ "$(cat "$BUILD/.qrdma-built-key" 2>/dev/null)" = "$key" ]; then
@@ -118,7 +127,9 @@ if [ -x "$BIN" ] && [ "$(cat "$BUILD/.qrdma-built-key" 2>/dev/null)" = "$key" ];
     exit 0
 fi
 
-[ -d "$SRC/hw/qrdma" ] || stage qemu-unpack unpack_tree
+# A tree patched with another set of qemu-patches/ is unpacked again.
+[ -d "$SRC/hw/qrdma" ] && [ "$(cat "$SRC/.qrdma-patches" 2>/dev/null)" = "$PATCHES_KEY" ] ||
+    stage qemu-unpack unpack_tree
 stage qemu-sync sync_device
 [ "$VARIANT" != fuzz ] || stage qemu-fuzz-config hook_fuzz_config
 stage qemu-configure configure_tree

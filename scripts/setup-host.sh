@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 HOST_PACKAGES=(
-    build-essential ccache ninja-build pkg-config python3 python3-venv clang libfuzzer-14-dev
+    build-essential ccache ninja-build pkg-config python3 python3-venv clang libfuzzer-14-dev patch
     libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev
     libibverbs-dev linux-headers-amd64
     mmdebstrap cpio xz-utils zstd dpkg-dev curl rsync lintian
