@@ -2,16 +2,18 @@
  * qrdma-verbs-stock: one device core with the verbs backend on a real host
  * RDMA device (verbs_host.h), as an ordinary process, driven as the guest
  * driver drives it, acting as the client of a stock rdma-core pingpong
- * server on the same device (rdma_rxe in a guest: tests/vm/test-verbs-rxe.sh
- * runs ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong against it).
+ * server on the same device, or (no SERVER given) as the server of a stock
+ * client (rdma_rxe in a guest: tests/vm/test-verbs-rxe.sh runs
+ * ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong both ways round).
  *
  * The stock tools' out-of-band exchange (TCP, port 18515 by default): the
  * client writes one fixed-size string per QP, "LID:QPN:PSN:GID" as
  * %04x:%06x:%06x: and the GID's 16 bytes in 32 hex digits, with its NUL
- * (52 bytes); the server answers with as many of its own; the client
- * writes "done" and its NUL. ibv_srq_pingpong always sends 256 strings,
- * those past its QPs all zero. Our strings name the core's host QPNs (the
- * wire identifiers in verbs mode) and the host GID.
+ * (52 bytes); the server answers with as many of its own (having moved its
+ * QPs to RTR first, so that the client's first SEND finds them ready); the
+ * client writes "done" and its NUL. ibv_srq_pingpong always sends 256
+ * strings, those past its QPs all zero. Our strings name the core's host
+ * QPNs (the wire identifiers in verbs mode) and the host GID.
  *
  * Then the ping-pong, as the stock client runs it: a SEND on each QP,
  * another on a QP only when its last SEND completed and its answer came,
@@ -28,8 +30,18 @@
  * data" if the last one's are not; it exits 0 all the same, so the guest
  * script reads its output).
  *
+ * As the server we answer each message once it came and our last SEND on
+ * its QP completed, as the stock server does. The stock client sends the
+ * buffer it receives into, so the same model holds the other way round:
+ * its first message is its buffer as it filled it (0x7b for rc and ud,
+ * zeros for srq; with -c the first byte of each page 0), each later one
+ * our last message over the rest. With srq the client sends its first
+ * message on every QP at once and rxe reads them when it sends them, which
+ * may be after our first answer landed in that buffer: each byte of those
+ * first NUM_QP messages may be either the buffer as it began or as it is.
+ *
  * Usage: qrdma-verbs-stock [-p PORT] [-s SIZE] [-n ITERS] [-q NUM_QP]
- *                          [-m MTU] [-c] IBDEV GID_INDEX rc|ud|srq SERVER
+ *                          [-m MTU] [-c] IBDEV GID_INDEX rc|ud|srq [SERVER]
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -37,6 +49,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,8 +97,8 @@ struct dest {
 static struct dest mine[MAX_QPS], theirs[MAX_QPS];
 static uint32_t host_qpn[MAX_QPS];
 
-/* The stock server's buffer as we expect it: what it sends next. */
-static uint8_t *model;
+/* The stock peer's buffer as we expect it: what it sends next; and as it began. */
+static uint8_t *model, *model_start;
 static unsigned send_stride, recv_stride;
 static uint32_t srq_posted, srq_out;
 static bool srq_busy[1u << SRQ_LOG2];
@@ -172,39 +185,112 @@ static int connect_server(void)
     return -1;
 }
 
-/* Our strings, theirs, "done": as the stock client. */
+/* Accept the stock client (it is started once we listen: 60 s for it to come). */
+static int accept_client(void)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE };
+    struct addrinfo *res, *t;
+    struct pollfd pfd = { .events = POLLIN };
+    char service[16];
+    int one = 1, fd = -1, conn;
+
+    snprintf(service, sizeof(service), "%u", port);
+    if (getaddrinfo(NULL, service, &hints, &res)) {
+        fprintf(stderr, "  getaddrinfo for port %u failed\n", port);
+        return -1;
+    }
+    for (t = res; t && fd < 0; t = t->ai_next) {
+        fd = socket(t->ai_family, t->ai_socktype, t->ai_protocol);
+        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+                        bind(fd, t->ai_addr, t->ai_addrlen) || listen(fd, 1))) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        fprintf(stderr, "  cannot listen on port %u\n", port);
+        return -1;
+    }
+    pfd.fd = fd;
+    conn = poll(&pfd, 1, 60000) == 1 ? accept(fd, NULL, NULL) : -1;
+    close(fd);
+    if (conn < 0) {
+        fprintf(stderr, "  no client came to port %u\n", port);
+    }
+    return conn;
+}
+
+static bool send_strings(int fd, unsigned n)
+{
+    char msg[STOCK_MSG_LEN];
+    struct dest zero = { 0 };
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        dest_string(i < nqp ? &mine[i] : &zero, msg);
+        if (!io_all(fd, msg, sizeof(msg), true)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The peer's strings: as many QPs as we have, then (srq) all zero. */
+static bool receive_strings(int fd, unsigned n)
+{
+    char msg[STOCK_MSG_LEN];
+    struct dest d;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        if (!io_all(fd, msg, sizeof(msg), false) || msg[STOCK_MSG_LEN - 1] != 0 ||
+            !dest_parse(msg, &d)) {
+            return false;
+        }
+        if (i < nqp) {
+            theirs[i] = d;
+            if (!d.qpn) {
+                return false;
+            }
+        } else if (d.qpn || d.psn) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void connect_qps(void);
+
+/*
+ * As the stock client: our strings, theirs, "done". As the stock server:
+ * theirs, our QPs to RTR with receives posted, ours, their "done".
+ */
 static bool exchange(void)
 {
     const unsigned n = mode == MODE_SRQ ? STOCK_SRQ_STRINGS : 1;
-    char msg[STOCK_MSG_LEN];
-    struct dest zero = { 0 }, d;
-    bool ok = true;
-    unsigned i;
-    int fd = connect_server();
+    char done[sizeof("done")];
+    bool ok;
+    int fd = server ? connect_server() : accept_client();
 
     if (fd < 0) {
         return false;
     }
-    for (i = 0; i < n && ok; i++) {
-        dest_string(i < nqp ? &mine[i] : &zero, msg);
-        ok = io_all(fd, msg, sizeof(msg), true);
-    }
-    for (i = 0; i < n && ok; i++) {
-        ok = io_all(fd, msg, sizeof(msg), false) && msg[STOCK_MSG_LEN - 1] == 0 &&
-             dest_parse(msg, &d);
-        if (ok && i < nqp) {
-            /* the server has as many QPs as we */
-            theirs[i] = d;
-            ok = d.qpn != 0;
-        } else if (ok) {
-            /* past the server's QPs: all zero */
-            ok = !d.qpn && !d.psn;
+    if (server) {
+        ok = send_strings(fd, n) && receive_strings(fd, n) &&
+             io_all(fd, "done", sizeof("done"), true);
+    } else {
+        ok = receive_strings(fd, n);
+        if (ok) {
+            connect_qps();
         }
+        ok = ok && send_strings(fd, n) && io_all(fd, done, sizeof(done), false) &&
+             !memcmp(done, "done", sizeof(done));
     }
-    ok = ok && io_all(fd, "done", sizeof("done"), true);
     close(fd);
     if (!ok) {
-        fprintf(stderr, "  the exchange with the stock server failed\n");
+        fprintf(stderr, "  the exchange with the stock %s failed\n", server ? "server" : "client");
     }
     return ok;
 }
@@ -307,7 +393,7 @@ static void post_srq(void)
     }
 }
 
-/* Check one answer against the model, byte for byte; false on the first difference. */
+/* Check message k from the peer against the model, byte for byte; false on the first difference. */
 static bool check_answer(const struct cqe *e, unsigned k, uint32_t q)
 {
     const unsigned slot = e->wqe_index;
@@ -316,27 +402,30 @@ static bool check_answer(const struct cqe *e, unsigned k, uint32_t q)
     unsigned i;
 
     if (e->byte_len != recv_len()) {
-        fprintf(stderr, "  answer %u on QP %u: %u bytes, expected %u\n", k, q, e->byte_len,
+        fprintf(stderr, "  message %u on QP %u: %u bytes, expected %u\n", k, q, e->byte_len,
                 recv_len());
         return false;
     }
     if (mode == MODE_UD &&
         (!(e->flags & QRDMA_CQE_FLAG_GRH) || e->src_qp != theirs[0].qpn || p[20] != 0x45)) {
-        fprintf(stderr, "  answer %u: flags 0x%x, source QPN 0x%x (expected 0x%x), GRH byte "
+        fprintf(stderr, "  message %u: flags 0x%x, source QPN 0x%x (expected 0x%x), GRH byte "
                 "20 0x%02x (expected the IPv4 header's 0x45)\n", k, e->flags, e->src_qp,
                 theirs[0].qpn, p[20]);
         return false;
     }
     for (i = 0; i < size; i++) {
-        if (payload[i] != model[i]) {
-            fprintf(stderr, "  answer %u on QP %u: byte %u is 0x%02x, expected 0x%02x\n", k, q,
+        /* srq as the server: the client's first messages, read by rxe while ours land */
+        const bool either = mode == MODE_SRQ && !server && k < nqp;
+
+        if (payload[i] != model[i] && !(either && payload[i] == model_start[i])) {
+            fprintf(stderr, "  message %u on QP %u: byte %u is 0x%02x, expected 0x%02x\n", k, q,
                     i, payload[i], model[i]);
             return false;
         }
     }
     for (i = recv_len(); i < recv_len() + SLACK; i++) {
         if (p[i] != POISON) {
-            fprintf(stderr, "  answer %u on QP %u: byte %u past the receive written\n", k, q,
+            fprintf(stderr, "  message %u on QP %u: byte %u past the receive written\n", k, q,
                     i);
             return false;
         }
@@ -380,7 +469,8 @@ static void connect_qps(void)
         mtu_enum++;
     }
     for (i = 0; i < nqp; i++) {
-        printf("server QP %u: QPN 0x%06x, PSN 0x%06x\n", i, theirs[i].qpn, theirs[i].psn);
+        printf("%s QP %u: QPN 0x%06x, PSN 0x%06x\n", server ? "server" : "client", i,
+               theirs[i].qpn, theirs[i].psn);
         if (mode == MODE_UD) {
             write_av_to(SA, AV_BUF, theirs[0].gid, NULL);
             CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH,
@@ -413,13 +503,21 @@ static void test_pingpong(void)
         unit_failures++;
         return;
     }
-    connect_qps();
+    if (server) {
+        connect_qps();
+    }
     no_errors(SA);
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (i = 0; i < nqp && sent < iters; i++) {
-        send_next(FIRST_QP + i);
-        pending[i] = PEND_SEND | PEND_RECV;
+    for (i = 0; i < nqp; i++) {
+        if (server && sent < iters) {
+            /* the client sends first on each QP */
+            send_next(FIRST_QP + i);
+            pending[i] = PEND_SEND | PEND_RECV;
+        } else if (!server) {
+            /* the server answers */
+            pending[i] = PEND_RECV;
+        }
     }
     while (rcnt < iters || scnt < iters) {
         uint32_t q;
@@ -457,7 +555,12 @@ static void test_pingpong(void)
                 post_rq(e.qp);
             }
         }
-        /* Never more than ITERS messages: the server then answers each and stops. */
+        /*
+         * Never more than ITERS messages. The stock server answers each
+         * and stops; the stock client stops once ITERS of its own SENDs
+         * completed and ITERS answers came, and can send a few more over
+         * srq's QPs, which our receives take.
+         */
         if (!pending[q] && sent < iters) {
             send_next(e.qp);
             pending[q] = PEND_SEND | PEND_RECV;
@@ -465,10 +568,16 @@ static void test_pingpong(void)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("%s: %u messages of %u bytes each way over %u QP(s) in %.2f s, every byte of "
-           "every answer checked\n", mode == MODE_RC ? "rc" : mode == MODE_UD ? "ud" : "srq",
-           rcnt, size, nqp, s);
-    CHECK_EQ(rcnt, iters);
+    printf("%s as the %s: %u messages of %u bytes sent and %u received over %u QP(s) in "
+           "%.2f s, every byte of every message from the stock %s checked\n",
+           mode == MODE_RC ? "rc" : mode == MODE_UD ? "ud" : "srq",
+           server ? "client" : "server", scnt, size, rcnt, nqp, s, server ? "server" : "client");
+    if (server || mode != MODE_SRQ) {
+        CHECK_EQ(rcnt, iters);
+    } else {
+        /* the stock srq client's extra SENDs (see above): one per other QP at most */
+        CHECK(rcnt >= iters && rcnt < iters + nqp);
+    }
     CHECK_EQ(scnt, iters);
     no_errors(SA);
     for (i = 0; i < nqp; i++) {
@@ -482,7 +591,7 @@ static void test_pingpong(void)
 static void usage(const char *argv0)
 {
     fprintf(stderr, "usage: %s [-p PORT] [-s SIZE] [-n ITERS] [-q NUM_QP] [-m MTU] [-c] "
-            "IBDEV GID_INDEX rc|ud|srq SERVER\n", argv0);
+            "IBDEV GID_INDEX rc|ud|srq [SERVER]\n", argv0);
 }
 
 int main(int argc, char **argv)
@@ -518,7 +627,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc - optind != 4) {
+    if (argc - optind != 3 && argc - optind != 4) {
         usage(argv[0]);
         return 2;
     }
@@ -526,7 +635,7 @@ int main(int argc, char **argv)
     vh_gid_index = atoi(argv[optind + 1]);
     mode = !strcmp(argv[optind + 2], "rc") ? MODE_RC : !strcmp(argv[optind + 2], "ud") ?
            MODE_UD : !strcmp(argv[optind + 2], "srq") ? MODE_SRQ : (enum mode)-1;
-    server = argv[optind + 3];
+    server = argv[optind + 3];         /* NULL: we are the server */
     if (mode != MODE_SRQ) {
         nqp = 1;
     }
@@ -554,13 +663,22 @@ int main(int argc, char **argv)
         return 1;
     }
     model = malloc(size);
-    /* the stock server's buffer before anything came: ud and rc fill it with 0x7b, srq zeroes it */
-    memset(model, mode == MODE_SRQ ? 0 : 0x7b, size);
+    model_start = malloc(size);
+    /* the stock peer's buffer before anything came: ud and rc fill it with 0x7b, srq zeroes it */
+    memset(model_start, mode == MODE_SRQ ? 0 : 0x7b, size);
+    if (validate && !server) {
+        /* the stock client's -c, before its first SEND: buf[i] = i / page_size % sizeof(char) */
+        for (c = 0; c < (int)size; c += page_size) {
+            model_start[c] = 0;
+        }
+    }
+    memcpy(model, model_start, size);
     vh_memfd_ram(SA, 0);
     vh_side_up(SA, 0);
     create_cq_ex(SA, CQ_ID, 8, false);
     ret = unit_run("verbs-stock", tests, sizeof(tests) / sizeof(tests[0]));
     vh_fini(1);
+    free(model_start);
     free(model);
     return ret;
 }

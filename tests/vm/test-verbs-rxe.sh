@@ -11,8 +11,10 @@
 # limit event). Then qrdma-verbs-stock (tests/unit/verbs_stock.c): one
 # such core as the client of the stock ibv_rc_pingpong, ibv_ud_pingpong
 # and ibv_srq_pingpong servers on rxe0, every byte of every answer checked
-# in its guest RAM, the servers' exit status and -c output checked. Last,
-# no QP left on rxe0.
+# in its guest RAM, the servers' exit status and -c output checked; then
+# as the server of the same tools as clients, every byte of every message
+# they send checked, their exit status and output checked. Last, no QP
+# left on rxe0.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe build/verbs-rxe/qrdma-verbs-stock || exit 1
