@@ -18,7 +18,8 @@ if grep -E 'ERROR: AddressSanitizer|runtime error:' "$out"; then
     log "qtests: sanitizer report from QEMU"
 fi
 grep -E '^qtest: ' "$out"
-for t in test-smoke test-bad-input test-ethernet; do
+# test-map-race: our QEMU patch (qemu-patches/0001) under the sanitizers.
+for t in test-smoke test-bad-input test-ethernet test-map-race; do
     log "$t under the ASan+UBSan QEMU"
     # Leak checking at exit reports QEMU's own allocations; errors matter here.
     QRDMA_QEMU=$qemu ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
