@@ -24,60 +24,52 @@ else
 fi
 cat /tmp/verbs-rxe.log
 
-# stock NAME TOOL OPTS...: the stock rdma-core TOOL as a server on rxe0
-# (RoCEv2 GID $gid_index) and qrdma-verbs-stock NAME with the same OPTS as
-# its client. Passes only when both exit 0 and the server printed its
-# closing "iters in" line, nothing on stderr and no "invalid data" (its -c
-# check only prints). Each exit status is taken from its own PID.
+# stock ROLE NAME TOOL OPTS...: the stock rdma-core TOOL on rxe0 (RoCEv2
+# GID $gid_index) as ROLE (server or client), and qrdma-verbs-stock NAME
+# with the same OPTS on the other side. Our client retries its connect; the
+# stock client does not, so it starts once ours listens. Passes only when
+# both exit 0 and the stock TOOL printed its closing "iters in" line,
+# nothing on stderr and no "invalid data" (the stock server's -c check only
+# prints). Each exit status is taken from its own PID.
 stock() {
-    local name=$1 tool=$2 s rs rc
-    shift 2
-    timeout 60 "$tool" -d rxe0 -g "$gid_index" "$@" > "/tmp/$name-s.out" 2> "/tmp/$name-s.err" &
-    s=$!
-    timeout 60 ./qrdma-verbs-stock "$@" rxe0 "$gid_index" "$name" 127.0.0.1 \
-        > "/tmp/$name-c.log" 2>&1
-    rc=$?
-    wait "$s"
-    rs=$?
-    sed 's/^/  client | /' "/tmp/$name-c.log"
-    sed 's/^/  server | /' "/tmp/$name-s.out"
-    sed 's/^/  server stderr | /' "/tmp/$name-s.err"
-    expect_eq "$name: qrdma-verbs-stock's exit status" "$rc" 0
-    expect_eq "$name: $tool's exit status" "$rs" 0
-    check "$name: $tool ran to its end" grep -q "iters in" "/tmp/$name-s.out"
-    check "$name: $tool found no invalid data" sh -c "! grep -qi 'invalid' /tmp/$name-s.out"
-    check "$name: $tool wrote nothing on stderr" test ! -s "/tmp/$name-s.err"
+    local role=$1 name=$2 tool=$3 label=$2 s rq rt
+    shift 3
+    local theirs=(timeout 60 "$tool" -d rxe0 -g "$gid_index" "$@")
+    local ours=(timeout 60 ./qrdma-verbs-stock "$@" rxe0 "$gid_index" "$name")
+    if [ "$role" = server ]; then
+        "${theirs[@]}" > "/tmp/$name-t.out" 2> "/tmp/$name-t.err" &
+        s=$!
+        "${ours[@]}" 127.0.0.1 > "/tmp/$name-q.log" 2>&1
+        rq=$?
+        wait "$s"
+        rt=$?
+    else
+        label="$name as the server"
+        "${ours[@]}" > "/tmp/$name-q.log" 2>&1 &
+        s=$!
+        wait_serving "$s" 30
+        "${theirs[@]}" 127.0.0.1 > "/tmp/$name-t.out" 2> "/tmp/$name-t.err"
+        rt=$?
+        wait "$s"
+        rq=$?
+    fi
+    sed 's/^/  qrdma-verbs-stock | /' "/tmp/$name-q.log"
+    sed "s/^/  $tool | /" "/tmp/$name-t.out"
+    sed "s/^/  $tool stderr | /" "/tmp/$name-t.err"
+    expect_eq "$label: qrdma-verbs-stock's exit status" "$rq" 0
+    expect_eq "$label: $tool's exit status" "$rt" 0
+    check "$label: $tool ran to its end" grep -q "iters in" "/tmp/$name-t.out"
+    check "$label: $tool found no invalid data" sh -c "! grep -qi 'invalid' /tmp/$name-t.out"
+    check "$label: $tool wrote nothing on stderr" test ! -s "/tmp/$name-t.err"
 }
-stock rc ibv_rc_pingpong -s 4096 -n 200 -c
-stock ud ibv_ud_pingpong -s 1024 -n 200 -c
-stock srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
-
-# stock_client NAME TOOL OPTS...: the other way round, qrdma-verbs-stock
-# NAME as the server (every byte of every message from the stock client
-# checked) and the stock TOOL as its client, started once ours listens.
-# Passes only when both exit 0, the client printed its closing "iters in"
-# line and nothing on stderr.
-stock_client() {
-    local name=$1 tool=$2 s rs rc
-    shift 2
-    timeout 60 ./qrdma-verbs-stock "$@" rxe0 "$gid_index" "$name" > "/tmp/$name-s.log" 2>&1 &
-    s=$!
-    wait_serving "$s" 30
-    timeout 60 "$tool" -d rxe0 -g "$gid_index" "$@" 127.0.0.1 > "/tmp/$name-c.out" 2> "/tmp/$name-c.err"
-    rc=$?
-    wait "$s"
-    rs=$?
-    sed 's/^/  server | /' "/tmp/$name-s.log"
-    sed 's/^/  client | /' "/tmp/$name-c.out"
-    sed 's/^/  client stderr | /' "/tmp/$name-c.err"
-    expect_eq "$name as the server: qrdma-verbs-stock's exit status" "$rs" 0
-    expect_eq "$name as the server: $tool's exit status" "$rc" 0
-    check "$name as the server: $tool ran to its end" grep -q "iters in" "/tmp/$name-c.out"
-    check "$name as the server: $tool wrote nothing on stderr" test ! -s "/tmp/$name-c.err"
-}
-stock_client rc ibv_rc_pingpong -s 4096 -n 200 -c
-stock_client ud ibv_ud_pingpong -s 1024 -n 200 -c
-stock_client srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
+stock server rc ibv_rc_pingpong -s 4096 -n 200 -c
+stock server ud ibv_ud_pingpong -s 1024 -n 200 -c
+stock server srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
+# the other way round: qrdma-verbs-stock as the server checks every byte
+# of every message from the stock client
+stock client rc ibv_rc_pingpong -s 4096 -n 200 -c
+stock client ud ibv_ud_pingpong -s 1024 -n 200 -c
+stock client srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
 expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" \
     "$qps_before"
 finish guest-verbs-rxe
