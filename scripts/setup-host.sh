@@ -18,6 +18,10 @@ HOST_PACKAGES=(
     # make lint: sparse for the kernel build's C=1; clang-format for
     # scripts/qemu-style-wrap.py
     sparse clang-format
+    # the bridge and libvirt VM test (vm-run --segment bridge --libvirt):
+    # iproute2 for the bridge and taps, libvirt's QEMU driver and its
+    # virt-qemu-run
+    iproute2 libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 )
 
 stamp="$QRDMA_CACHE/host-setup.$(hash_inputs scripts/setup-host.sh scripts/lib.sh)"
@@ -63,6 +67,16 @@ export DEBIAN_FRONTEND=noninteractive
 as_root apt-get update -q
 as_root apt-get install -y -q --no-install-recommends "${HOST_PACKAGES[@]}"
 as_root apt-get install -y -q --no-install-recommends -t bookworm-backports meson python3-pycotap
+
+# libvirt's QEMU driver, run by root, looks up the account it runs QEMU as
+# (Debian's libvirt-qemu) before it reads qemu.conf, and fails without it.
+# libvirt-daemon-system creates it, but that package brings systemd as
+# init; create just the account, as that package does.
+if ! getent passwd libvirt-qemu > /dev/null; then
+    getent group libvirt-qemu > /dev/null || as_root groupadd --system libvirt-qemu
+    as_root useradd --system --gid libvirt-qemu --no-create-home --home-dir /var/lib/libvirt \
+        --shell /usr/sbin/nologin libvirt-qemu
+fi
 
 meson_version=$(/usr/bin/meson --version)
 case "$meson_version" in

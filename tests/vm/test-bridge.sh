@@ -1,0 +1,24 @@
+#!/bin/bash
+# VM test: guests the way they usually meet a host's Ethernet, and one of
+# them started by libvirt. Three guests on a Linux bridge with a tap each
+# (vm-run --segment bridge, in a network namespace of this run's own),
+# guest 2's QEMU started by libvirt from a domain XML that names our QEMU
+# as its <emulator> and qrdma as its NIC's model (vm-run --libvirt 2), a
+# device property (max-qp) given to it as a <qemu:override>.
+# guest-bridge.sh: ping the bridge and each other, then rping -V,
+# ib_write_bw and qrdma-bulk in a ring, all three pairs at once.
+here=$(cd "$(dirname "$0")" && pwd)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$here/../../scripts/vm-run" --guests 3 --timeout 900 --share "$here" \
+    --segment bridge --libvirt 2 --device-opts max-qp=256 \
+    --run 'bash guest-bridge.sh' --run 'bash guest-bridge.sh' --run 'bash guest-bridge.sh' 2>&1 |
+    tee "$out"
+rc=${PIPESTATUS[0]}
+# vm-run says so when libvirt started a guest's QEMU: that it did is the
+# point of this test, not only that the guest worked.
+if ! grep -q '^vm-run: guest 2: started by libvirt' "$out"; then
+    echo "test-bridge: guest 2 was not started by libvirt"
+    rc=1
+fi
+exit "$rc"
