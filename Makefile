@@ -363,11 +363,12 @@ stress: qemu guest
 		bash tests/vm/test-lifecycle.sh
 
 # Live migration as the issue counts it: guest 0 moved away and back 5 times
-# during each of the four transfers, with a qrdma peer, a soft-RoCE peer and
-# a lossy link (make check runs one round trip with the qrdma peer during
-# the two byte-checked transfers: 4 migrations).
+# during each of the four transfers, with a qrdma peer, a soft-RoCE peer, a
+# lossy link, and with the peer moving too (three guests: both ends of each
+# connection migrated alternately). make check runs one round trip with the
+# qrdma peer during the two byte-checked transfers: 4 migrations.
 check-migration: qemu guest
-	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe lossy" \
+	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe lossy both" \
 		QRDMA_MIG_PHASES="bulk write_bw rc_pp qrdma_pp" \
 		bash tests/vm/test-migrate.sh
 

@@ -30,18 +30,28 @@
 # soft-RoCE: DEV1 rxe0) or "lossy" (both guests qrdma with the device's
 # loss hook on, x-fault-* in test-migrate.sh's device options: phases sized
 # for a lossy link, and no ibv_rc_pingpong, which ends in retry exceeded
-# under loss at times without a migration, docs/hardening.md).
+# under loss at times without a migration, docs/hardening.md), or "both":
+# three guests, and both ends of every connection move. Guests 0 and 1
+# give up their shares and serve over TCP, the server of each phase runs
+# on guest 1 and its client on guest 0, and guest 2 drives: it migrates
+# guest 0, then guest 1, 2*ROUNDS times each per phase, and checks every
+# moved guest as guest 1 checks guest 0 in the other modes. (The 9p refusal
+# is checked by the other modes.)
 . "$(dirname "$0")/guest-lib.sh"
 mode=${1:-sw} rounds=${2:-5} dev1=${3:-qrdma0}
 me=$QRDMA_GUEST port=7000 moved=10.0.0.1 peer=10.0.0.2
+# The guests that move and the one that drives (and captures).
+movers="0" driver=1
+[ "$mode" != both ] || movers="0 1" driver=2
 # lossy: MB of the checked transfer and qrdma-pingpong messages per round
 LOSSY_BULK_MB=${QRDMA_MIG_LOSSY_BULK_MB:-256} LOSSY_PP=${QRDMA_MIG_LOSSY_PP:-5000}
 # QRDMA_MIG_PHASES: the phases to run (default all; make check runs the
 # two that check every byte, bulk and qrdma_pp); nphases counts those run.
 phases=" ${QRDMA_MIG_PHASES:-bulk write_bw rc_pp qrdma_pp} " nphases=0
 
-# The interface on the test segment (qrdma's Ethernet function on guest 0).
-seg_dev() { ip -o -4 addr show | awk -v ip="$moved/" 'index($4, ip) == 1 { print $2 }'; }
+# The interface on the test segment (qrdma's Ethernet function on a moved
+# guest, or the driver's NIC).
+seg_dev() { ip -o -4 addr show | awk -v ip="$QRDMA_IP/" 'index($4, ip) == 1 { print $2 }'; }
 
 if [ "$mode" = sub ]; then
     # Commands guest 1 runs on guest 0 through the agent.
@@ -60,6 +70,9 @@ if [ "$mode" = sub ]; then
         ipv6)
             # Has the segment interface an IPv6 address to announce?
             ip -6 addr show dev "$(seg_dev)" scope link | grep -q inet6 ;;
+        serving)
+            # The peer's server (program $3) listens for its TCP exchange.
+            wait_for 10 sh -c "ss -Hltnp | grep -q '((\"$3\"'" ;;
         dmesg)
             dmesg | tail -n +$(($(cat /tmp/mig/dmesg-lines) + 1)) > /tmp/mig/dmesg-new
             grep -i qrdma /tmp/mig/dmesg-new | tail -n 20
@@ -69,7 +82,7 @@ if [ "$mode" = sub ]; then
     exit
 fi
 
-if [ "$me" = 0 ]; then
+if [ "$me" != "$driver" ]; then
     here=$(dirname "$0")
     if [ -z "${QRDMA_MIG_COPY:-}" ]; then
         # Run from a copy in RAM: the shares are about to go.
@@ -79,28 +92,36 @@ if [ "$me" = 0 ]; then
         cd /tmp/mig && QRDMA_MIG_COPY=1 exec bash /tmp/mig/guest-migrate.sh "$@"
     fi
     vm_barrier up 150 || exit 1
-    vm_wait refusal-seen 300 || exit 1
-    check "guest 0 gives up its 9p shares" vm_detach
-    echo "guest 0: serving the test over TCP while it moves"
+    [ "$mode" = both ] || vm_wait refusal-seen 300 || exit 1
+    check "guest $me gives up its 9p shares" vm_detach
+    echo "guest $me: serving the test over TCP while it moves"
     python3 /tmp/mig/guest-migrate-agent.py serve "$port"
-    check "guest 0 mounts /job again" vm_attach
+    check "guest $me mounts /job again" vm_attach
     finish "guest-migrate $mode (moved guest)"
     exit
 fi
 
-# ---- guest 1: drives the test ---------------------------------------------
+# ---- guest 1 (guest 2 when both move): drives the test --------------------
 vm_barrier up 150 || exit 1
-# A migration QEMU refuses (guest 0 still has its 9p shares): vm-run
-# answers why, and guest 0 runs on in its first QEMU (its agent answers
-# below, and a migration that was not one would leave it a QEMU behind).
-a=$(vm_migrate 0)
-echo "  while guest 0 has its shares: $a"
-check "a refused migration is answered 'failed: ...' naming the 9p share" \
-    grep -q '^failed: .*VirtFS' <<< "$a"
-vm_signal refusal-seen
-r0() { python3 guest-migrate-agent.py run "$moved" "$port" "$1"; }
-check "guest 0's agent answers" r0 true
-check "guest 0: counters before" r0 "bash /tmp/mig/guest-migrate.sh sub snapshot"
+if [ "$mode" != both ]; then
+    # A migration QEMU refuses (guest 0 still has its 9p shares): vm-run
+    # answers why, and guest 0 runs on in its first QEMU (its agent answers
+    # below, and a migration that was not one would leave it a QEMU behind).
+    a=$(vm_migrate 0)
+    echo "  while guest 0 has its shares: $a"
+    check "a refused migration is answered 'failed: ...' naming the 9p share" \
+        grep -q '^failed: .*VirtFS' <<< "$a"
+    vm_signal refusal-seen
+fi
+# rg J CMD: CMD on moved guest J, through its agent; r0: on guest 0.
+rg() { python3 guest-migrate-agent.py run "10.0.0.$(($1 + 1))" "$port" "$2"; }
+r0() { rg 0 "$1"; }
+# srv_run CMD: a phase's server, here or (both) on guest 1.
+srv_run() { if [ "$mode" = both ]; then rg 1 "$1"; else $1; fi; }
+for j in $movers; do
+    check "guest $j's agent answers" rg "$j" true
+    check "guest $j: counters before" rg "$j" "bash /tmp/mig/guest-migrate.sh sub snapshot"
+done
 # The moved guest's announcements: after each incoming migration QEMU sends
 # a RARP frame from every NIC's MAC (qemu_announce_self; 5 rounds by
 # default), qrdma's Ethernet function included, so the segment's switches
@@ -109,49 +130,59 @@ check "guest 0: counters before" r0 "bash /tmp/mig/guest-migrate.sh sub snapshot
 # neighbour caches hear it too: a gratuitous ARP (sender and target
 # address the same) and an unsolicited NA to all nodes. Captured here, on
 # the segment interface.
-seg=$(ip -o -4 addr show | awk -v ip="$peer/" 'index($4, ip) == 1 { print $2 }')
-tcpdump -i "$seg" -n -e -l 'ether src 52:54:00:71:00:00 and (ether proto 0x8035 or
-    (arp and arp[14:4] = arp[24:4]) or (ip6 dst ff02::1 and icmp6 and ip6[40] = 136))' \
+seg=$(seg_dev)
+tcpdump -i "$seg" -n -e -l '(ether src 52:54:00:71:00:00 or ether src 52:54:00:71:00:01) and
+    (ether proto 0x8035 or (arp and arp[14:4] = arp[24:4]) or
+    (ip6 dst ff02::1 and icmp6 and ip6[40] = 136))' \
     > /tmp/rarp.log 2> /tmp/rarp.err &
 rarp=$!
 wait_for 30 grep -q 'listening on' /tmp/rarp.err || fail "tcpdump on $seg did not start"
-downtimes=() totals=() nmig=0
+downtimes=() totals=() nmig=0 nmig_of=()
 
-# phase NAME TIMEOUT SERVER_CMD CLIENT_CMD: SERVER_CMD here, "CLIENT_CMD
-# $peer" on guest 0, and 2*ROUNDS migrations of guest 0 while both run;
-# nothing when NAME is not in $phases.
+# phase NAME TIMEOUT SERVER_CMD CLIENT_CMD: SERVER_CMD on the peer (here,
+# or guest 1 when both move), "CLIENT_CMD $peer" on guest 0, and 2*ROUNDS
+# migrations of each moving guest while both run; nothing when NAME is not
+# in $phases.
 phase() {
-    local name=$1 limit=$2 srv=$3 cli=$4 s c k a during=0 rs rc t0
+    local name=$1 limit=$2 srv=$3 cli=$4 s c k j a during=0 rs rc t0 nmoving
     [[ $phases == *" $name "* ]] || return 0
     nphases=$((nphases + 1))
     t0=$(date +%s)
-    timeout "$limit" $srv > "/tmp/$name-s.log" 2>&1 &
+    srv_run "timeout $limit $srv" > "/tmp/$name-s.log" 2>&1 &
     s=$!
-    wait_serving "$s"
+    if [ "$mode" = both ]; then
+        rg 1 "bash /tmp/mig/guest-migrate.sh sub serving ${srv%% *}" ||
+            echo "  (guest 1's ${srv%% *} not seen listening)"
+    else
+        wait_serving "$s"
+    fi
     r0 "timeout $limit $cli $peer" > "/tmp/$name-c.log" 2>&1 &
     c=$!
     sleep 4
     for k in $(seq $((2 * rounds))); do
-        a=$(vm_migrate 0)
-        k_ok=$?
-        echo "  $name: migration $k: $a"
-        if [ "$k_ok" != 0 ]; then
-            fail "$name: migration $k: $a"
-            break
-        fi
-        nmig=$((nmig + 1))
-        a=${a#*downtime_ms=}; downtimes+=("${a%% *}")
-        a=${a#*total_ms=}; totals+=("${a%% *}")
-        if kill -0 "$s" 2>/dev/null && kill -0 "$c" 2>/dev/null; then
-            during=$((during + 1))
-        fi
-        sleep 2
+        for j in $movers; do
+            a=$(vm_migrate "$j")
+            k_ok=$?
+            echo "  $name: migration $k of guest $j: $a"
+            if [ "$k_ok" != 0 ]; then
+                fail "$name: migration $k of guest $j: $a"
+                break 2
+            fi
+            nmig=$((nmig + 1)) nmig_of[j]=$((${nmig_of[j]:-0} + 1))
+            a=${a#*downtime_ms=}; downtimes+=("${a%% *}")
+            a=${a#*total_ms=}; totals+=("${a%% *}")
+            if kill -0 "$s" 2>/dev/null && kill -0 "$c" 2>/dev/null; then
+                during=$((during + 1))
+            fi
+            sleep 2
+        done
     done
     wait "$c"; rc=$?
     wait "$s"; rs=$?
     check "$name: client on the moved guest exited 0" test "$rc" = 0
     check "$name: server on the peer exited 0" test "$rs" = 0
-    expect_eq "$name: migrations with the traffic still running" "$during" $((2 * rounds))
+    nmoving=$(wc -w <<< "$movers")
+    expect_eq "$name: migrations with the traffic still running" "$during" $((2 * rounds * nmoving))
     echo "  $name: $(($(date +%s) - t0)) s; server's output, end:"
     tail -n 4 "/tmp/$name-s.log" | sed 's/^/  s| /'
     echo "  client's output, end:"
@@ -189,44 +220,51 @@ if [ "$mode" = lossy ]; then
     check "the loss was on: packets retransmitted by the peer $rt1 (more than $((rounds * 100))), by the moved guest $rt0" \
         test "$rt1" -gt $((rounds * 100)) -a "$rt0" -gt 0
 else
+    # With both ends moving, twice the migrations a phase: the phases of
+    # fixed length or count are twice as long (the checked transfer, the
+    # slowest, outlasts them as it is).
+    nm=$(wc -w <<< "$movers")
     phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 4096)) -c 32 -t 60" \
         "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 4096)) -c 32 -t 60"
-    phase write_bw 900 "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 + 20))" \
-        "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 + 20))"
-    phase rc_pp 900 "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 40000))" \
-        "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 40000))"
-    phase qrdma_pp 900 "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60" \
-        "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000)) -w 60"
+    phase write_bw $((900 * nm)) "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 * nm + 20))" \
+        "ib_write_bw -d qrdma0 -x 1 -F -s 65536 -D $((rounds * 60 * nm + 20))"
+    phase rc_pp $((900 * nm)) "ibv_rc_pingpong -d $dev1 -g 1 -s 4096 -n $((rounds * 40000 * nm))" \
+        "ibv_rc_pingpong -d qrdma0 -g 1 -s 4096 -n $((rounds * 40000 * nm))"
+    phase qrdma_pp $((900 * nm)) "qrdma-pingpong -d $dev1 -g 1 -t rc -s 4096 -n $((rounds * 35000 * nm)) -w 60" \
+        "qrdma-pingpong -d qrdma0 -g 1 -t rc -s 4096 -n $((rounds * 35000 * nm)) -w 60"
 fi
 stall=$(grep -o 'longest round trip [0-9]* ms' /tmp/qrdma_pp-s.log | grep -o '[0-9]*')
 
 kill "$rarp"; wait "$rarp"
-n_rarp=$(grep -c '^[^ ]* 52:54:00:71:00:00 > ff:ff:ff:ff:ff:ff, ethertype Reverse ARP' /tmp/rarp.log)
-n_garp=$(grep -c '^[^ ]* 52:54:00:71:00:00 > ff:ff:ff:ff:ff:ff, ethertype ARP (0x0806)' /tmp/rarp.log)
-n_na=$(grep -c '^[^ ]* 52:54:00:71:00:00 > 33:33:00:00:00:01, ethertype IPv6' /tmp/rarp.log)
 grep -m1 'Reverse ARP' /tmp/rarp.log | sed 's/^/  rarp| /'
 grep -m1 'ethertype ARP' /tmp/rarp.log | sed 's/^/  garp| /'
 grep -m1 'ethertype IPv6' /tmp/rarp.log | sed 's/^/  na| /'
-echo "  guest 0's driver announced $(r0 "bash /tmp/mig/guest-migrate.sh sub announcements") times"
 check "phases run: $nphases (${phases# })" test "$nphases" -gt 0
-check "guest 0 announced its MAC after every migration: $n_rarp RARP frames for $nmig migrations" \
-    test "$n_rarp" -ge "$nmig" -a "$nmig" -gt 0
-check "guest 0's driver announced its IPv4 address after every migration: $n_garp gratuitous ARPs" \
-    test "$n_garp" -ge "$nmig"
-if r0 "bash /tmp/mig/guest-migrate.sh sub ipv6"; then
-    check "guest 0's driver announced its IPv6 addresses after every migration: $n_na unsolicited NAs" \
-        test "$n_na" -ge "$nmig"
-else
-    echo "  guest 0 has no IPv6 address: $n_na unsolicited NAs, none required"
-fi
-check "guest 0: counters back to idle" r0 "bash /tmp/mig/guest-migrate.sh sub idle"
-check "guest 0: no qrdma error in the kernel log" r0 "bash /tmp/mig/guest-migrate.sh sub dmesg"
-check "guest 0's agent stops" r0 exit
+for j in $movers; do
+    mac=52:54:00:71:00:0$j m=${nmig_of[j]:-0}
+    n_rarp=$(grep -c "^[^ ]* $mac > ff:ff:ff:ff:ff:ff, ethertype Reverse ARP" /tmp/rarp.log)
+    n_garp=$(grep -c "^[^ ]* $mac > ff:ff:ff:ff:ff:ff, ethertype ARP (0x0806)" /tmp/rarp.log)
+    n_na=$(grep -c "^[^ ]* $mac > 33:33:00:00:00:01, ethertype IPv6" /tmp/rarp.log)
+    echo "  guest $j's driver announced $(rg "$j" "bash /tmp/mig/guest-migrate.sh sub announcements") times"
+    check "guest $j announced its MAC after every migration: $n_rarp RARP frames for $m migrations" \
+        test "$n_rarp" -ge "$m" -a "$m" -gt 0
+    check "guest $j's driver announced its IPv4 address after every migration: $n_garp gratuitous ARPs" \
+        test "$n_garp" -ge "$m"
+    if rg "$j" "bash /tmp/mig/guest-migrate.sh sub ipv6"; then
+        check "guest $j's driver announced its IPv6 addresses after every migration: $n_na unsolicited NAs" \
+            test "$n_na" -ge "$m"
+    else
+        echo "  guest $j has no IPv6 address: $n_na unsolicited NAs, none required"
+    fi
+    check "guest $j: counters back to idle" rg "$j" "bash /tmp/mig/guest-migrate.sh sub idle"
+    check "guest $j: no qrdma error in the kernel log" rg "$j" "bash /tmp/mig/guest-migrate.sh sub dmesg"
+    check "guest $j's agent stops" rg "$j" exit
+done
 if [ "${#downtimes[@]}" -gt 0 ]; then
     echo "migrations: $nmig; downtime ms: ${downtimes[*]}; total ms: ${totals[*]}"
     echo "downtime max $(printf '%s\n' "${downtimes[@]}" | sort -n | tail -n1) ms;" \
         "migration total max $(printf '%s\n' "${totals[@]}" | sort -n | tail -n1) ms;" \
         "peer's longest stall (qrdma-pingpong round trip) ${stall:-?} ms"
 fi
-expect_eq "migrations completed" "$nmig" $((nphases * 2 * rounds))
-finish "guest-migrate $mode (peer)"
+expect_eq "migrations completed" "$nmig" $((nphases * 2 * rounds * $(wc -w <<< "$movers")))
+finish "guest-migrate $mode (driver)"

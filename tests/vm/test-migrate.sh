@@ -22,6 +22,10 @@
 #           RoCE frame sent), phases sized for a lossy link and no
 #           ibv_rc_pingpong, QRDMA_MIG_VARIANT_ROUNDS (6 migrations a
 #           round); make check-migration runs it
+#   both    three guests on the hub, and both ends move: guest 0 (the
+#           clients) and guest 1 (the servers) are each migrated 2*ROUNDS
+#           times per phase, alternately, while guest 2 drives,
+#           QRDMA_MIG_VARIANT_ROUNDS; make check-migration runs it
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rounds=${QRDMA_MIG_ROUNDS:-1} vrounds=${QRDMA_MIG_VARIANT_ROUNDS:-1}
@@ -44,6 +48,11 @@ for v in ${QRDMA_MIG_VARIANTS:-sw}; do
             --device-opts 'x-fault-loss-ppm=20000,x-fault-dup-ppm=10000,x-fault-reorder-ppm=10000' \
             --run "exec bash guest-migrate.sh lossy $vrounds" \
             --run "$phases ${QRDMA_MIG_LOSSY_SIZES:-} bash guest-migrate.sh lossy $vrounds" ;;
+    both)
+        "$vmrun" --guests 3 --timeout $((900 + vrounds * 1500)) --share "$here" \
+            --run "exec bash guest-migrate.sh both $vrounds" \
+            --run "exec bash guest-migrate.sh both $vrounds" \
+            --run "$phases bash guest-migrate.sh both $vrounds" ;;
     *)
         echo "test-migrate: unknown variant '$v'" >&2
         false ;;
