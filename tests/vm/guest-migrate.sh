@@ -39,10 +39,10 @@
 # is checked by the other modes.)
 . "$(dirname "$0")/guest-lib.sh"
 mode=${1:-sw} rounds=${2:-5} dev1=${3:-qrdma0}
-me=$QRDMA_GUEST port=7000 moved=10.0.0.1 peer=10.0.0.2
-# The guests that move and the one that drives (and captures).
-movers="0" driver=1
-[ "$mode" != both ] || movers="0 1" driver=2
+me=$QRDMA_GUEST port=7000 peer=10.0.0.2
+# The guests that move, how many, and the one that drives (and captures).
+movers="0" nmovers=1 driver=1
+[ "$mode" != both ] || movers="0 1" nmovers=2 driver=2
 # lossy: MB of the checked transfer and qrdma-pingpong messages per round
 LOSSY_BULK_MB=${QRDMA_MIG_LOSSY_BULK_MB:-256} LOSSY_PP=${QRDMA_MIG_LOSSY_PP:-5000}
 # QRDMA_MIG_PHASES: the phases to run (default all; make check runs the
@@ -144,7 +144,7 @@ downtimes=() totals=() nmig=0 nmig_of=()
 # migrations of each moving guest while both run; nothing when NAME is not
 # in $phases.
 phase() {
-    local name=$1 limit=$2 srv=$3 cli=$4 s c k j a during=0 rs rc t0 nmoving
+    local name=$1 limit=$2 srv=$3 cli=$4 s c k j a during=0 rs rc t0
     [[ $phases == *" $name "* ]] || return 0
     nphases=$((nphases + 1))
     t0=$(date +%s)
@@ -181,8 +181,7 @@ phase() {
     wait "$s"; rs=$?
     check "$name: client on the moved guest exited 0" test "$rc" = 0
     check "$name: server on the peer exited 0" test "$rs" = 0
-    nmoving=$(wc -w <<< "$movers")
-    expect_eq "$name: migrations with the traffic still running" "$during" $((2 * rounds * nmoving))
+    expect_eq "$name: migrations with the traffic still running" "$during" $((2 * rounds * nmovers))
     echo "  $name: $(($(date +%s) - t0)) s; server's output, end:"
     tail -n 4 "/tmp/$name-s.log" | sed 's/^/  s| /'
     echo "  client's output, end:"
@@ -223,7 +222,7 @@ else
     # With both ends moving, twice the migrations a phase: the phases of
     # fixed length or count are twice as long (the checked transfer, the
     # slowest, outlasts them as it is).
-    nm=$(wc -w <<< "$movers")
+    nm=$nmovers
     phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * 4096)) -c 32 -t 60" \
         "qrdma-bulk -d qrdma0 -g 1 -m $((rounds * 4096)) -c 32 -t 60"
     phase write_bw $((900 * nm)) "ib_write_bw -d $dev1 -x 1 -F -s 65536 -D $((rounds * 60 * nm + 20))" \
@@ -266,5 +265,5 @@ if [ "${#downtimes[@]}" -gt 0 ]; then
         "migration total max $(printf '%s\n' "${totals[@]}" | sort -n | tail -n1) ms;" \
         "peer's longest stall (qrdma-pingpong round trip) ${stall:-?} ms"
 fi
-expect_eq "migrations completed" "$nmig" $((nphases * 2 * rounds * $(wc -w <<< "$movers")))
+expect_eq "migrations completed" "$nmig" $((nphases * 2 * rounds * nmovers))
 finish "guest-migrate $mode (driver)"
