@@ -16,7 +16,8 @@
 # Environment: BENCH_SETUPS (default "qrdma rxe"), BENCH_MTUS (netdev MTUs,
 # default "1500 9000"), BENCH_REPS (default 5), BENCH_MATRIX (targets, the
 # default: the tests the targets name and a few more; full: every
-# test at every size), BENCH_OUT, BENCH_LOGS, BENCH_HOSTLOAD.
+# test at every size; tails: the 8-byte latency tests, 5,000 iterations),
+# BENCH_OUT, BENCH_LOGS, BENCH_HOSTLOAD.
 . /mnt/host/guest-lib.sh
 
 setups=${BENCH_SETUPS:-qrdma rxe} mtus=${BENCH_MTUS:-1500 9000} reps=${BENCH_REPS:-5}
@@ -43,7 +44,13 @@ case "${BENCH_MATRIX:-targets}" in
             "read_lat  ib_read_lat  -n_1000     8 4096"
             "msg_rate  ib_write_bw  -n_2000_-q_4 64"
         ) ;;
-    *) echo "bench: BENCH_MATRIX is targets or full" >&2; exit 2 ;;
+    tails)
+        # the latency tails alone, with enough iterations for a p99
+        matrix=(
+            "write_lat ib_write_lat -n_5000     8"
+            "send_lat  ib_send_lat  -n_5000     8"
+        ) ;;
+    *) echo "bench: BENCH_MATRIX is targets, full or tails" >&2; exit 2 ;;
 esac
 
 # dev_of SETUP, net_of SETUP: the IB device and its segment's /24.

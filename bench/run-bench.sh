@@ -9,8 +9,8 @@
 # spreads, the issue's targets and a plot in bench/results/.
 #
 # Environment: BENCH_REPS (default 5), BENCH_SETUPS (default "qrdma rxe"),
-# BENCH_MTUS (default "1500 9000"), BENCH_MATRIX (targets, the default, or
-# full), BENCH_SECONDS (per native case, default 1), BENCH_NATIVE (0 skips
+# BENCH_MTUS (default "1500 9000"), BENCH_MATRIX (targets, the default,
+# full or tails), BENCH_SECONDS (per native case, default 1), BENCH_NATIVE (0 skips
 # the native stage).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
