@@ -22,6 +22,8 @@
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #   make bench-native  the transport and the device core without VMs;
 #                bench/results/native.md
+#   make bench-tails  the latency tail and the host's scheduling of QEMU's
+#                threads; bench/results/tails.md
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -68,7 +70,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-native bench-tails stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -374,6 +376,12 @@ check-migration: qemu guest
 
 bench:
 	@bash bench/run-bench.sh
+
+# Where the latency tail comes from: the 8-byte latency tests with QEMU's
+# emulator threads at the default and at SCHED_FIFO, with the main loops'
+# scheduling delays (perf sched); bench/results/tails.md.
+bench-tails:
+	@bash bench/tails.sh
 
 # Native microbenchmarks, no VM (bench/native/README.md): (a) the transport
 # alone, (b) device core and transport, two cores in one process, (c) the
