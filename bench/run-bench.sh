@@ -11,7 +11,10 @@
 # Environment: BENCH_REPS (default 5), BENCH_SETUPS (default "qrdma rxe"),
 # BENCH_MTUS (default "1500 9000"), BENCH_MATRIX (targets, the default,
 # full or tails), BENCH_SECONDS (per native case, default 1), BENCH_NATIVE (0 skips
-# the native stage).
+# the native stage), BENCH_EMULATOR_SCHED (vm-run --emulator-sched: fifo:1,
+# the default, runs both guests' QEMU emulator threads, where both devices'
+# emulation runs, at SCHED_FIFO 1 and the vCPUs as usual; other leaves the
+# host's scheduling alone. docs/performance.md, "Latency tails", has why).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$QRDMA_TOP"
@@ -20,6 +23,7 @@ reps=${BENCH_REPS:-5}
 setups=${BENCH_SETUPS:-qrdma rxe}
 mtus=${BENCH_MTUS:-1500 9000}
 matrix=${BENCH_MATRIX:-targets}
+emulator_sched=${BENCH_EMULATOR_SCHED:-fifo:1}
 results="$QRDMA_TOP/bench/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-bench.XXXXXX")
 sampler=""
@@ -43,9 +47,16 @@ sampler=$!
 env="BENCH_SETUPS='$setups' BENCH_MTUS='$mtus' BENCH_REPS=$reps BENCH_MATRIX=$matrix"
 env="$env BENCH_OUT=/mnt/host/raw BENCH_LOGS=/mnt/host/logs BENCH_HOSTLOAD=/mnt/host/hostload"
 # A test that fails still yields its rows (as failures); the run goes on.
-stage vm-bench scripts/vm-run --nic qrdma+virtio-rxe --timeout 14400 --share "$work" \
+stage vm-bench scripts/vm-run --nic qrdma+virtio-rxe --emulator-sched "$emulator_sched" \
+    --timeout 14400 --share "$work" \
     --run "$env bash guest-perftest.sh" --run "$env bash guest-perftest.sh" |
     tee "$work/vm.log" | grep --line-buffered -E '^\[g[01]\] bench:|^vm-run:'
+# What vm-run set, in its words (a refusal included).
+sched_note="QEMU's emulator threads at the host's default scheduling."
+if [ "$emulator_sched" != other ]; then
+    sched_note="QEMU's emulator threads $emulator_sched (vm-run --emulator-sched): \
+$(sed -n 's/^vm-run: guest \([0-9]*\): \(.*SCHED_FIFO.*\)/guest \1: \2/p' "$work/vm.log" | paste -sd';' - | sed 's/;/; /g')."
+fi
 kill "$sampler" 2>/dev/null
 sampler=""
 
@@ -53,7 +64,7 @@ accel=$(grep -ho 'accelerator [a-z]*' "$work"/vm.log | head -n1)
 machine="Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), \
 $(free -g | awk '/Mem:/ {print $2}') GB RAM. Guests: 2 vCPUs and 2048 MB each, ${accel:-accelerator unknown}, \
 QEMU $QEMU_VERSION, dgram netdevs over Unix sockets, both devices in each guest. $reps repetitions \
-interleaved, netdev MTU $mtus, matrix $matrix, $(date -u '+%Y-%m-%d %H:%M') UTC."
+interleaved, netdev MTU $mtus, matrix $matrix, $(date -u '+%Y-%m-%d %H:%M') UTC. $sched_note"
 # What each device reported as its active MTU at each netdev MTU (guest 1's view).
 active=$(sed -n 's/^\[g1\] bench: MTU \([0-9]*\): \([a-z0-9]*\) active_mtu \([0-9]*\).*/\2 \3 at \1/p' \
     "$work/vm.log" | paste -sd, - | sed 's/,/, /g')
