@@ -17,6 +17,7 @@
 # host's scheduling alone. docs/performance.md, "Latency tails", has why).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
 
 reps=${BENCH_REPS:-5}
@@ -38,14 +39,8 @@ fi
 stage qemu bash scripts/build-qemu.sh >/dev/null || exit 1
 stage guest bash scripts/build-guest.sh >/dev/null || exit 1
 
-cp bench/guest-perftest.sh tests/vm/guest-lib.sh "$work/"
-: > "$work/raw"
-# The guests read the host's load from the share before and after each run;
-# the bench's own processes are those whose command line names $work.
-python3 bench/host-load.py "$work/hostload" "path=$work" &
-sampler=$!
-env="BENCH_SETUPS='$setups' BENCH_MTUS='$mtus' BENCH_REPS=$reps BENCH_MATRIX=$matrix"
-env="$env BENCH_OUT=/mnt/host/raw BENCH_LOGS=/mnt/host/logs BENCH_HOSTLOAD=/mnt/host/hostload"
+bench_share "$work"
+env=$(bench_guest_env "$setups" "$mtus" "$reps" "$matrix")
 # A test that fails still yields its rows (as failures); the run goes on.
 stage vm-bench scripts/vm-run --nic qrdma+virtio-rxe --emulator-sched "$emulator_sched" \
     --timeout 14400 --share "$work" \
@@ -55,7 +50,7 @@ stage vm-bench scripts/vm-run --nic qrdma+virtio-rxe --emulator-sched "$emulator
 sched_note="QEMU's emulator threads at the host's default scheduling."
 if [ "$emulator_sched" != other ]; then
     sched_note="QEMU's emulator threads $emulator_sched (vm-run --emulator-sched): \
-$(sed -n 's/^vm-run: guest \([0-9]*\): \(.*SCHED_FIFO.*\)/guest \1: \2/p' "$work/vm.log" | paste -sd';' - | sed 's/;/; /g')."
+$(sed -n 's/^vm-run: guest \([0-9]*\): \(.*SCHED_FIFO.*\)/guest \1: \2/p' "$work/vm.log" | paste -sd'/' - | sed 's|/| / |g')."
 fi
 kill "$sampler" 2>/dev/null
 sampler=""

@@ -14,6 +14,7 @@
 # records nothing).
 set -uo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
+. "$(dirname "$0")/lib.sh"
 cd "$QRDMA_TOP"
 
 reps=${BENCH_REPS:-3}
@@ -51,12 +52,8 @@ delays() {
 for sched in $scheds; do
     run="$work/${sched/:/-}"
     mkdir -p "$run"
-    cp bench/guest-perftest.sh tests/vm/guest-lib.sh "$run/"
-    : > "$run/raw"
-    python3 bench/host-load.py "$run/hostload" "path=$run" &
-    sampler=$!
-    env="BENCH_SETUPS=qrdma BENCH_MTUS=1500 BENCH_REPS=$reps BENCH_MATRIX=tails"
-    env="$env BENCH_OUT=/mnt/host/raw BENCH_LOGS=/mnt/host/logs BENCH_HOSTLOAD=/mnt/host/hostload"
+    bench_share "$run"
+    env=$(bench_guest_env qrdma 1500 "$reps" tails)
     echo "bench-tails: emulator threads $sched"
     scripts/vm-run --nic qrdma --emulator-sched "$sched" --timeout 1800 --share "$run" \
         --run "$env bash guest-perftest.sh" --run "$env bash guest-perftest.sh" > "$run/vm.log" 2>&1 &
