@@ -313,6 +313,21 @@ for mtu in mtus:
             entry = f"'{path}' using 1:2 with {style} title '{setup} MTU {mtu} {test}'"
             (series_lat if test.endswith("_lat") else series_bw).append(entry)
 
+# A panel with no series (a matrix without bandwidth or latency tests)
+# says so: gnuplot refuses a plot with no defined point.
+EMPTY_PANEL = """unset logscale y
+set yrange [0:1]
+set label 1 'not measured in this run' at graph 0.5,0.5 center
+plot 2 notitle
+unset label 1
+set autoscale y
+set logscale y"""
+
+
+def panel(series):
+    return "plot " + ", ".join(series) if series else EMPTY_PANEL
+
+
 gp = f"""
 set terminal png size 1200,500 noenhanced
 set output '{os.path.join(outdir, "bench.png")}'
@@ -325,12 +340,12 @@ set xlabel 'message size (bytes)'
 set ylabel 'MiB/s'
 set title 'bandwidth'
 set xtics ("64" 64, "256" 256, "1K" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
-plot {", ".join(series_bw) or "NaN notitle"}
+{panel(series_bw)}
 set ylabel 'microseconds'
 set title 'latency (typical)'
 set key right center
 set xtics ("8" 8, "32" 32, "128" 128, "512" 512, "2K" 2048, "4K" 4096)
-plot {", ".join(series_lat) or "NaN notitle"}
+{panel(series_lat)}
 unset multiplot
 """
 with open(os.path.join(outdir, "bench.gp"), "w") as f:
