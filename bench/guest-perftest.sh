@@ -109,6 +109,12 @@ for mtu in $mtus; do
                     if [ "$QRDMA_GUEST" = 0 ]; then
                         timeout 120 "$bin" -d "$dev" -R -F -s "$size" $iters >"$log" 2>&1 &
                         server=$!
+                        # The client connects once the server listens (its
+                        # rdma_cm ID in LISTEN): a first run after boot
+                        # took more than the client's 2 s to get there, and
+                        # the client, rejected, crashed.
+                        wait_for 30 sh -c "rdma resource show cm_id 2>/dev/null | grep -q 'state LISTEN.*comm $bin'" ||
+                            echo "bench: $bin on $dev not listening after 30 s" >&2
                         vm_signal "srv-$n"
                         # A client that failed to connect leaves the server
                         # listening: end it once the client is done.
