@@ -16,8 +16,12 @@ With --native, only that table, as bench/results/native.md: lines
 "native <bench> <test> <size> <mtu> <msgs/s> <GB/s> <lat median us> <lat p99 us>"
 ("-" where a column does not apply) from sw_bench and core_bench.
 
+With --tails, bench/tails.sh's lines (result lines with a sched= word and
+"delays" lines) as bench/results/tails.md, on standard output.
+
 usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE [NATIVE]
        report.py --native NATIVE OUT.md MACHINE-NOTE
+       report.py --tails REPORT REPS WINDOW-SECONDS
 """
 import collections
 import os
@@ -90,18 +94,6 @@ NATIVE_NOTE = ("No VM. (a) host-backend/bench/sw_bench.c: two transport engines 
                "payload per second; latency one way, half of an 8-byte ping-pong's round trip. "
                "One CPU per process. See docs/performance-native.md.")
 
-if len(sys.argv) > 1 and sys.argv[1] == "--native":
-    native_raw, out_md, note = sys.argv[2:5]
-    with open(out_md, "w") as out:
-        out.write("# make bench-native: the transport and the device core without VMs\n\n")
-        out.write(f"{note}\n\n{NATIVE_NOTE}\n\n")
-        out.write("\n".join(native_table(native_raw)) + "\n")
-    print(open(out_md).read())
-    sys.exit(0)
-
-raw, limits_file, outdir, machine = sys.argv[1:5]
-native_raw = sys.argv[5] if len(sys.argv) > 5 else None
-
 # A run is "busy" when, between the client's two reads of the host's load,
 # processes other than the bench's used more than BUSY_OTHER of the
 # machine's CPU time, or the hypervisor stole more than BUSY_STEAL of it.
@@ -133,16 +125,74 @@ class Run:
         return ((self.other or 0) > BUSY_OTHER) or ((self.steal or 0) > BUSY_STEAL)
 
 
-runs = []
-for line in open(raw):
-    f = line.split()
-    if not f or f[0] != "res":
-        continue
-    kv = dict(w.split("=", 1) for w in f[1:] if "=" in w)
-    try:
-        runs.append(Run(kv))
-    except (KeyError, ValueError):
-        print(f"report: skipped a malformed line: {line.strip()}", file=sys.stderr)
+def read_runs(path):
+    """(words, Run) for each result line ("res" and key=value words) in path."""
+    out = []
+    for line in open(path):
+        f = line.split()
+        if not f or f[0] != "res":
+            continue
+        kv = dict(w.split("=", 1) for w in f[1:] if "=" in w)
+        try:
+            out.append((kv, Run(kv)))
+        except (KeyError, ValueError):
+            print(f"report: skipped a malformed line: {line.strip()}", file=sys.stderr)
+    return out
+
+
+def tails_report(path, reps, window):
+    """bench/results/tails.md (make bench-tails) from bench/tails.sh's lines:
+    the result lines with a sched= word, and "delays sched=S n p50 p90 p99 max"."""
+    delays = {}
+    for line in open(path):
+        w = line.split()
+        if w and w[0] == "delays":
+            delays[w[1].split("=", 1)[1]] = w[2:]
+    runs = read_runs(path)
+    out = ["# Latency tails: the emulator threads' scheduling (make bench-tails)", "",
+           f"Two qrdma guests, netdev MTU 1500, {reps} runs of each test at 5,000 iterations; "
+           "microseconds, the median of the runs with their range.", "",
+           "| emulator threads | test | typical | p99 | max |", "|---|---|---|---|---|"]
+    for s in delays:
+        for t in ("write_lat", "send_lat"):
+            mine = [r for kv, r in runs if kv.get("sched") == s and r.test == t]
+            ok = [r for r in mine if r.value is not None]
+            fails = len(mine) - len(ok)
+
+            def col(attr):
+                v = [getattr(r, attr) for r in ok]
+                return f"{statistics.median(v):.0f} ({min(v):.0f}–{max(v):.0f})" if v else "-"
+            extra = f" ({fails} failed)" if fails else ""
+            out.append(f"| {s} | {t} 8 B{extra} | {col('value')} | {col('p99')} | {col('max')} |")
+    other = [100 * r.other for _, r in runs if r.other is not None]
+    if other:
+        out += ["", f"Other processes used {statistics.median(other):.1f}% of the host's CPU "
+                f"during a run (median; at most {max(other):.1f}%)."]
+    out += ["", f"The main loops' scheduling delay, from wakeup to running, over a {window} s "
+            "window of the same runs (perf sched; milliseconds):", "",
+            "| emulator threads | wakeups | p50 | p90 | p99 | max |", "|---|---|---|---|---|---|"]
+    for s, (n, p50, p90, p99, mx) in delays.items():
+        out.append(f"| {s} | {n} | {p50} | {p90} | {p99} | {mx} |")
+    return out
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--tails":
+    print("\n".join(tails_report(*sys.argv[2:5])))
+    sys.exit(0)
+
+if len(sys.argv) > 1 and sys.argv[1] == "--native":
+    native_raw, out_md, note = sys.argv[2:5]
+    with open(out_md, "w") as out:
+        out.write("# make bench-native: the transport and the device core without VMs\n\n")
+        out.write(f"{note}\n\n{NATIVE_NOTE}\n\n")
+        out.write("\n".join(native_table(native_raw)) + "\n")
+    print(open(out_md).read())
+    sys.exit(0)
+
+raw, limits_file, outdir, machine = sys.argv[1:5]
+native_raw = sys.argv[5] if len(sys.argv) > 5 else None
+
+runs = [r for _, r in read_runs(raw)]
 
 limits = {}
 for line in open(limits_file):

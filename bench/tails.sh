@@ -79,50 +79,5 @@ for sched in $scheds; do
 done
 
 mkdir -p "$results"
-python3 - "$work/report" "$reps" "$window" > "$results/tails.md" <<'PY'
-import statistics, sys
-rows, delays = [], {}
-for line in open(sys.argv[1]):
-    w = line.split()
-    if w[0] == "delays":
-        delays[w[1].split("=", 1)[1]] = w[2:]
-    elif w[0] == "res":
-        rows.append(dict(x.split("=", 1) for x in w[1:]))
-scheds = list(delays)
-print("# Latency tails: the emulator threads' scheduling (make bench-tails)\n")
-print(f"Two qrdma guests, netdev MTU 1500, {sys.argv[2]} runs of each test at 5,000 iterations; "
-      "microseconds, the median of the runs with their range.\n")
-print("| emulator threads | test | typical | p99 | max |")
-print("|---|---|---|---|---|")
-for s in scheds:
-    for t in ("write_lat", "send_lat"):
-        r = [x for x in rows if x["sched"] == s and x["test"] == t and x["value"] != "fail"]
-        fails = sum(1 for x in rows if x["sched"] == s and x["test"] == t and x["value"] == "fail")
-        def col(k):
-            v = [float(x[k]) for x in r]
-            return f"{statistics.median(v):.0f} ({min(v):.0f}–{max(v):.0f})" if v else "-"
-        extra = f" ({fails} failed)" if fails else ""
-        print(f"| {s} | {t} 8 B{extra} | {col('value')} | {col('p99')} | {col('max')} |")
-# Other processes' share of the host's CPU during each run (host-load.py's
-# counters before and after: busy minus the bench's QEMUs, over the total).
-other = []
-for x in rows:
-    try:
-        a = [float(v) for v in x["h0"].split(",")]
-        b = [float(v) for v in x["h1"].split(",")]
-    except (KeyError, ValueError):
-        continue
-    if len(a) >= 7 and len(b) >= 7 and b[2] > a[2]:
-        other.append(100 * max(0.0, (b[3] - a[3]) - (b[5] - a[5])) / (b[2] - a[2]))
-if other:
-    print(f"\nOther processes used {statistics.median(other):.1f}% of the host's CPU during a run "
-          f"(median; at most {max(other):.1f}%).")
-print(f"\nThe main loops' scheduling delay, from wakeup to running, over a {sys.argv[3]} s window "
-      "of the same runs (perf sched; milliseconds):\n")
-print("| emulator threads | wakeups | p50 | p90 | p99 | max |")
-print("|---|---|---|---|---|---|")
-for s in scheds:
-    n, p50, p90, p99, mx = delays[s]
-    print(f"| {s} | {n} | {p50} | {p90} | {p99} | {mx} |")
-PY
+python3 bench/report.py --tails "$work/report" "$reps" "$window" > "$results/tails.md"
 cat "$results/tails.md"
