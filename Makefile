@@ -55,8 +55,8 @@ CFLAGS_SW  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 # need libibverbs' headers and library, and are skipped without them.
 HAVE_VERBS := $(shell pkg-config --exists libibverbs 2>/dev/null && echo 1)
 VERBS_SRCS := $(wildcard host-backend/verbs/*.c)
-VERBS_TEST_SRCS := tests/unit/verbs_mock.c
-VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/unit.h)
+VERBS_TEST_SRCS := tests/unit/verbs_mock.c tests/unit/verbs_cm_model.c
+VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/verbs_cm_model.h tests/unit/unit.h)
 VERBS_TESTS := $(if $(HAVE_VERBS),$(sort $(basename $(notdir $(wildcard tests/unit/test_verbs_*.c)))))
 VERBS_LIBS := $(if $(HAVE_VERBS),$(shell pkg-config --libs libibverbs))
 CFLAGS_VERBS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \

@@ -1,0 +1,43 @@
+/*
+ * A model of the host's rdma_cm for the CM proxy's tests (struct
+ * vb_cmh_ops): hosts in one process, each with its GIDs, an event queue
+ * and its IDs; what one host's ID does arrives at the other's as the
+ * kernel's rdma_cm would report it (CONNECT_REQUEST on a listener,
+ * CONNECT_RESPONSE for a QP-less active ID, ESTABLISHED, DISCONNECTED,
+ * REJECTED with the REJ reason, SIDR's ESTABLISHED with the UD QPN and
+ * Q_Key). Each ID gets a random starting PSN, as the kernel's does, which
+ * rdma_init_qp_attr (qp_attrs) gives for RTS and the peer's for RTR.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+#ifndef QRDMA_VERBS_CM_MODEL_H
+#define QRDMA_VERBS_CM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vb_cm.h"
+
+#define CMM_MAX_IDS     1024
+#define CMM_MAX_EVENTS  2048
+
+struct cmm_world;
+struct cmm_host;
+
+extern const struct vb_cmh_ops cmm_ops;
+
+struct cmm_world *cmm_world_new(uint32_t seed);
+void cmm_world_free(struct cmm_world *w);
+/* A host named ibdev (port 1) owning gid; the handle for the proxy's host. */
+struct cmm_host *cmm_host_new(struct cmm_world *w, const char *ibdev,
+                              const uint8_t gid[16]);
+/* IDs the host holds now (listeners included); events queued for it. */
+unsigned cmm_host_ids(const struct cmm_host *h);
+unsigned cmm_host_events(const struct cmm_host *h);
+/* The next call of this kind on host h fails with err (once). */
+enum cmm_call { CMM_CREATE_ID, CMM_RESOLVE_ADDR, CMM_CONNECT, CMM_ACCEPT };
+void cmm_fail_next(struct cmm_host *h, enum cmm_call call, int err);
+/* The starting PSN the host's ID with QP-less qpn told its peer. */
+bool cmm_host_psn(const struct cmm_host *h, uint32_t qpn, uint32_t *psn);
+
+#endif /* QRDMA_VERBS_CM_MODEL_H */
