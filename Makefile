@@ -54,13 +54,18 @@ CFLAGS_SW  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
 # device (tests/unit/verbs_mock.c): suites tests/unit/test_verbs_*.c. They
 # need libibverbs' headers and library, and are skipped without them.
 HAVE_VERBS := $(shell pkg-config --exists libibverbs 2>/dev/null && echo 1)
-VERBS_SRCS := $(wildcard host-backend/verbs/*.c)
+# The CM proxy's librdmacm side (vb_librdmacm.c) only where librdmacm is;
+# the proxy itself is tested on a model of rdma_cm either way.
+HAVE_RDMACM := $(shell pkg-config --exists librdmacm 2>/dev/null && echo 1)
+VERBS_SRCS := $(filter-out $(if $(HAVE_RDMACM),,host-backend/verbs/vb_librdmacm.c),$(wildcard host-backend/verbs/*.c))
 VERBS_TEST_SRCS := tests/unit/verbs_mock.c tests/unit/verbs_cm_model.c
 VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/verbs_cm_model.h tests/unit/unit.h)
 VERBS_TESTS := $(if $(HAVE_VERBS),$(sort $(basename $(notdir $(wildcard tests/unit/test_verbs_*.c)))))
-VERBS_LIBS := $(if $(HAVE_VERBS),$(shell pkg-config --libs libibverbs))
+VERBS_LIBS := $(if $(HAVE_VERBS),$(shell pkg-config --libs libibverbs)) \
+	      $(if $(HAVE_RDMACM),$(shell pkg-config --libs librdmacm))
 CFLAGS_VERBS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter \
-	       -Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/verbs -Itests/unit
+	       -Iinclude -Iqemu-hw -Ihost-backend/include -Ihost-backend/verbs -Itests/unit \
+	       $(if $(HAVE_RDMACM),-DQRDMA_HAVE_RDMACM)
 
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Iqemu-hw -Ihost-backend/include -Itests/unit \
@@ -262,8 +267,16 @@ $(BUILD)/fuzz/gen_sw_seeds: tests/fuzz/fuzz_sw_rx.c tests/fuzz/fuzz_frame.h $(SW
 fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
 	rm -f tests/fuzz/seeds-sw/[0-9]* && $< tests/fuzz/seeds-sw
 
+# fuzz_verbs_cm: the verbs backend's CM proxy (guest CM MADs) over the rdma_cm
+# model; plain C, no libibverbs.
+CM_FUZZ_SRCS := host-backend/verbs/vb_cm.c host-backend/verbs/vb_cm_mad.c tests/unit/verbs_cm_model.c
+$(BUILD)/fuzz/fuzz_verbs_cm: tests/fuzz/fuzz_verbs_cm.c $(CM_FUZZ_SRCS) host-backend/verbs/vb_cm.h \
+		host-backend/verbs/vb_cm_mad.h tests/unit/verbs_cm_model.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Ihost-backend/verbs -o $@ $< $(CM_FUZZ_SRCS)
+
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_sw_rx $(BUILD)/fuzz/fuzz_core_dp \
-		$(BUILD)/fuzz/fuzz_core_rx
+		$(BUILD)/fuzz/fuzz_core_rx $(BUILD)/fuzz/fuzz_verbs_cm
 
 # ASan's quarantine (freed memory held back from reuse, to catch a use after
 # free) at 16 MB instead of 256: an input frees a few MB, so a use after a
@@ -291,7 +304,7 @@ FUZZ_NICE ?= 10
 FUZZ_REENTER ?= 1
 
 fuzz: $(FUZZ_TARGETS) fuzz-corpus-sw fuzz-corpus-core
-	@mkdir -p $(BUILD)/fuzz/corpus && cd $(BUILD)/fuzz && rc=0; \
+	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-cm && cd $(BUILD)/fuzz && rc=0; \
 	$(foreach f,$(FUZZ_NAMES),$(call fuzz_one,$(f),$(FUZZ_SECONDS),run-$(f).log,$(FUZZ_ARGS_$(f))); )\
 	cd $(CURDIR) && FUZZ_NICE=$(FUZZ_NICE) bash scripts/fuzz-qemu.sh $(BUILD) $(FUZZ_SECONDS) || rc=$$?; \
 	exit $$rc
@@ -303,17 +316,18 @@ fuzz: $(FUZZ_TARGETS) fuzz-corpus-sw fuzz-corpus-core
 fuzz-qemu:
 	@FUZZ_NICE=$(FUZZ_NICE) bash scripts/fuzz-qemu.sh $(BUILD) $(FUZZ_SECONDS)
 
-# Each harness for FUZZ_SMOKE_SECONDS (four of them: keep it under 90 s of
+# Each harness for FUZZ_SMOKE_SECONDS (five of them: 90 s of
 # CPU); fails on a finding, showing the end of its log. Each harness is one
 # thread, so make -j runs them side by side (make -O keeps each log whole).
-FUZZ_NAMES := fuzz_core fuzz_sw_rx fuzz_core_dp fuzz_core_rx
+FUZZ_NAMES := fuzz_core fuzz_sw_rx fuzz_core_dp fuzz_core_rx fuzz_verbs_cm
 FUZZ_ARGS_fuzz_core := corpus
 FUZZ_ARGS_fuzz_sw_rx := $(FUZZ_SW_ARGS) corpus-sw
 FUZZ_ARGS_fuzz_core_dp := $(FUZZ_DP_ARGS) corpus-dp
 FUZZ_ARGS_fuzz_core_rx := $(FUZZ_RX_ARGS) corpus-rx
+FUZZ_ARGS_fuzz_verbs_cm := -max_len=4096 -timeout=30 -artifact_prefix=cm- corpus-cm
 
 $(addprefix smoke/,$(FUZZ_NAMES)): smoke/%: $(BUILD)/fuzz/% fuzz-corpus-sw fuzz-corpus-core
-	@mkdir -p $(BUILD)/fuzz/corpus && cd $(BUILD)/fuzz && rc=0; \
+	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus-cm && cd $(BUILD)/fuzz && rc=0; \
 	$(call fuzz_one,$*,$(FUZZ_SMOKE_SECONDS),smoke-$*.log,$(FUZZ_ARGS_$*)); \
 	exit $$rc
 

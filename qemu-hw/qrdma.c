@@ -86,6 +86,13 @@ struct QrdmaState {
     uint8_t ibport;
     uint8_t ibgid_index;
     char *ibgid_indexes;
+    /*
+     * backend=verbs: rdma_cm for the guest, cm=proxy or cm=off (the
+     * default until the proxy has run on a real host rdma_cm), and the
+     * ports the proxy listens on for peers (cm-listen=7174:4420)
+     */
+    char *cm;
+    char *cm_listen;
 #ifdef QRDMA_HAVE_VERBS
     struct qrdma_be_verbs_config vcfg;
     Error *migration_blocker;
@@ -648,6 +655,55 @@ static bool qrdma_gid_indexes(const char *list,
     }
 }
 
+/*
+ * cm= and cm-listen=7174:4420 (ports 1..65535 separated by ':', at most
+ * QRDMA_BE_VERBS_MAX_LISTEN): the backend's CM proxy settings.
+ */
+static bool qrdma_cm_config(QrdmaState *s, struct qrdma_be_verbs_config *cfg,
+                            Error **errp)
+{
+    const char *p = s->cm_listen;
+
+    if (!s->cm || !strcmp(s->cm, "off")) {
+        cfg->cm_proxy = false;
+    } else if (!strcmp(s->cm, "proxy")) {
+        cfg->cm_proxy = true;
+    } else {
+        error_setg(errp, "qrdma: cm='%s': not proxy or off", s->cm);
+        return false;
+    }
+    cfg->ncm_listen = 0;
+    if (!p || !*p) {
+        return true;
+    }
+    if (!cfg->cm_proxy) {
+        error_setg(errp, "qrdma: cm-listen= needs cm=proxy");
+        return false;
+    }
+    for (;;) {
+        const char *end;
+        unsigned long v;
+
+        if (qemu_strtoul(p, &end, 10, &v) || !v || v > 65535 ||
+            (*end && *end != ':')) {
+            error_setg(errp,
+                       "qrdma: cm-listen='%s': not a list of ports 1..65535 "
+                       "separated by ':' (e.g. 7174:4420)", s->cm_listen);
+            return false;
+        }
+        if (cfg->ncm_listen == QRDMA_BE_VERBS_MAX_LISTEN) {
+            error_setg(errp, "qrdma: cm-listen='%s': more than %d ports",
+                       s->cm_listen, QRDMA_BE_VERBS_MAX_LISTEN);
+            return false;
+        }
+        cfg->cm_listen[cfg->ncm_listen++] = (uint16_t)v;
+        if (!*end) {
+            return true;
+        }
+        p = end + 1;
+    }
+}
+
 static void qrdma_verbs_fd_ready(void *opaque)
 {
     qrdma_env_kick(opaque, QRDMA_WORK_DP);
@@ -703,6 +759,9 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
         if (!qrdma_gid_indexes(s->ibgid_indexes, &s->vcfg, errp)) {
             return false;
         }
+    }
+    if (!qrdma_cm_config(s, &s->vcfg, errp)) {
+        return false;
     }
     WITH_RCU_READ_LOCK_GUARD() {
         flatview_for_each_range(address_space_to_flatview(
@@ -1083,6 +1142,15 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_UINT8("ibport", QrdmaState, ibport, 1),
     DEFINE_PROP_UINT8("ibgid-index", QrdmaState, ibgid_index, 0),
     DEFINE_PROP_STRING("ibgid-indexes", QrdmaState, ibgid_indexes),
+    /*
+     * backend=verbs: rdma_cm for the guest. proxy: the device has a GSI QP
+     * whose CM MADs it carries through the host's rdma_cm (a QEMU built
+     * with librdmacm; tested on a model of rdma_cm only so far); off (the
+     * default): no GSI QP, the guest's rdma_cm fails at once. cm-listen:
+     * the ports (':'-separated) peers may connect to the guest on.
+     */
+    DEFINE_PROP_STRING("cm", QrdmaState, cm),
+    DEFINE_PROP_STRING("cm-listen", QrdmaState, cm_listen),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),

@@ -11,7 +11,7 @@
 HOST_PACKAGES=(
     build-essential ccache ninja-build pkg-config python3 python3-venv clang libfuzzer-14-dev patch
     libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev zlib1g-dev
-    libibverbs-dev linux-headers-amd64
+    libibverbs-dev librdmacm-dev linux-headers-amd64
     mmdebstrap cpio xz-utils zstd dpkg-dev curl rsync lintian
     seabios qemu-system-data ipxe-qemu
     gnuplot-nox valgrind

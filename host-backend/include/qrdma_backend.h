@@ -622,6 +622,12 @@ struct qrdma_be_callbacks {
      */
     void (*tp_event)(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
                      uint32_t psn, uint32_t detail);
+    /*
+     * Something the guest did that the backend refuses without a WR or
+     * an event to report it by (a MAD the verbs backend's CM proxy cannot
+     * carry): one line for the device's guest-error log.
+     */
+    void (*guest_error)(void *opaque, const char *msg);
 };
 
 /* What frame_out and frame_out_iov return. */
@@ -654,6 +660,9 @@ struct qrdma_be_callbacks {
  */
 #define QRDMA_BE_CARRIES_GSI        0x10u
 
+/* The GSI QP's QP ID (and the QPN peers send MADs to): QP 1, always. */
+#define QRDMA_BE_GSI_QP_ID          1u
+
 /*
  * The port of a backend on a host RDMA NIC (the port op): its state and
  * speed, and the host GIDs the guest may use (network order), in the
@@ -672,6 +681,12 @@ struct qrdma_be_port {
 struct qrdma_be_ops {
     const char *name;           /* the device's backend= value */
     uint32_t carries;           /* QRDMA_BE_CARRIES_* */
+    /*
+     * Optional: what this backend carries as it was configured, a subset
+     * of carries (the verbs backend carries GSI only with its CM proxy).
+     * NULL: carries.
+     */
+    uint32_t (*carried)(struct qrdma_be *be);
 
     /*
      * A backend for one device. NULL with a reason in err (at most

@@ -14,6 +14,7 @@
 #ifndef QRDMA_BACKEND_VERBS_H
 #define QRDMA_BACKEND_VERBS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -43,6 +44,10 @@ struct qrdma_be_verbs_ram {
 
 /* the libibverbs calls used (host-backend/verbs/vb_verbs.h) */
 struct qrdma_vb_verbs;
+/* the host rdma_cm calls the CM proxy makes (host-backend/verbs/vb_cm.h) */
+struct vb_cmh_ops;
+
+#define QRDMA_BE_VERBS_MAX_LISTEN 16    /* cm_listen's ports */
 
 /* qrdma_be_params.backend_config of backend=verbs. */
 struct qrdma_be_verbs_config {
@@ -61,6 +66,25 @@ struct qrdma_be_verbs_config {
     struct qrdma_be_verbs_ram ram[QRDMA_BE_VERBS_MAX_RAM];
     /* NULL: libibverbs itself (vb_libibverbs.c); tests pass a mock. */
     const struct qrdma_vb_verbs *verbs;
+    /*
+     * rdma_cm for the guest (docs/backends.md, "rdma_cm in verbs mode"):
+     * with cm_proxy the device has a GSI QP whose CM MADs the CM proxy
+     * carries through the host's rdma_cm, listening for peers on the
+     * TCP and UDP port-space ports cm_listen names (on every guest GID);
+     * without it the device has no GSI QP and the guest's rdma_cm fails
+     * at once.
+     */
+    bool cm_proxy;
+    unsigned ncm_listen;
+    uint16_t cm_listen[QRDMA_BE_VERBS_MAX_LISTEN];
+    /*
+     * NULL: librdmacm itself (vb_librdmacm.c, when built with it); tests
+     * pass a model and its handle.
+     */
+    const struct vb_cmh_ops *cm_ops;
+    void *cm_host;
+    /* How long the proxy waits for the guest's next CM MAD (0: 60 s). */
+    uint64_t cm_guest_timeout_ns;
 };
 
 /*

@@ -14,11 +14,11 @@
  *     ADDR       --H ADDR_RESOLVED-->     ROUTE
  *     ROUTE      --H ROUTE_RESOLVED-->    CONNECT        (rdma_connect)
  *     CONNECT    --H CONNECT_RESPONSE-->  REP_GIVEN      (REP to the guest)
- *     CONNECT    --H ESTABLISHED (UD)-->  gone           (SIDR_REP to the guest)
+ *     CONNECT    --H ESTABLISHED (UD)-->  gone       (SIDR_REP to the guest)
  *     REP_GIVEN  --G RTU-->               ESTABLISHED    (rdma_establish)
  *   passive (a host listener's CONNECT_REQUEST)
  *     REQ_GIVEN  --G REP-->               ACCEPTED       (rdma_accept)
- *     REQ_GIVEN  --G SIDR_REP-->          gone           (rdma_accept or rdma_reject)
+ *     REQ_GIVEN  --G SIDR_REP-->          gone       (rdma_accept, _reject)
  *     ACCEPTED   --H ESTABLISHED-->       ESTABLISHED    (RTU to the guest)
  *   both
  *     ESTABLISHED --G DREQ-->             DREQ_SENT      (rdma_disconnect)
@@ -29,6 +29,12 @@
  *       to the guest, gone; G REJ: rdma_reject, gone
  *     REP_GIVEN, REQ_GIVEN, DREQ_GIVEN --T--> gone (the host ID rejected
  *       or disconnected; the guest told with a REJ where it waits)
+ *
+ * PSNs: a CM message's starting PSN is the PSN its sender expects to
+ * receive. The host's CM tells the peer its own (rdma_init_qp_attr's RTR
+ * rq_psn), so the guest QP's RTR takes that one (vb_cm_rtr_psn); the
+ * REQ or REP the proxy gives the guest carries the peer's (the RTS
+ * sq_psn the host's CM learnt), which the guest's CM then uses as is.
  *
  * A MAD the guest sends again (its CM retries when an answer is slow) is
  * answered with the last MAD the proxy gave it for that connection, or
@@ -45,7 +51,7 @@
 #include <string.h>
 
 #define CM_RESOLVE_MS           2000
-/* what the proxy puts in the MADs it makes for timing fields: 4.096 us * 2^20 */
+/* the timing fields of the MADs the proxy makes: 4.096 us * 2^20 */
 #define CM_RESPONSE_TIMEOUT     20
 #define CM_MAX_RETRIES          15
 #define CM_DEFAULT_GUEST_NS     (60ull * 1000000000ull)
@@ -53,7 +59,7 @@
 #define CM_LID_PERMISSIVE       0xffff
 
 enum conn_state {
-    CS_FREE = 0,
+    CS_NEW = 0,              /* made, not yet in a state */
     CS_ADDR,
     CS_ROUTE,
     CS_CONNECT,
@@ -66,7 +72,7 @@ enum conn_state {
 };
 
 static const char *const state_names[] = {
-    [CS_FREE] = "free", [CS_ADDR] = "ADDR", [CS_ROUTE] = "ROUTE",
+    [CS_NEW] = "new", [CS_ADDR] = "ADDR", [CS_ROUTE] = "ROUTE",
     [CS_CONNECT] = "CONNECT", [CS_REP_GIVEN] = "REP_GIVEN",
     [CS_REQ_GIVEN] = "REQ_GIVEN", [CS_ACCEPTED] = "ACCEPTED",
     [CS_ESTABLISHED] = "ESTABLISHED", [CS_DREQ_SENT] = "DREQ_SENT",
@@ -80,15 +86,17 @@ struct conn {
     enum ctx_kind kind;
     enum conn_state state;
     bool passive, udp;
-    uint32_t gen;
+    unsigned index;             /* in struct vb_cm's table */
     void *id;
-    uint32_t local_comm_id;     /* the proxy's, the peer's as the guest sees it */
+    /* the proxy's: the peer's ID as the guest sees it */
+    uint32_t local_comm_id;
     uint32_t guest_comm_id;
     uint64_t tid;
     uint64_t service_id;
     uint8_t guest_gid[16], peer_gid[16];
-    /* the guest QP's wire QPN (passive: known at its RTS or REP), the peer's */
+    /* the guest QP's wire QPN (passive: known at its RTR or REP), the peer's */
     uint32_t guest_qpn, peer_qpn;
+    /* the PSN the peer receives from; the one it sends from (the host's) */
     uint32_t peer_psn, host_psn;
     bool host_psn_known;
     struct vb_cm_msg req;       /* active: the guest's REQ or SIDR_REQ */
@@ -113,7 +121,12 @@ struct vb_cm {
     char ibdev[64];
     uint64_t next_tid;
     unsigned nconns;
-    struct conn conns[VB_CM_MAX_CONNS];
+    /*
+     * Allocated as connections come (a device whose guest makes none holds
+     * none), and each slot's last generation, which outlives its connection.
+     */
+    struct conn *conns[VB_CM_MAX_CONNS];
+    uint32_t gens[VB_CM_MAX_CONNS];
     unsigned nlisteners;
     struct listener listeners[2 * VB_CM_MAX_LISTEN * 8];
     /* a host ID to destroy once the event being handled is acknowledged */
@@ -121,7 +134,8 @@ struct vb_cm {
 };
 
 /* The proxy's communication IDs keep a connection's index in their low byte. */
-_Static_assert(VB_CM_MAX_CONNS == 256, "conn_of_id takes the index from 8 bits");
+_Static_assert(VB_CM_MAX_CONNS == 256,
+               "conn_of_id takes the index from 8 bits");
 
 static void guest_error(struct vb_cm *cm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -147,19 +161,26 @@ static uint64_t now(struct vb_cm *cm)
 static struct conn *conn_new(struct vb_cm *cm)
 {
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        struct conn *c = &cm->conns[i];
+        struct conn *c;
 
-        if (c->state == CS_FREE) {
-            uint32_t gen = c->gen + 1;
-
-            memset(c, 0, sizeof(*c));
-            c->kind = CTX_CONN;
-            /* 24 bits of generation; never 0 so no ID is 0 */
-            c->gen = (gen & 0xffffff) ? (gen & 0xffffff) : 1;
-            c->local_comm_id = c->gen << 8 | i;
-            cm->nconns++;
-            return c;
+        if (cm->conns[i]) {
+            continue;
         }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+            return NULL;
+        }
+        /* 24 bits of generation, never 0, so no ID is 0 */
+        cm->gens[i] = (cm->gens[i] + 1) & 0xffffff;
+        if (!cm->gens[i]) {
+            cm->gens[i] = 1;
+        }
+        c->kind = CTX_CONN;
+        c->index = i;
+        c->local_comm_id = cm->gens[i] << 8 | i;
+        cm->conns[i] = c;
+        cm->nconns++;
+        return c;
     }
     return NULL;
 }
@@ -167,12 +188,9 @@ static struct conn *conn_new(struct vb_cm *cm)
 /* The connection a guest MAD names by the proxy's communication ID. */
 static struct conn *conn_of_id(struct vb_cm *cm, uint32_t comm_id)
 {
-    struct conn *c = &cm->conns[comm_id & 0xff];
+    struct conn *c = cm->conns[comm_id & 0xff];
 
-    if (c->state == CS_FREE || c->local_comm_id != comm_id) {
-        return NULL;
-    }
-    return c;
+    return c && c->local_comm_id == comm_id ? c : NULL;
 }
 
 /* An active connection by the guest's own communication ID and GID. */
@@ -180,9 +198,9 @@ static struct conn *conn_of_guest(struct vb_cm *cm, uint32_t guest_comm_id,
                                   const uint8_t gid[16], bool udp)
 {
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        struct conn *c = &cm->conns[i];
+        struct conn *c = cm->conns[i];
 
-        if (c->state != CS_FREE && !c->passive && c->udp == udp &&
+        if (c && !c->passive && c->udp == udp &&
             c->guest_comm_id == guest_comm_id &&
             !memcmp(c->guest_gid, gid, 16)) {
             return c;
@@ -192,20 +210,21 @@ static struct conn *conn_of_guest(struct vb_cm *cm, uint32_t guest_comm_id,
 }
 
 /*
- * The connection is over: its host ID goes now, or once the event being
- * handled is acknowledged (librdmacm's rdma_destroy_id waits for that).
+ * The connection is over and freed: its host ID goes now, or once the
+ * event being handled is acknowledged (librdmacm's rdma_destroy_id waits
+ * for that). Destroying an ID drops the events still queued for it, so
+ * none names the freed connection afterwards.
  */
 static void conn_end(struct vb_cm *cm, struct conn *c, bool in_event)
 {
-    c->state = CS_FREE;
-    c->deadline = 0;
-    cm->nconns--;
     if (c->id && in_event) {
         cm->doomed = c->id;
     } else if (c->id) {
         cm->ops->destroy_id(c->id);
     }
-    c->id = NULL;
+    cm->conns[c->index] = NULL;
+    cm->nconns--;
+    free(c);
 }
 
 static bool gid_is_guests(const struct vb_cm *cm, const uint8_t gid[16])
@@ -253,6 +272,16 @@ static void give_again(struct vb_cm *cm, struct conn *c)
     if (c->have_last) {
         cm->env.deliver(cm->env.opaque, c->peer_gid, c->guest_gid, c->last);
     }
+}
+
+/* The DREP for the guest's DREQ. */
+static void give_drep(struct vb_cm *cm, struct conn *c)
+{
+    struct vb_cm_msg m = { .attr = VB_CM_DREP };
+
+    m.local_comm_id = c->local_comm_id;
+    m.remote_comm_id = c->guest_comm_id;
+    give(cm, c, &m);
 }
 
 /* A REJ (SIDR: a SIDR_REP with a status) for the guest's request. */
@@ -474,27 +503,18 @@ static void guest_dreq(struct vb_cm *cm, struct conn *c)
         c->state = CS_DREQ_SENT;
         if (cm->ops->disconnect(c->id)) {
             /* nothing will come from the host: answer at once */
-            struct vb_cm_msg m = { .attr = VB_CM_DREP };
-
-            m.local_comm_id = c->local_comm_id;
-            m.remote_comm_id = c->guest_comm_id;
-            give(cm, c, &m);
+            give_drep(cm, c);
             conn_end(cm, c, false);
         }
         return;
     case CS_DREQ_SENT:
         return;
-    case CS_DREQ_GIVEN: {
+    case CS_DREQ_GIVEN:
         /* both ends asked at once: answer the guest, finish on the host */
-        struct vb_cm_msg m = { .attr = VB_CM_DREP };
-
-        m.local_comm_id = c->local_comm_id;
-        m.remote_comm_id = c->guest_comm_id;
-        give(cm, c, &m);
+        give_drep(cm, c);
         cm->ops->disconnect(c->id);
         conn_end(cm, c, false);
         return;
-    }
     default:
         guest_error(cm, "CM DREQ for a connection in state %s dropped",
                     state_names[c->state]);
@@ -556,8 +576,10 @@ void vb_cm_guest_mad(struct vb_cm *cm, const uint8_t sgid[16],
         guest_req(cm, &m, sgid, dgid);
         return;
     }
-    /* Every other message names the proxy's ID: SIDR_REP's request ID in
-     * the first field, the others' remote ID in the second. */
+    /*
+     * Every other message names the proxy's ID: SIDR_REP's request ID in
+     * the first field, the others' remote ID in the second.
+     */
     ours = m.attr == VB_CM_SIDR_REP ? m.local_comm_id : m.remote_comm_id;
     c = conn_of_id(cm, ours);
     if (!c) {
@@ -637,8 +659,10 @@ static void host_route_resolved(struct vb_cm *cm, struct conn *c)
     struct vb_cmh_conn p = { 0 };
     size_t len = vb_cm_pdata_len(c->req.attr) - VB_CMA_HDR_BYTES;
 
-    /* The guest's private data after its rdma_cm header: the host's CM
-     * writes its own header, with the same addresses. */
+    /*
+     * The guest's private data after its rdma_cm header: the host's CM
+     * writes its own header, with the same addresses.
+     */
     p.qpn = c->req.qpn;
     p.responder_resources = c->req.responder_resources;
     p.initiator_depth = c->req.initiator_depth;
@@ -665,8 +689,8 @@ static void host_connect_response(struct vb_cm *cm, struct conn *c,
         return;
     }
     c->peer_qpn = ev->conn.qpn;
-    c->peer_psn = a.rq_psn;
-    c->host_psn = a.sq_psn;
+    c->peer_psn = a.sq_psn;
+    c->host_psn = a.rq_psn;
     c->host_psn_known = true;
     m.tid = c->tid;
     m.local_comm_id = c->local_comm_id;
@@ -747,8 +771,8 @@ static void host_connect_request(struct vb_cm *cm, struct listener *l,
         m.pkey = CM_PKEY_DEFAULT;
     } else {
         c->peer_qpn = ev->conn.qpn;
-        c->peer_psn = a.rq_psn;
-        c->host_psn = a.sq_psn;
+        c->peer_psn = a.sq_psn;
+        c->host_psn = a.rq_psn;
         c->host_psn_known = true;
         m.attr = VB_CM_REQ;
         m.ca_guid = peer_guid(c->peer_gid);
@@ -809,8 +833,7 @@ static void host_disconnected(struct vb_cm *cm, struct conn *c)
     m.remote_comm_id = c->guest_comm_id;
     switch (c->state) {
     case CS_DREQ_SENT:
-        m.attr = VB_CM_DREP;
-        give(cm, c, &m);
+        give_drep(cm, c);
         conn_end(cm, c, true);
         return;
     case CS_ESTABLISHED:
@@ -876,9 +899,6 @@ static void host_event(struct vb_cm *cm, const struct vb_cmh_event *ev)
         return;
     }
     c = (struct conn *)kind;
-    if (c->state == CS_FREE) {
-        return;                 /* ended; its ID goes once this is acked */
-    }
     switch (ev->type) {
     case VB_CMH_ADDR_RESOLVED:
         if (c->state == CS_ADDR) {
@@ -919,15 +939,16 @@ static void deadlines(struct vb_cm *cm)
     uint64_t t = now(cm);
 
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        struct conn *c = &cm->conns[i];
+        struct conn *c = cm->conns[i];
 
-        if (c->state == CS_FREE || !c->deadline || t < c->deadline) {
+        if (!c || !c->deadline || t < c->deadline) {
             continue;
         }
         guest_error(cm, "CM connection 0x%08x: no answer from the guest in "
                     "state %s within %llu s; ended", c->local_comm_id,
                     state_names[c->state],
-                    (unsigned long long)(cm->cfg.guest_timeout_ns / 1000000000ull));
+                    (unsigned long long)(cm->cfg.guest_timeout_ns /
+                                         1000000000ull));
         switch (c->state) {
         case CS_REQ_GIVEN:
         case CS_REP_GIVEN:
@@ -964,13 +985,13 @@ void vb_cm_poll(struct vb_cm *cm)
     deadlines(cm);
 }
 
-bool vb_cm_rts_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
-                   uint32_t dest_qpn, uint32_t *sq_psn)
+bool vb_cm_rtr_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
+                   uint32_t dest_qpn, uint32_t *rq_psn)
 {
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        struct conn *c = &cm->conns[i];
+        struct conn *c = cm->conns[i];
 
-        if (c->state == CS_FREE || c->udp || !c->host_psn_known ||
+        if (!c || c->udp || !c->host_psn_known ||
             c->peer_qpn != dest_qpn || memcmp(c->peer_gid, dgid, 16)) {
             continue;
         }
@@ -978,10 +999,24 @@ bool vb_cm_rts_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
             continue;
         }
         c->guest_qpn = qpn;
-        *sq_psn = c->host_psn;
+        *rq_psn = c->host_psn;
         return true;
     }
     return false;
+}
+
+uint64_t vb_cm_deadline(const struct vb_cm *cm)
+{
+    uint64_t d = UINT64_MAX;
+
+    for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
+        const struct conn *c = cm->conns[i];
+
+        if (c && c->deadline && c->deadline < d) {
+            d = c->deadline;
+        }
+    }
+    return d;
 }
 
 unsigned vb_cm_conns(const struct vb_cm *cm)
@@ -999,16 +1034,12 @@ int vb_cm_fd(struct vb_cm *cm)
 static void conns_drop(struct vb_cm *cm)
 {
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        struct conn *c = &cm->conns[i];
+        struct conn *c = cm->conns[i];
 
-        if (c->id) {
-            cm->ops->destroy_id(c->id);
+        if (c) {
+            conn_end(cm, c, false);
         }
-        c->id = NULL;
-        c->state = CS_FREE;
-        c->deadline = 0;
     }
-    cm->nconns = 0;
 }
 
 static void listeners_drop(struct vb_cm *cm)

@@ -56,7 +56,8 @@ struct vb_cmh_conn {
 struct vb_cmh_event {
     enum vb_cmh_event_type type;
     void *id;                   /* the host ID the event is for */
-    void *context;              /* its context (CONNECT_REQUEST: the listener's) */
+    /* its context (CONNECT_REQUEST: the listener's) */
+    void *context;
     /* REJECTED: the REJ reason; *_ERROR, UNREACHABLE: an errno */
     int status;
     struct vb_cmh_conn conn;
@@ -64,7 +65,10 @@ struct vb_cmh_event {
 
 /* rdma_init_qp_attr's answer for RTR and RTS. */
 struct vb_cmh_qp_attrs {
-    uint32_t dest_qpn, rq_psn, sq_psn;
+    /* RTR: the peer's QPN; the PSN this end receives from (rdma_cm's own) */
+    uint32_t dest_qpn, rq_psn;
+    /* RTS: the PSN this end sends from (the peer's, from its REQ or REP) */
+    uint32_t sq_psn;
     uint8_t path_mtu;           /* enum ibv_mtu */
     uint8_t max_dest_rd_atomic, max_rd_atomic;
     uint8_t min_rnr_timer, timeout, retry_cnt, rnr_retry;
@@ -150,16 +154,29 @@ void vb_cm_guest_mad(struct vb_cm *cm, const uint8_t sgid[16],
 void vb_cm_poll(struct vb_cm *cm);
 
 /*
- * A guest's RTS of the QP with wire QPN qpn, whose RTR named the peer QP
- * dest_qpn at GID dgid: when it belongs to a proxied connection, *sq_psn
- * becomes the starting PSN the host's CM told the peer (the guest's own
- * went only to the proxy) and true is returned. The remote QPN and the
- * peer's PSN the guest already has right: the proxy gave it the host's.
+ * A guest's RTR of the QP with wire QPN qpn, naming the peer QP dest_qpn
+ * at GID dgid: when it belongs to a proxied connection, *rq_psn becomes
+ * the PSN the peer will send from, the one the host's CM told it to
+ * (a CM message's starting PSN is the PSN its sender expects to receive;
+ * the guest's own went only to the proxy), and true is returned. The
+ * other direction the guest already has right: the proxy's REQ or REP
+ * gave it the peer's.
  */
-bool vb_cm_rts_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
-                   uint32_t dest_qpn, uint32_t *sq_psn);
+bool vb_cm_rtr_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
+                   uint32_t dest_qpn, uint32_t *rq_psn);
+
+/* The earliest deadline of a connection waiting on the guest, or UINT64_MAX. */
+uint64_t vb_cm_deadline(const struct vb_cm *cm);
 
 /* Connections now (tests, counters). */
 unsigned vb_cm_conns(const struct vb_cm *cm);
+
+/*
+ * librdmacm itself (vb_librdmacm.c, in a build with QRDMA_HAVE_RDMACM):
+ * open makes a non-blocking event channel, the host handle of the ops.
+ */
+extern const struct vb_cmh_ops qrdma_vb_rdmacm_ops;
+void *qrdma_vb_rdmacm_open(char *err, size_t err_len);
+void qrdma_vb_rdmacm_close(void *host);
 
 #endif /* QRDMA_VB_CM_H */

@@ -21,9 +21,11 @@ struct cm_field {
     uint8_t size;               /* sizeof the member */
 };
 
-#define M(name) offsetof(struct vb_cm_msg, name), sizeof(((struct vb_cm_msg *)0)->name)
-#define INT(a, byte, bit, width, name) { a, byte, bit, width, 0, M(name) }
-#define BYTES(a, byte, len, name) { a, byte, 0, 0, len, M(name) }
+#define MSIZE(name) sizeof(((struct vb_cm_msg *)0)->name)
+#define INT(a, byte, bit, width, name)                                         \
+    { a, byte, bit, width, 0, offsetof(struct vb_cm_msg, name), MSIZE(name) }
+#define BYTES(a, byte, len, name)                                              \
+    { a, byte, 0, 0, len, offsetof(struct vb_cm_msg, name), MSIZE(name) }
 
 /*
  * IBTA volume 1 tables 106 to 120. Fields the proxy never needs (EECNs,
@@ -197,10 +199,14 @@ static uint64_t member_get(const struct vb_cm_msg *m, const struct cm_field *f)
     const uint8_t *p = (const uint8_t *)m + f->member;
 
     switch (f->size) {
-    case 1: return *p;  /* uint8_t and bool alike */
-    case 2: return *(const uint16_t *)p;
-    case 4: return *(const uint32_t *)p;
-    default: return *(const uint64_t *)p;
+    case 1:
+        return *p;      /* uint8_t and bool alike */
+    case 2:
+        return *(const uint16_t *)p;
+    case 4:
+        return *(const uint32_t *)p;
+    default:
+        return *(const uint64_t *)p;
     }
 }
 
@@ -214,9 +220,15 @@ static void member_put(struct vb_cm_msg *m, const struct cm_field *f,
         /* a bool member is 1 byte too; 0 or 1 are both fine for it */
         *p = (uint8_t)v;
         break;
-    case 2: *(uint16_t *)p = (uint16_t)v; break;
-    case 4: *(uint32_t *)p = (uint32_t)v; break;
-    default: *(uint64_t *)p = v; break;
+    case 2:
+        *(uint16_t *)p = (uint16_t)v;
+        break;
+    case 4:
+        *(uint32_t *)p = (uint32_t)v;
+        break;
+    default:
+        *(uint64_t *)p = v;
+        break;
     }
 }
 

@@ -54,7 +54,8 @@ enum vb_cm_attr {
 #define VB_CM_SIDR_REQ_PDATA    216
 #define VB_CM_SIDR_REP_PDATA    136
 #define VB_CM_PDATA_MAX         224
-#define VB_CM_ARI_MAX           72      /* REJ's and SIDR_REP's additional info */
+/* REJ's and SIDR_REP's additional information */
+#define VB_CM_ARI_MAX           72
 
 /* REQ's transport service type. */
 #define VB_CM_TRANSPORT_RC      0
@@ -143,7 +144,7 @@ const char *vb_cm_attr_name(uint16_t attr);
  */
 int vb_cm_decode(const uint8_t *mad, size_t len, struct vb_cm_msg *m);
 
-/* The 256 bytes of m: header (base version 1, class CM, version 2), the message. */
+/* The 256 bytes of m: the header (version 1, class CM, version 2), then m. */
 void vb_cm_encode(const struct vb_cm_msg *m, uint8_t mad[VB_MAD_BYTES]);
 
 /*
@@ -155,7 +156,10 @@ void vb_cm_encode(const struct vb_cm_msg *m, uint8_t mad[VB_MAD_BYTES]);
 #define VB_CMA_HDR_BYTES        36
 #define VB_CMA_VERSION          0x00
 
-/* The IP port spaces of a service ID's upper 48 bits (RDMA_PS_*), port in the low 16. */
+/*
+ * The IP port spaces in a service ID's upper 48 bits (RDMA_PS_*); the port
+ * is in the low 16.
+ */
 #define VB_CMA_SID_PS_MASK      0xffffffffffff0000ull
 #define VB_CMA_SID_TCP          0x0000000001060000ull
 #define VB_CMA_SID_UDP          0x0000000001110000ull
@@ -169,6 +173,7 @@ struct vb_cma_hdr {
 
 /* 0, or -EPROTO when the header's version or IP version is not one we know. */
 int vb_cma_hdr_get(const uint8_t pdata[VB_CMA_HDR_BYTES], struct vb_cma_hdr *h);
-void vb_cma_hdr_put(const struct vb_cma_hdr *h, uint8_t pdata[VB_CMA_HDR_BYTES]);
+void vb_cma_hdr_put(const struct vb_cma_hdr *h,
+                    uint8_t pdata[VB_CMA_HDR_BYTES]);
 
 #endif /* QRDMA_VB_CM_MAD_H */

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "qrdma_backend_verbs.h"
+#include "vb_cm.h"
 #include "vb_verbs.h"
 
 /*
@@ -165,6 +166,35 @@ struct qrdma_be_srq {
     struct ibv_srq *srq;
 };
 
+/* A CM MAD for the GSI QP's next receive, with its GRH's addresses. */
+struct vb_gsi_mad {
+    uint8_t peer[16], local[16];
+    uint8_t mad[VB_MAD_BYTES];
+};
+
+/*
+ * MADs the GSI QP holds for receives the guest has not posted yet; more
+ * are dropped (the CM retries, as over a lossy wire).
+ */
+#define VB_GSI_RX_QUEUE 64
+
+/*
+ * The GSI QP: the device's own, with no host QP (docs/backends.md,
+ * "rdma_cm in verbs mode"). Sends go to the CM proxy; what the proxy
+ * gives the guest waits in rx until a receive WQE takes it.
+ */
+struct vb_gsi {
+    struct vb_gsi_mad rx[VB_GSI_RX_QUEUE];
+    unsigned rx_head, rx_n;
+    uint64_t rx_dropped;
+    /* send completions owed, in SQ order: wr_id and status */
+    struct {
+        uint64_t wr_id;
+        uint32_t status;
+    } *tx;
+    unsigned tx_head, tx_n;
+};
+
 struct qrdma_be_qp {
     struct qrdma_be *be;
     uint32_t qp_id, type, pd;
@@ -182,6 +212,10 @@ struct qrdma_be_qp {
     struct qrdma_be_srq *srq;   /* receives come from this SRQ (rq_size 0) */
     uint32_t max_send_sge, max_recv_sge;
     bool due;                   /* a completion event came: poll its CQs */
+    struct vb_gsi *gsi;         /* the GSI QP (no host QP); else NULL */
+    /* RC: the peer its RTR names, for the CM proxy's RTR PSN */
+    uint8_t dgid[16];
+    uint32_t dest_qpn;
 };
 
 struct vb_mr {
@@ -226,6 +260,10 @@ struct qrdma_be {
     unsigned ngids;
     uint8_t gid_indexes[QRDMA_BE_PORT_MAX_GIDS];
     struct qrdma_be_port port;
+    /* the CM proxy and its host rdma_cm (cm_host_owned: ours to close) */
+    struct vb_cm *cm;
+    void *cm_host;
+    bool cm_host_owned;
 };
 
 /* -errno of a failed host call. */
@@ -829,6 +867,10 @@ static int srq_table_put(struct qrdma_be *be, uint32_t srq_id,
 
 static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
 {
+    if (q->gsi) {
+        free(q->gsi->tx);
+        free(q->gsi);
+    }
     if (q->qp) {
         be->v->destroy_qp(q->qp);
     }
@@ -840,6 +882,358 @@ static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
     }
     free(q->sq);
     free(q);
+}
+
+/* ---- the GSI QP and the CM proxy ---------------------------------------- */
+
+/* 40 bytes of GRH room as RoCE v2 fills it (IPv6, or IPv4 in its last 20). */
+static void gsi_grh(uint8_t grh[40], const uint8_t src[16],
+                    const uint8_t dst[16])
+{
+    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
+    /* UDP, BTH, DETH, the MAD, ICRC: what follows the IP header */
+    const uint32_t udp_len = 8 + 12 + 8 + VB_MAD_BYTES + 4;
+
+    memset(grh, 0, 40);
+    if (!memcmp(src, v4_prefix, 12) && !memcmp(dst, v4_prefix, 12)) {
+        uint8_t *ip = grh + 20;
+        uint32_t sum = 0;
+
+        ip[0] = 0x45;
+        ip[2] = (uint8_t)((20 + udp_len) >> 8);
+        ip[3] = (uint8_t)(20 + udp_len);
+        ip[6] = 0x40;                   /* don't fragment */
+        ip[8] = 64;
+        ip[9] = 17;                     /* UDP */
+        memcpy(ip + 12, src + 12, 4);
+        memcpy(ip + 16, dst + 12, 4);
+        for (int i = 0; i < 20; i += 2) {
+            sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+        }
+        while (sum >> 16) {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        ip[10] = (uint8_t)(~sum >> 8);
+        ip[11] = (uint8_t)~sum;
+        return;
+    }
+    grh[0] = 0x60;
+    grh[4] = (uint8_t)(udp_len >> 8);
+    grh[5] = (uint8_t)udp_len;
+    grh[6] = 17;
+    grh[7] = 64;
+    memcpy(grh + 8, src, 16);
+    memcpy(grh + 24, dst, 16);
+}
+
+/* What every QP of the backend starts from, the GSI QP's included. */
+static void qp_init(struct qrdma_be *be, struct qrdma_be_qp *q,
+                    const struct qrdma_be_qp_init *init)
+{
+    q->be = be;
+    q->qp_id = init->qp_id;
+    q->type = init->type;
+    q->pd = init->pd;
+    q->send_cq_id = init->send_cq;
+    q->recv_cq_id = init->recv_cq;
+    q->state = QRDMA_BE_QPS_RESET;
+    q->sq_size = init->max_send_wr;
+    q->rq_size = init->has_srq ? 0 : init->max_recv_wr;
+    q->srq = init->has_srq ? be->srqs[init->srq] : NULL;
+}
+
+static int gsi_create(struct qrdma_be *be, const struct qrdma_be_qp_init *init,
+                      struct qrdma_be_qp **qpp, uint32_t *qpn)
+{
+    struct qrdma_be_qp *q;
+    int ret;
+
+    if (!be->cm || init->type != QRDMA_BE_QPT_UD || init->has_srq) {
+        return -EINVAL;
+    }
+    q = calloc(1, sizeof(*q));
+    if (!q) {
+        return -ENOMEM;
+    }
+    q->gsi = calloc(1, sizeof(*q->gsi));
+    if (q->gsi) {
+        q->gsi->tx = calloc(init->max_send_wr, sizeof(*q->gsi->tx));
+    }
+    if (!q->gsi || !q->gsi->tx) {
+        qp_free(be, q);
+        return -ENOMEM;
+    }
+    qp_init(be, q, init);
+    ret = qp_table_put(be, init->qp_id, q);
+    if (ret) {
+        qp_free(be, q);
+        return ret;
+    }
+    *qpp = q;
+    *qpn = QRDMA_BE_GSI_QP_ID;
+    return 0;
+}
+
+static int gsi_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
+                      const struct qrdma_be_qp_attr *a, uint32_t mask)
+{
+    if (mask & QRDMA_BE_QP_ATTR_QKEY) {
+        q->qkey = a->qkey;
+    }
+    q->state = a->qp_state;
+    if (a->qp_state == QRDMA_BE_QPS_RESET) {
+        q->gsi->rx_n = 0;
+        q->gsi->tx_n = 0;
+        q->sq_refused = false;
+    }
+    return 0;
+}
+
+/*
+ * A MAD the guest sends: read it from guest memory and hand it to the CM
+ * proxy. It completes when poll next runs, as if it had gone on the wire.
+ */
+static int gsi_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
+                         const struct qrdma_be_send_wr *wr)
+{
+    struct vb_gsi *g = q->gsi;
+    uint8_t mad[VB_MAD_BYTES];
+    uint32_t len = 0, status = QRDMA_BE_WC_SUCCESS;
+
+    if (wr->opcode != QRDMA_BE_WR_SEND) {
+        return -EOPNOTSUPP;
+    }
+    if (g->tx_n >= q->sq_size) {
+        q->sq_refused = true;
+        return -ENOSPC;
+    }
+    if (wr->send_flags & QRDMA_BE_SEND_INLINE) {
+        len = wr->inline_len < sizeof(mad) ? wr->inline_len : sizeof(mad);
+        memcpy(mad, wr->inline_data, len);
+    } else {
+        for (uint32_t i = 0; i < wr->num_sge && i < QRDMA_BE_MAX_SGE &&
+                             len < sizeof(mad); i++) {
+            const struct qrdma_be_sge *sge = &wr->sg_list[i];
+            uint32_t n = sge->length < sizeof(mad) - len ? sge->length
+                                                         : sizeof(mad) - len;
+
+            if (be->cbs.mr_read(be->opaque, q->pd, q->qp_id, sge->lkey,
+                                sge->addr, mad + len, n, 0)) {
+                return -EACCES;
+            }
+            len += n;
+        }
+    }
+    if (q->state == QRDMA_BE_QPS_ERR) {
+        status = QRDMA_BE_WC_WR_FLUSH_ERR;
+    } else if (wr->ud.remote_qpn != QRDMA_BE_GSI_QP_ID) {
+        char msg[96];
+
+        snprintf(msg, sizeof(msg), "GSI QP: a MAD to QPN %u dropped: MADs "
+                 "go to QP 1", wr->ud.remote_qpn);
+        be->cbs.guest_error(be->opaque, msg);
+    } else {
+        vb_cm_guest_mad(be->cm, wr->ud.av.sgid, wr->ud.av.dgid, mad, len);
+    }
+    if ((wr->send_flags & QRDMA_BE_SEND_SIGNALED) ||
+        status != QRDMA_BE_WC_SUCCESS) {
+        g->tx[(g->tx_head + g->tx_n++) % q->sq_size].wr_id = wr->wr_id;
+        g->tx[(g->tx_head + g->tx_n - 1) % q->sq_size].status = status;
+    }
+    return 0;
+}
+
+/* len bytes of data into a receive WQE's SGEs: 0, -EACCES or -EMSGSIZE. */
+static int gsi_scatter(struct qrdma_be *be, struct qrdma_be_qp *q,
+                       const struct qrdma_be_recv_wr *rw, const uint8_t *data,
+                       uint32_t len)
+{
+    uint32_t off = 0;
+
+    for (uint32_t i = 0; i < rw->num_sge && i < QRDMA_BE_MAX_SGE && off < len;
+         i++) {
+        const struct qrdma_be_sge *sge = &rw->sg_list[i];
+        uint32_t n = sge->length < len - off ? sge->length : len - off;
+
+        if (be->cbs.mr_write(be->opaque, q->pd, q->qp_id, sge->lkey,
+                             sge->addr, data + off, n,
+                             QRDMA_BE_ACCESS_LOCAL_WRITE)) {
+            return -EACCES;
+        }
+        off += n;
+    }
+    return off < len ? -EMSGSIZE : 0;
+}
+
+/* Give the guest the MADs that wait, as far as it has receive WQEs. */
+static void gsi_deliver(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    struct vb_gsi *g = q->gsi;
+
+    while (g->rx_n && q->state != QRDMA_BE_QPS_RESET &&
+           q->state != QRDMA_BE_QPS_ERR) {
+        struct vb_gsi_mad *m = &g->rx[g->rx_head];
+        uint8_t buf[40 + VB_MAD_BYTES];
+        struct qrdma_be_recv_wr rw;
+        struct qrdma_be_wc wc = { .opcode = QRDMA_BE_WC_RECV };
+        int ret = be->cbs.get_recv(be->opaque, q->qp_id, &rw);
+
+        if (ret == -ENOENT) {
+            return;
+        }
+        if (ret) {
+            q->state = QRDMA_BE_QPS_ERR;
+            be->cbs.event(be->opaque, QRDMA_BE_EV_QP_FATAL, q->qp_id);
+            return;
+        }
+        gsi_grh(buf, m->peer, m->local);
+        memcpy(buf + 40, m->mad, VB_MAD_BYTES);
+        ret = gsi_scatter(be, q, &rw, buf, sizeof(buf));
+        g->rx_head = (g->rx_head + 1) % VB_GSI_RX_QUEUE;
+        g->rx_n--;
+        wc.wr_id = rw.wr_id;
+        wc.status = ret == -EACCES     ? QRDMA_BE_WC_LOC_PROT_ERR
+                    : ret == -EMSGSIZE ? QRDMA_BE_WC_LOC_LEN_ERR
+                                       : QRDMA_BE_WC_SUCCESS;
+        wc.byte_len = ret ? 0 : sizeof(buf);
+        wc.src_qp = QRDMA_BE_GSI_QP_ID;
+        wc.wc_flags = QRDMA_BE_WC_GRH;
+        be->cbs.complete(be->opaque, q->qp_id, &wc);
+    }
+}
+
+/* poll's turn of the GSI QP: owed send completions, MADs, a flush in ERR. */
+static void gsi_run(struct qrdma_be *be, struct qrdma_be_qp *q)
+{
+    struct vb_gsi *g = q->gsi;
+
+    while (g->tx_n) {
+        struct qrdma_be_wc wc = { .opcode = QRDMA_BE_WC_SEND };
+
+        wc.wr_id = g->tx[g->tx_head].wr_id;
+        wc.status = g->tx[g->tx_head].status;
+        g->tx_head = (g->tx_head + 1) % q->sq_size;
+        g->tx_n--;
+        be->cbs.complete(be->opaque, q->qp_id, &wc);
+    }
+    if (q->sq_refused) {
+        q->sq_refused = false;
+        be->cbs.sq_space(be->opaque, q->qp_id);
+    }
+    if (q->state == QRDMA_BE_QPS_ERR) {
+        /* no host QP flushes them: the receives the guest posted, bounded */
+        struct qrdma_be_recv_wr rw;
+
+        for (uint32_t i = 0;
+             i <= q->rq_size && !be->cbs.get_recv(be->opaque, q->qp_id, &rw);
+             i++) {
+            struct qrdma_be_wc wc = { .wr_id = rw.wr_id,
+                                      .status = QRDMA_BE_WC_WR_FLUSH_ERR,
+                                      .opcode = QRDMA_BE_WC_RECV };
+
+            be->cbs.complete(be->opaque, q->qp_id, &wc);
+        }
+        g->rx_n = 0;
+        return;
+    }
+    gsi_deliver(be, q);
+}
+
+/* The CM proxy's MAD for the guest: queued on the GSI QP for poll. */
+static void cm_deliver(void *opaque, const uint8_t peer[16],
+                       const uint8_t local[16], const uint8_t mad[VB_MAD_BYTES])
+{
+    struct qrdma_be *be = opaque;
+    struct qrdma_be_qp *q = QRDMA_BE_GSI_QP_ID < be->nqps
+                            ? be->qps[QRDMA_BE_GSI_QP_ID] : NULL;
+    struct vb_gsi *g = q ? q->gsi : NULL;
+    struct vb_gsi_mad *m;
+
+    if (!g || q->state == QRDMA_BE_QPS_RESET || q->state == QRDMA_BE_QPS_ERR ||
+        g->rx_n == VB_GSI_RX_QUEUE) {
+        if (g) {
+            g->rx_dropped++;
+        }
+        return;
+    }
+    m = &g->rx[(g->rx_head + g->rx_n++) % VB_GSI_RX_QUEUE];
+    memcpy(m->peer, peer, 16);
+    memcpy(m->local, local, 16);
+    memcpy(m->mad, mad, VB_MAD_BYTES);
+}
+
+static void cm_guest_error(void *opaque, const char *msg)
+{
+    struct qrdma_be *be = opaque;
+
+    be->cbs.guest_error(be->opaque, msg);
+}
+
+static uint64_t cm_now(void *opaque)
+{
+    struct qrdma_be *be = opaque;
+
+    return be->cbs.now_ns(be->opaque);
+}
+
+/* The CM proxy on the host's rdma_cm, listening on the guest's GIDs. */
+static int cm_start(struct qrdma_be *be, char *err, size_t err_len)
+{
+    const struct qrdma_be_verbs_config *cfg = &be->cfg;
+    const struct vb_cm_env env = { be, cm_deliver, cm_guest_error, cm_now };
+    const struct vb_cmh_ops *ops = cfg->cm_ops;
+    struct vb_cm_config cc = { 0 };
+    struct epoll_event ev = { .events = EPOLLIN };
+    char why[160];
+    int fd;
+
+    be->cm_host = cfg->cm_host;
+    if (!ops) {
+#ifdef QRDMA_HAVE_RDMACM
+        ops = &qrdma_vb_rdmacm_ops;
+        be->cm_host = qrdma_vb_rdmacm_open(why, sizeof(why));
+        if (!be->cm_host) {
+            snprintf(err, err_len, "backend=verbs: cm=proxy: %s", why);
+            return -1;
+        }
+        be->cm_host_owned = true;
+#else
+        snprintf(err, err_len,
+                 "backend=verbs: cm=proxy needs librdmacm, which this program "
+                 "was built without; use cm=off (the guest then has no "
+                 "rdma_cm)");
+        return -1;
+#endif
+    }
+    if (cfg->ncm_listen > QRDMA_BE_VERBS_MAX_LISTEN) {
+        snprintf(err, err_len, "backend=verbs: more than %d cm-listen ports",
+                 QRDMA_BE_VERBS_MAX_LISTEN);
+        return -1;
+    }
+    cc.ibdev = be->ibdev;
+    cc.ibport = be->cfg.ibport;
+    cc.ngids = be->port.ngids;
+    memcpy(cc.gid, be->port.gid, sizeof(cc.gid));
+    cc.nlisten = cfg->ncm_listen;
+    memcpy(cc.listen, cfg->cm_listen, sizeof(cc.listen));
+    cc.guest_timeout_ns = cfg->cm_guest_timeout_ns;
+    be->cm = vb_cm_create(ops, be->cm_host, &env, &cc, why, sizeof(why));
+    if (!be->cm) {
+        snprintf(err, err_len, "backend=verbs: cm=proxy: %s", why);
+        return -1;
+    }
+    fd = vb_cm_fd(be->cm);
+    if (fd >= 0 && epoll_ctl(be->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+        snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static uint32_t vb_carried(struct qrdma_be *be)
+{
+    return QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
+           (be->cm ? QRDMA_BE_CARRIES_GSI : 0);
 }
 
 static int vb_qp_create(struct qrdma_be *be,
@@ -861,20 +1255,14 @@ static int vb_qp_create(struct qrdma_be *be,
     if (!p) {
         return host_res_err();
     }
+    if (init->qp_id == QRDMA_BE_GSI_QP_ID) {
+        return gsi_create(be, init, qpp, qpn);
+    }
     q = calloc(1, sizeof(*q));
     if (!q) {
         return -ENOMEM;
     }
-    q->be = be;
-    q->qp_id = init->qp_id;
-    q->type = init->type;
-    q->pd = init->pd;
-    q->send_cq_id = init->send_cq;
-    q->recv_cq_id = init->recv_cq;
-    q->state = QRDMA_BE_QPS_RESET;
-    q->sq_size = init->max_send_wr;
-    q->rq_size = init->has_srq ? 0 : init->max_recv_wr;
-    q->srq = init->has_srq ? be->srqs[init->srq] : NULL;
+    qp_init(be, q, init);
     q->max_send_sge = init->max_send_sge;
     q->max_recv_sge = init->max_recv_sge;
     q->sq = calloc(q->sq_size, sizeof(*q->sq));
@@ -957,7 +1345,7 @@ static void qp_drain_cqs(struct qrdma_be *be, struct qrdma_be_qp *q)
     unsigned rounds = 0;
 
     /* Bounded: the CQs are sized to the queues. */
-    while (rounds++ < q->sq_size + q->rq_size + 2) {
+    while (q->qp && rounds++ < q->sq_size + q->rq_size + 2) {
         if (be->v->poll_cq(q->scq, VB_POLL_BATCH, wc) <= 0 &&
             be->v->poll_cq(q->rcq, VB_POLL_BATCH, wc) <= 0) {
             break;
@@ -971,6 +1359,9 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
     struct ibv_qp_attr attr;
     int hmask = (int)(mask & QRDMA_BE_QP_ATTR_ALL), ret;
 
+    if (q->gsi) {
+        return gsi_modify(be, q, a, mask);
+    }
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = (enum ibv_qp_state)a->qp_state;
     attr.path_mtu = (enum ibv_mtu)a->path_mtu;
@@ -991,6 +1382,21 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
     if (q->type == QRDMA_BE_QPT_UD) {
         /* the core adds it for its own transport; IB has none for UD */
         hmask &= ~IBV_QP_PATH_MTU;
+    }
+    if (q->type == QRDMA_BE_QPT_RC && (mask & QRDMA_BE_QP_ATTR_AV)) {
+        memcpy(q->dgid, a->av.dgid, 16);
+    }
+    if (q->type == QRDMA_BE_QPT_RC && (mask & QRDMA_BE_QP_ATTR_DEST_QPN)) {
+        q->dest_qpn = a->dest_qp_num;
+    }
+    if (be->cm && q->type == QRDMA_BE_QPT_RC &&
+        a->qp_state == QRDMA_BE_QPS_RTR && (mask & QRDMA_BE_QP_ATTR_RQ_PSN)) {
+        /*
+         * A connection the CM proxy made: the peer sends from the PSN the
+         * host's CM told it, not from the one the guest's CM chose.
+         */
+        vb_cm_rtr_psn(be->cm, q->qp->qp_num, q->dgid, q->dest_qpn,
+                      &attr.rq_psn);
     }
     if (q->state == QRDMA_BE_QPS_RESET && a->qp_state == QRDMA_BE_QPS_INIT) {
         /*
@@ -1037,6 +1443,10 @@ static void qp_error(struct qrdma_be *be, struct qrdma_be_qp *q)
 {
     struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 
+    if (q->gsi) {
+        q->state = QRDMA_BE_QPS_ERR;
+        return;
+    }
     if (q->state != QRDMA_BE_QPS_ERR) {
         be->v->modify_qp(q->qp, &attr, IBV_QP_STATE);
         q->state = QRDMA_BE_QPS_ERR;
@@ -1204,6 +1614,9 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     unsigned i, n = 0;
     int ret;
 
+    if (q->gsi) {
+        return gsi_post_send(be, q, wr);
+    }
     switch (wr->opcode) {
     case QRDMA_BE_WR_RDMA_WRITE:
     case QRDMA_BE_WR_RDMA_WRITE_WITH_IMM:
@@ -1371,6 +1784,10 @@ static void rq_fill(struct qrdma_be *be, struct qrdma_be_qp *q)
 
 static void vb_recv_doorbell(struct qrdma_be *be, struct qrdma_be_qp *q)
 {
+    if (q->gsi) {
+        gsi_deliver(be, q);
+        return;
+    }
     rq_fill(be, q);
 }
 
@@ -1698,14 +2115,22 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
 {
     struct ibv_wc wc[VB_POLL_BATCH];
     unsigned done = 0;
+    uint64_t deadline;
     uint32_t i;
 
     async_events(be);
     channel_events(be);
+    if (be->cm) {
+        vb_cm_poll(be->cm);
+    }
     for (i = 0; i < be->nqps; i++) {
         struct qrdma_be_qp *q = be->qps[i];
         int n, k;
 
+        if (q && q->gsi) {
+            gsi_run(be, q);
+            continue;
+        }
         if (!q || !q->due) {
             continue;
         }
@@ -1734,7 +2159,11 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
         }
         rq_fill(be, q);
     }
-    return srqs_fill(be);
+    deadline = srqs_fill(be);
+    if (be->cm && vb_cm_deadline(be->cm) < deadline) {
+        deadline = vb_cm_deadline(be->cm);
+    }
+    return deadline;
 }
 
 static int vb_wait_fd(struct qrdma_be *be)
@@ -1804,6 +2233,12 @@ static void vb_destroy(struct qrdma_be *be)
     if (be->pds) {
         drop_objects(be);
     }
+    vb_cm_destroy(be->cm);
+#ifdef QRDMA_HAVE_RDMACM
+    if (be->cm_host_owned) {
+        qrdma_vb_rdmacm_close(be->cm_host);
+    }
+#endif
     if (be->epfd >= 0) {
         close(be->epfd);
     }
@@ -1823,6 +2258,9 @@ static void vb_destroy(struct qrdma_be *be)
 static int vb_reset(struct qrdma_be *be)
 {
     drop_objects(be);
+    if (be->cm) {
+        vb_cm_reset(be->cm);
+    }
     return 0;
 }
 
@@ -2034,6 +2472,9 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
         snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
         goto fail;
     }
+    if (cfg->cm_proxy && cm_start(be, err, err_len)) {
+        goto fail;
+    }
     return be;
 
 fail:
@@ -2044,7 +2485,9 @@ fail:
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
     /* No guest memory windows yet, no transport counters (docs/backends.md). */
-    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG,
+    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
+               QRDMA_BE_CARRIES_GSI,
+    .carried = vb_carried,
     .create = vb_create,
     .reset = vb_reset,
     .destroy = vb_destroy,

@@ -392,7 +392,13 @@ int qrdma_core_init(struct qrdma_core *core,
  */
 static uint32_t core_features(const struct qrdma_core *core)
 {
-    uint32_t carries = core->dp.ops ? core->dp.ops->carries : 0;
+    const struct qrdma_be_ops *ops = core->dp.ops;
+    uint32_t carries = ops ? ops->carries : 0;
+
+    /* A backend that says per instance, and has none now, carries nothing. */
+    if (ops && ops->carried) {
+        carries &= core->dp.be ? ops->carried(core->dp.be) : 0;
+    }
     uint32_t f = QRDMA_FEATURE_RC | QRDMA_FEATURE_UD | QRDMA_FEATURE_UC |
                  QRDMA_FEATURE_ATOMIC | QRDMA_FEATURE_WIRE_IDS |
                  QRDMA_FEATURE_ANNOUNCE;

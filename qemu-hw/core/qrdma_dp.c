@@ -1193,6 +1193,11 @@ static void cb_tp_event(void *opaque, uint32_t qp_id, enum qrdma_be_tp_event ev,
     }
 }
 
+static void cb_guest_error(void *opaque, const char *msg)
+{
+    qrdma_guest_error(opaque, "%s", msg);
+}
+
 static const struct qrdma_be_callbacks dp_callbacks = {
     .mr_read = cb_mr_read,
     .mr_write = cb_mr_write,
@@ -1208,6 +1213,7 @@ static const struct qrdma_be_callbacks dp_callbacks = {
     .event = cb_event,
     .sq_space = cb_sq_space,
     .tp_event = cb_tp_event,
+    .guest_error = cb_guest_error,
     .frame_out = cb_frame_out,
     .mr_map_read = cb_mr_map_read,
     .mr_unmap_read = cb_mr_unmap_read,

@@ -417,13 +417,13 @@ static void connect_pair(struct pair *p, uint32_t qpn_a, uint32_t qpn_b,
 {
     struct vb_cm_msg req, m, rep = { 0 }, rtu = { 0 };
     struct vb_cma_hdr h;
-    uint32_t psn_a_host = 0, psn_b_host = 0, sq;
+    uint32_t psn_a_host = 0, psn_b_host = 0, rq;
 
     make_req(&req, gid_a, gid_b, 0x1000, qpn_a, 0x111111, 7174, "from-a");
     send_msg(&p->a, gid_b, &req);
     pump(&p->a, &p->b);
 
-    /* B's guest gets a REQ with A's QPN, the host's PSN, A's address. */
+    /* B's guest gets a REQ with A's QPN, the PSN A's host receives from, A's address. */
     CHECK(take(&p->b, &m, NULL));
     CHECK_EQ(m.attr, VB_CM_REQ);
     CHECK_EQ(m.service_id, VB_CMA_SID_TCP | 7174);
@@ -445,10 +445,14 @@ static void connect_pair(struct pair *p, uint32_t qpn_a, uint32_t qpn_b,
     CHECK(!strcmp((char *)m.pdata + VB_CMA_HDR_BYTES, "from-a"));
     *b_peer_id = m.local_comm_id;
 
-    /* B's guest moves its QP to RTS (ib_cm does before the REP). */
-    CHECK(vb_cm_rts_psn(p->b.cm, qpn_b, gid_a, qpn_a, &sq));
-    CHECK(!vb_cm_rts_psn(p->b.cm, qpn_b, gid_a, qpn_a + 1, &sq));
-    CHECK(!vb_cm_rts_psn(p->b.cm, qpn_b, gid_c, qpn_a, &sq));
+    /*
+     * B's guest moves its QP to RTR (rdma_accept does before the REP): it
+     * receives from the PSN B's host will tell A, not from its own.
+     */
+    CHECK(vb_cm_rtr_psn(p->b.cm, qpn_b, gid_a, qpn_a, &rq));
+    CHECK(!vb_cm_rtr_psn(p->b.cm, qpn_b, gid_a, qpn_a + 1, &rq));
+    CHECK(!vb_cm_rtr_psn(p->b.cm, qpn_b, gid_c, qpn_a, &rq));
+    CHECK(!vb_cm_rtr_psn(p->b.cm, qpn_b + 1, gid_a, qpn_a, &rq));
 
     rep.attr = VB_CM_REP;
     rep.tid = m.tid;
@@ -463,7 +467,7 @@ static void connect_pair(struct pair *p, uint32_t qpn_a, uint32_t qpn_b,
     send_msg(&p->b, gid_a, &rep);
     pump(&p->a, &p->b);
 
-    /* A's guest gets a REP with B's QPN and B's host PSN. */
+    /* A's guest gets a REP with B's QPN and the PSN B's host receives from. */
     CHECK(take(&p->a, &m, NULL));
     CHECK_EQ(m.attr, VB_CM_REP);
     CHECK_EQ(m.remote_comm_id, 0x1000);
@@ -476,11 +480,14 @@ static void connect_pair(struct pair *p, uint32_t qpn_a, uint32_t qpn_b,
     CHECK_EQ(m.rnr_retry_count, 6);
     CHECK(!memcmp(m.pdata, "from-b", 7));
     *a_peer_id = m.local_comm_id;
-    /* B at RTS uses the PSN A's host was told; A at RTS the one B got. */
-    CHECK(vb_cm_rts_psn(p->b.cm, qpn_b, gid_a, qpn_a, &sq));
-    CHECK_EQ(sq, psn_b_host);
-    CHECK(vb_cm_rts_psn(p->a.cm, qpn_a, gid_b, qpn_b, &sq));
-    CHECK_EQ(sq, psn_a_host);
+    /*
+     * Each guest receives from the PSN its host told the peer, and sends
+     * from the one the peer's host told its own (the REQ's and REP's).
+     */
+    CHECK(vb_cm_rtr_psn(p->b.cm, qpn_b, gid_a, qpn_a, &rq));
+    CHECK_EQ(rq, psn_b_host);
+    CHECK(vb_cm_rtr_psn(p->a.cm, qpn_a, gid_b, qpn_b, &rq));
+    CHECK_EQ(rq, psn_a_host);
 
     rtu.attr = VB_CM_RTU;
     rtu.local_comm_id = 0x1000;

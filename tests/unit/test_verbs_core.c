@@ -21,11 +21,16 @@
 #include "dp_testbed.h"
 #include "qrdma_backend_verbs.h"
 #include "unit.h"
+#include "vb_cm.h"
+#include "vb_cm_mad.h"
+#include "verbs_cm_model.h"
 #include "verbs_mock.h"
 
 int unit_failures;
 
 static struct qrdma_be_verbs_config vcfg;
+/* verbs_setup's CM proxy: the rdma_cm model's host and SA's handle on it (NULL: cm off) */
+static void *setup_cm_host;
 
 /* SA on the verbs backend over the mock, its guest RAM the bed's; SB (a peer's identity only) on sw. */
 static void verbs_setup(void)
@@ -42,6 +47,11 @@ static void verbs_setup(void)
     vcfg.nram = 1;
     vcfg.ram[0] = (struct qrdma_be_verbs_ram){ RAM_BASE, RAM_SIZE, SA->ram, -1, 0 };
     vcfg.verbs = &verbs_mock_table;
+    if (setup_cm_host) {
+        vcfg.cm_proxy = true;
+        vcfg.cm_ops = &cmm_ops;
+        vcfg.cm_host = setup_cm_host;
+    }
     dev_backend_ops = &qrdma_be_verbs_ops;
     dev_backend_config = &vcfg;
     side_up(SA, 0);
@@ -420,6 +430,249 @@ static void test_gsi_refused(void)
     qrdma_core_fini(&SA->core);
 }
 
+
+/* ---- rdma_cm in verbs mode: the GSI QP and the CM proxy ------------------------------------ */
+
+#define GSI_QKEY 0x80010000u
+#define CM_RC_QP 4
+#define CM_PEER_QPN 0x777
+
+/* The peer: a CM proxy of its own on the model's second host, its "guest" this queue. */
+static uint8_t peer_mads[8][VB_MAD_BYTES];
+static unsigned peer_nmads;
+
+static void peer_deliver(void *o, const uint8_t peer[16], const uint8_t local[16],
+                         const uint8_t mad[VB_MAD_BYTES])
+{
+    if (peer_nmads < 8) {
+        memcpy(peer_mads[peer_nmads++], mad, VB_MAD_BYTES);
+    }
+}
+
+static void peer_error(void *o, const char *msg)
+{
+    fprintf(stderr, "  peer proxy: %s\n", msg);
+    unit_failures++;
+}
+
+static uint64_t peer_now(void *o)
+{
+    return 0;
+}
+
+/* The GSI QP (QP 1) to RTS as ib_mad brings it up: no port, Q_Key 0x80010000. */
+static void gsi_up(struct side *s)
+{
+    struct qp_spec gsi = ud_spec;
+
+    gsi.flags = QRDMA_QP_CREATE_GSI;
+    create_qp(s, QRDMA_QP_GSI, &gsi);
+    CHECK_EQ(last_retval, 1);           /* QP 1 on the wire too */
+    mod_begin(s, QRDMA_QP_ATTR_PKEY_INDEX | QRDMA_QP_ATTR_QKEY, QRDMA_QPS_INIT);
+    w32(s, MI(qkey), GSI_QKEY);
+    CQP_OK(mod_run(s, QRDMA_QP_GSI));
+    modify_state(s, QRDMA_QP_GSI, QRDMA_QPS_RTR);
+    mod_begin(s, QRDMA_QP_ATTR_SQ_PSN, QRDMA_QPS_RTS);
+    CQP_OK(mod_run(s, QRDMA_QP_GSI));
+}
+
+/* A MAD of 256 bytes at data offset off, sent on the GSI QP to QPN qpn through AH 1. */
+static void gsi_send(struct side *s, uint64_t off, const struct vb_cm_msg *m, uint32_t qpn)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .ah = 1, .dest_qpn = qpn, .qkey = GSI_QKEY,
+                     .nsge = 1, .sge = { { off, VB_MAD_BYTES, 0 } } };
+
+    vb_cm_encode(m, dbuf(s, off));
+    post_send(s, QRDMA_QP_GSI, &w);
+    ring_sq(s, QRDMA_QP_GSI);
+    run_dp();
+}
+
+/* The IPv4 header in a GRH room's last 20 bytes checks out (ib_core verifies it). */
+static bool ipv4_ok(const uint8_t *ip)
+{
+    uint32_t sum = 0;
+
+    for (int i = 0; i < 20; i += 2) {
+        sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ip[0] == 0x45 && sum == 0xffff;
+}
+
+/*
+ * With the CM proxy the device has a GSI QP in verbs mode (CAP_FEATURES.GSI):
+ * a REQ the guest sends on QP 1 reaches the peer's CM through the host's
+ * rdma_cm (here the model), with the guest RC QP's host QPN; the peer's
+ * REP comes back as a receive on QP 1 (GRH, source QP 1, the MAD); the
+ * guest QP's RTR receives from the PSN the host's CM told the peer; the
+ * RTU goes through; MADs the proxy cannot carry are dropped with a guest
+ * error; a device reset ends the host's rdma_cm IDs.
+ */
+static void test_gsi_cm_proxy(void)
+{
+    static const uint8_t gid_a[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 1 };
+    static const uint8_t gid_b[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
+    static const uint16_t port[] = { 7174 };
+    struct cmm_world *w = cmm_world_new(7);
+    struct cmm_host *host_a = cmm_host_new(w, "mock0", gid_a);
+    struct cmm_host *host_b = cmm_host_new(w, "mock1", gid_b);
+    struct vb_cm_env penv = { NULL, peer_deliver, peer_error, peer_now };
+    struct vb_cm_config pcfg = { .ibdev = "mock1", .ibport = 1, .ngids = 1, .nlisten = 1 };
+    struct vb_cm_msg req = { .attr = VB_CM_REQ }, m, rep = { .attr = VB_CM_REP };
+    struct vb_cma_hdr h = { .ip_version = 4, .src_port = 40001 };
+    char err[128];
+    struct vm_qp *hq;
+    struct vb_cm *peer;
+    struct cqe e;
+    uint32_t rc_qpn, psn_a;
+    const uint8_t *grh;
+
+    memcpy(pcfg.gid[0], gid_b, 16);
+    memcpy(pcfg.listen, port, sizeof(port));
+    peer_nmads = 0;
+    peer = vb_cm_create(&cmm_ops, host_b, &penv, &pcfg, err, sizeof(err));
+    CHECK(peer != NULL);
+    setup_cm_host = host_a;
+    verbs_setup();
+    setup_cm_host = NULL;
+    CHECK(reg_r(SA, QRDMA_REG_CAP_FEATURES) & QRDMA_FEATURE_GSI);
+    gsi_up(SA);
+    create_qp(SA, CM_RC_QP, &rc_spec);
+    rc_qpn = (uint32_t)last_retval;
+    write_av_to(SA, AV_BUF, gid_b, NULL);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_CREATE_AH, 1 | (uint64_t)PD << QRDMA_AH_ARG0_PD_SHIFT, AV_BUF,
+               0, 0, 0, 0));
+    memset(dbuf(SA, 0x6000), 0xee, 1024);
+    post_recv(SA, QRDMA_QP_GSI, 0x6000, 40 + VB_MAD_BYTES);
+    ring_rq(SA, QRDMA_QP_GSI);
+
+    /* The guest's REQ, as its kernel's ib_cm and rdma_cm make it. */
+    req.tid = 0x1234;
+    req.local_comm_id = 0xc0ffee;
+    req.service_id = VB_CMA_SID_TCP | 7174;
+    req.qpn = rc_qpn;
+    req.starting_psn = 0x123;
+    req.responder_resources = req.initiator_depth = 4;
+    req.transport_type = VB_CM_TRANSPORT_RC;
+    req.retry_count = req.rnr_retry_count = 7;
+    req.path_mtu = 3;
+    memcpy(req.primary.local_gid, gid_a, 16);
+    memcpy(req.primary.remote_gid, gid_b, 16);
+    memcpy(h.src, gid_a, 16);
+    memcpy(h.dst, gid_b, 16);
+    vb_cma_hdr_put(&h, req.pdata);
+    memcpy(req.pdata + VB_CMA_HDR_BYTES, "guest-a", 8);
+    gsi_send(SA, 0x1000, &req, 1);
+    EXPECT_CQE(SA, 1, QRDMA_QP_GSI, 0, QRDMA_BE_WC_SEND, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ,
+               ~0u);
+    vb_cm_poll(peer);
+    CHECK_EQ(peer_nmads, 1);
+    CHECK_EQ(vb_cm_decode(peer_mads[0], VB_MAD_BYTES, &m), 0);
+    CHECK_EQ(m.attr, VB_CM_REQ);
+    CHECK_EQ(m.qpn, rc_qpn);            /* the host QPN the guest was given */
+    CHECK(!memcmp(m.pdata + VB_CMA_HDR_BYTES, "guest-a", 8));
+
+    /* The peer accepts: its REP reaches the guest's GSI QP. */
+    rep.local_comm_id = 0xbeef;
+    rep.remote_comm_id = m.local_comm_id;
+    rep.qpn = CM_PEER_QPN;
+    rep.responder_resources = rep.initiator_depth = 4;
+    memcpy(rep.pdata, "peer-b", 7);
+    peer_nmads = 0;
+    {
+        uint8_t mad[VB_MAD_BYTES];
+
+        vb_cm_encode(&rep, mad);
+        vb_cm_guest_mad(peer, gid_b, gid_a, mad, sizeof(mad));
+    }
+    run_dp();
+    CHECK(poll_cq(SA, 2, &e));
+    CHECK_EQ(e.qp, QRDMA_QP_GSI);
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_RECV);
+    CHECK_EQ(e.byte_len, 40 + VB_MAD_BYTES);
+    CHECK_EQ(e.src_qp, 1);
+    CHECK_EQ(e.flags & QRDMA_CQE_FLAG_GRH, QRDMA_CQE_FLAG_GRH);
+    grh = dbuf(SA, 0x6000);
+    CHECK(!memcmp(grh, (uint8_t[20]){ 0 }, 20));
+    CHECK(ipv4_ok(grh + 20));
+    CHECK_EQ(grh[29], 17);
+    CHECK(!memcmp(grh + 32, gid_b + 12, 4));    /* from the peer */
+    CHECK(!memcmp(grh + 36, gid_a + 12, 4));    /* to the guest */
+    CHECK_EQ(grh[40 + VB_MAD_BYTES], 0xee);
+    CHECK_EQ(vb_cm_decode(grh + 40, VB_MAD_BYTES, &m), 0);
+    CHECK_EQ(m.attr, VB_CM_REP);
+    CHECK_EQ(m.remote_comm_id, 0xc0ffee);
+    CHECK_EQ(m.tid, 0x1234);
+    CHECK_EQ(m.qpn, CM_PEER_QPN);
+    CHECK(!memcmp(m.pdata, "peer-b", 7));
+
+    /*
+     * The guest's QP to RTR/RTS with what the REP said: the host QP receives
+     * from the PSN SA's host told the peer, not the guest's 0x123.
+     */
+    CHECK(cmm_host_psn(host_a, rc_qpn, &psn_a));
+    rc_connect(SA, CM_RC_QP, gid_b, NULL, CM_PEER_QPN, 0x123, m.starting_psn, 7, 3);
+    hq = verbs_mock_qp(rc_qpn);
+    CHECK(hq != NULL);
+    if (hq) {
+        CHECK_EQ(hq->attr[1].qp_state, IBV_QPS_RTR);
+        CHECK_EQ(hq->attr[1].dest_qp_num, CM_PEER_QPN);
+        CHECK_EQ(hq->attr[1].rq_psn, psn_a);
+        CHECK(psn_a != 0x123);
+        CHECK_EQ(hq->attr[2].sq_psn, m.starting_psn);
+    }
+
+    /* The RTU: the peer's CM sees the connection established. */
+    memset(&m, 0, sizeof(m));
+    m.attr = VB_CM_RTU;
+    m.local_comm_id = 0xc0ffee;
+    CHECK_EQ(vb_cm_decode(grh + 40, VB_MAD_BYTES, &rep), 0);
+    m.remote_comm_id = rep.local_comm_id;
+    gsi_send(SA, 0x1400, &m, 1);
+    vb_cm_poll(peer);
+    CHECK_EQ(peer_nmads, 1);
+    CHECK_EQ(vb_cm_decode(peer_mads[0], VB_MAD_BYTES, &m), 0);
+    CHECK_EQ(m.attr, VB_CM_RTU);
+    CHECK_EQ(m.remote_comm_id, 0xbeef);
+    CHECK_EQ(cmm_host_ids(host_a), 1);
+    no_errors(SA);
+
+    /* What the proxy cannot carry: dropped, said, the send still completes. */
+    gsi_send(SA, 0x1800, &m, 5);
+    CHECK(logged(SA, "a MAD to QPN 5 dropped"));
+    memset(dbuf(SA, 0x1c00), 0, VB_MAD_BYTES);
+    {
+        struct wqe wq = { .op = QRDMA_SQ_OP_SEND, .ah = 1, .dest_qpn = 1, .qkey = GSI_QKEY,
+                          .nsge = 1, .sge = { { 0x1c00, VB_MAD_BYTES, 0 } } };
+
+        dbuf(SA, 0x1c00)[0] = 1;
+        dbuf(SA, 0x1c00)[1] = 0x04;     /* performance management */
+        dbuf(SA, 0x1c00)[2] = 1;
+        post_send(SA, QRDMA_QP_GSI, &wq);
+        ring_sq(SA, QRDMA_QP_GSI);
+        run_dp();
+    }
+    CHECK(logged(SA, "only connection management"));
+    EXPECT_CQE(SA, 1, QRDMA_QP_GSI, 1, QRDMA_BE_WC_SEND, QRDMA_BE_WC_SUCCESS,
+               QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QRDMA_QP_GSI, 2, QRDMA_BE_WC_SEND, QRDMA_BE_WC_SUCCESS,
+               QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SA, 1, QRDMA_QP_GSI, 3, QRDMA_BE_WC_SEND, QRDMA_BE_WC_SUCCESS,
+               QRDMA_CQE_FLAG_SQ, ~0u);
+
+    /* A device reset ends the proxied connection: no host rdma_cm ID is left. */
+    reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    CHECK_EQ(cmm_host_ids(host_a), 0);
+    CHECK_EQ(vmock.live_qp, 0);
+    qrdma_core_fini(&SA->core);
+    vb_cm_destroy(peer);
+    cmm_world_free(w);
+}
+
 #define SRQ_ID  1
 #define SRQ_QP  4
 
@@ -671,6 +924,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_host_gids),
     UNIT_TEST(test_port_follows_host),
     UNIT_TEST(test_gsi_refused),
+    UNIT_TEST(test_gsi_cm_proxy),
     UNIT_TEST(test_srq),
     UNIT_TEST(test_fast_reg),
 };

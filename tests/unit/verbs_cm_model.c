@@ -49,13 +49,22 @@ struct cmm_host {
     int fail_err;
 };
 
+#define CMM_MAX_HOSTS 4
+
 struct cmm_world {
     uint32_t rng;
     unsigned nhosts;
-    struct cmm_host *hosts[8];
+    struct cmm_host *hosts[CMM_MAX_HOSTS];
+    struct cmm_host host_store[CMM_MAX_HOSTS];
     struct mid ids[CMM_MAX_IDS];
     uint16_t next_port;
 };
+
+/*
+ * The last world freed, kept for the next: a fuzzer makes one per input,
+ * and fresh pages for each would be most of its time.
+ */
+static struct cmm_world *spare_world;
 
 static uint32_t rnd(struct cmm_world *w)
 {
@@ -184,6 +193,32 @@ static void purge(struct cmm_host *h, struct mid *id)
     h->ev_n = kept;
 }
 
+static int m_destroy_id(void *id);
+
+/*
+ * A listener goes: the requests queued on it that nobody took go too, as
+ * the kernel's ucma destroys their new IDs with the listener's events.
+ */
+static void purge_requests(struct cmm_host *h, struct mid *listener)
+{
+    struct mid *orphans[CMM_MAX_EVENTS];
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < h->ev_n; i++) {
+        struct vb_cmh_event *e = &h->ev[(h->ev_head + i) % CMM_MAX_EVENTS];
+
+        if (e->type == VB_CMH_CONNECT_REQUEST && e->context == listener->context &&
+            e->id != listener) {
+            orphans[n++] = e->id;
+        }
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (orphans[i]->live) {
+            m_destroy_id(orphans[i]);
+        }
+    }
+}
+
 static int m_destroy_id(void *id)
 {
     struct mid *m = id;
@@ -210,6 +245,9 @@ static int m_destroy_id(void *id)
         r->remote = NULL;
     }
     purge(m->h, m);
+    if (m->state == MS_LISTEN) {
+        purge_requests(m->h, m);
+    }
     m->live = false;
     return 0;
 }
@@ -431,9 +469,14 @@ static int m_qp_attrs(void *id, struct vb_cmh_qp_attrs *out)
         return -EINVAL;
     }
     memset(out, 0, sizeof(*out));
+    /*
+     * As the kernel's: RTR receives from this ID's own PSN (rdma_cm puts
+     * its seq_num there), RTS sends from the peer's (its REQ's or REP's
+     * starting PSN, the PSN the peer expects).
+     */
     out->dest_qpn = r->param.qpn;
-    out->rq_psn = r->psn;
-    out->sq_psn = m->psn;
+    out->rq_psn = m->psn;
+    out->sq_psn = r->psn;
     out->path_mtu = 3;          /* IBV_MTU_1024 */
     out->timeout = 14;
     out->retry_cnt = 7;
@@ -463,7 +506,10 @@ const struct vb_cmh_ops cmm_ops = {
 
 struct cmm_world *cmm_world_new(uint32_t seed)
 {
-    struct cmm_world *w = calloc(1, sizeof(*w));
+    struct cmm_world *w = spare_world ? spare_world : malloc(sizeof(*w));
+
+    spare_world = NULL;
+    memset(w, 0, sizeof(*w));
 
     w->rng = seed;
     w->next_port = 40000;
@@ -472,17 +518,21 @@ struct cmm_world *cmm_world_new(uint32_t seed)
 
 void cmm_world_free(struct cmm_world *w)
 {
-    for (unsigned i = 0; i < w->nhosts; i++) {
-        free(w->hosts[i]);
-    }
-    free(w);
+    free(spare_world);
+    spare_world = w;
 }
 
 struct cmm_host *cmm_host_new(struct cmm_world *w, const char *ibdev,
                               const uint8_t gid[16])
 {
-    struct cmm_host *h = calloc(1, sizeof(*h));
+    struct cmm_host *h;
 
+    if (w->nhosts == CMM_MAX_HOSTS) {
+        fprintf(stderr, "cm model: more than %d hosts\n", CMM_MAX_HOSTS);
+        abort();
+    }
+    h = &w->host_store[w->nhosts];
+    memset(h, 0, sizeof(*h));
     h->w = w;
     snprintf(h->ibdev, sizeof(h->ibdev), "%s", ibdev);
     memcpy(h->gid, gid, 16);

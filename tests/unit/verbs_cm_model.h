@@ -5,8 +5,9 @@
  * kernel's rdma_cm would report it (CONNECT_REQUEST on a listener,
  * CONNECT_RESPONSE for a QP-less active ID, ESTABLISHED, DISCONNECTED,
  * REJECTED with the REJ reason, SIDR's ESTABLISHED with the UD QPN and
- * Q_Key). Each ID gets a random starting PSN, as the kernel's does, which
- * rdma_init_qp_attr (qp_attrs) gives for RTS and the peer's for RTR.
+ * Q_Key). Each ID gets a random starting PSN, as the kernel's does: the
+ * PSN it expects to receive, which its REQ or REP tells the peer;
+ * rdma_init_qp_attr (qp_attrs) gives it for RTR, and the peer's for RTS.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -18,8 +19,8 @@
 
 #include "vb_cm.h"
 
-#define CMM_MAX_IDS     1024
-#define CMM_MAX_EVENTS  2048
+#define CMM_MAX_IDS     640
+#define CMM_MAX_EVENTS  512
 
 struct cmm_world;
 struct cmm_host;
@@ -37,7 +38,7 @@ unsigned cmm_host_events(const struct cmm_host *h);
 /* The next call of this kind on host h fails with err (once). */
 enum cmm_call { CMM_CREATE_ID, CMM_RESOLVE_ADDR, CMM_CONNECT, CMM_ACCEPT };
 void cmm_fail_next(struct cmm_host *h, enum cmm_call call, int err);
-/* The starting PSN the host's ID with QP-less qpn told its peer. */
+/* The starting PSN the host's ID for QP qpn told its peer (it receives from it). */
 bool cmm_host_psn(const struct cmm_host *h, uint32_t qpn, uint32_t *psn);
 
 #endif /* QRDMA_VERBS_CM_MODEL_H */
