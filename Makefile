@@ -163,6 +163,14 @@ $(BUILD)/verbs-rxe/qrdma-verbs-rxe $(BUILD)/verbs-rxe/qrdma-verbs-stock: $(BUILD
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_HOST) $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
 
+# qrdma-verbs-cm: the CM proxy on the real librdmacm of a device (two
+# proxies in one process playing two guests' CM, tests/unit/verbs_cm_real.c);
+# test-verbs-rxe.sh runs it in the same guest.
+VERBS_CM_SRCS := host-backend/verbs/vb_cm.c host-backend/verbs/vb_cm_mad.c host-backend/verbs/vb_librdmacm.c
+$(BUILD)/verbs-rxe/qrdma-verbs-cm: tests/unit/verbs_cm_real.c $(VERBS_CM_SRCS) $(VERBS_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_CM_SRCS) $(VERBS_LIBS)
+
 UNIT_PLAIN_BINS := $(addprefix $(BUILD)/unit/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw/,$(SW_TESTS)) \
 		   $(addprefix $(BUILD)/unit-verbs/,$(VERBS_TESTS))
 UNIT_ASAN_BINS := $(addprefix $(BUILD)/unit-asan/,$(UNIT_TESTS)) $(addprefix $(BUILD)/unit-sw-asan/,$(SW_TESTS)) \

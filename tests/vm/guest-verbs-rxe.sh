@@ -3,8 +3,9 @@
 # (rxe0): qrdma-verbs-rxe on rxe0's IPv4 GID; then qrdma-verbs-stock as the
 # client of the stock ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong
 # servers on the same GID (-c, every byte checked on our side), and as the
-# server of the same tools as clients; then no QP left on the device (the
-# cores' teardown released them).
+# server of the same tools as clients; then qrdma-verbs-cm, the CM proxy on
+# rxe0's rdma_cm; then no QP left on the device (the cores' teardown
+# released them).
 . "$(dirname "$0")/guest-lib.sh"
 
 check "rxe0 is there" wait_for 30 test -e /sys/class/infiniband/rxe0
@@ -70,6 +71,14 @@ stock server srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
 stock client rc ibv_rc_pingpong -s 4096 -n 200 -c
 stock client ud ibv_ud_pingpong -s 1024 -n 200 -c
 stock client srq ibv_srq_pingpong -s 4096 -q 4 -n 200 -c
+# The CM proxy on rxe0's rdma_cm (the kernel's rdma_ucm is its user-space door).
+check "rdma_ucm loaded" modprobe rdma_ucm
+if timeout 120 ./qrdma-verbs-cm rxe0 "$gid_index" > /tmp/verbs-cm.log 2>&1; then
+    ok "qrdma-verbs-cm"
+else
+    fail "qrdma-verbs-cm (exit $?)"
+fi
+sed 's/^/  qrdma-verbs-cm | /' /tmp/verbs-cm.log
 expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" \
     "$qps_before"
 finish guest-verbs-rxe

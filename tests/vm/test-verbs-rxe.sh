@@ -13,14 +13,19 @@
 # and ibv_srq_pingpong servers on rxe0, every byte of every answer checked
 # in its guest RAM, the servers' exit status and -c output checked; then
 # as the server of the same tools as clients, every byte of every message
-# they send checked, their exit status and output checked. Last, no QP
-# left on rxe0.
+# they send checked, their exit status and output checked. Then
+# qrdma-verbs-cm (tests/unit/verbs_cm_real.c): the CM proxy on rxe0's real
+# rdma_cm, two proxies playing two guests' CM through a connect, data both
+# ways on the QPs it set up (every byte checked), a disconnect and a REQ to
+# a port nobody listens on. Last, no QP left on rxe0.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe build/verbs-rxe/qrdma-verbs-stock || exit 1
+make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe build/verbs-rxe/qrdma-verbs-stock \
+    build/verbs-rxe/qrdma-verbs-cm || exit 1
 share=$(mktemp -d)
 trap 'rm -rf "$share"' EXIT
 cp "$top/build/verbs-rxe/qrdma-verbs-rxe" "$top/build/verbs-rxe/qrdma-verbs-stock" \
+    "$top/build/verbs-rxe/qrdma-verbs-cm" \
     "$here/guest-verbs-rxe.sh" "$here/guest-lib.sh" "$share/"
 "$top/scripts/vm-run" --guests 1 --timeout 600 --share "$share" --nic virtio-rxe \
     --run 'bash guest-verbs-rxe.sh'
