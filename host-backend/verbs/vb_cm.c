@@ -237,13 +237,6 @@ static bool gid_is_guests(const struct vb_cm *cm, const uint8_t gid[16])
     return false;
 }
 
-static bool gid_is_v4(const uint8_t gid[16])
-{
-    static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-    return !memcmp(gid, prefix, 12);
-}
-
 /* The CA GUID the guest sees for a peer: its GID's low 64 bits. */
 static uint64_t peer_guid(const uint8_t gid[16])
 {
@@ -759,7 +752,7 @@ static void host_connect_request(struct vb_cm *cm, struct listener *l,
     }
     c->tid = ++cm->next_tid;
     c->service_id = (l->udp ? VB_CMA_SID_UDP : VB_CMA_SID_TCP) | l->port;
-    h.ip_version = gid_is_v4(c->peer_gid) ? 4 : 6;
+    h.ip_version = vb_gid_is_v4(c->peer_gid) ? 4 : 6;
     h.src_port = peer_port;
     memcpy(h.src, c->peer_gid, 16);
     memcpy(h.dst, c->guest_gid, 16);

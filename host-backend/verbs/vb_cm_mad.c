@@ -312,10 +312,16 @@ void vb_cm_encode(const struct vb_cm_msg *m, uint8_t mad[VB_MAD_BYTES])
     }
 }
 
+/* The first 12 bytes of an IPv4-mapped GID. */
+static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+bool vb_gid_is_v4(const uint8_t gid[16])
+{
+    return !memcmp(gid, v4_mapped, sizeof(v4_mapped));
+}
+
 int vb_cma_hdr_get(const uint8_t pdata[VB_CMA_HDR_BYTES], struct vb_cma_hdr *h)
 {
-    static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-
     memset(h, 0, sizeof(*h));
     if (pdata[0] != VB_CMA_VERSION) {
         return -EPROTO;

@@ -171,6 +171,9 @@ struct vb_cma_hdr {
     uint8_t src[16], dst[16];
 };
 
+/* An IPv4-mapped GID (::ffff:a.b.c.d): RoCE v2's form of an IPv4 address. */
+bool vb_gid_is_v4(const uint8_t gid[16]);
+
 /* 0, or -EPROTO when the header's version or IP version is not one we know. */
 int vb_cma_hdr_get(const uint8_t pdata[VB_CMA_HDR_BYTES], struct vb_cma_hdr *h);
 void vb_cma_hdr_put(const struct vb_cma_hdr *h,

@@ -48,10 +48,8 @@ static int neg_errno(void)
 static int to_sockaddr(const uint8_t gid[16], uint16_t port,
                        struct sockaddr_storage *ss)
 {
-    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
-
     memset(ss, 0, sizeof(*ss));
-    if (!memcmp(gid, v4_prefix, 12)) {
+    if (vb_gid_is_v4(gid)) {
         struct sockaddr_in *in = (struct sockaddr_in *)ss;
 
         in->sin_family = AF_INET;

@@ -213,9 +213,6 @@ struct qrdma_be_qp {
     uint32_t max_send_sge, max_recv_sge;
     bool due;                   /* a completion event came: poll its CQs */
     struct vb_gsi *gsi;         /* the GSI QP (no host QP); else NULL */
-    /* RC: the peer its RTR names, for the CM proxy's RTR PSN */
-    uint8_t dgid[16];
-    uint32_t dest_qpn;
 };
 
 struct vb_mr {
@@ -890,12 +887,11 @@ static void qp_free(struct qrdma_be *be, struct qrdma_be_qp *q)
 static void gsi_grh(uint8_t grh[40], const uint8_t src[16],
                     const uint8_t dst[16])
 {
-    static const uint8_t v4_prefix[12] = { [10] = 0xff, [11] = 0xff };
     /* UDP, BTH, DETH, the MAD, ICRC: what follows the IP header */
     const uint32_t udp_len = 8 + 12 + 8 + VB_MAD_BYTES + 4;
 
     memset(grh, 0, 40);
-    if (!memcmp(src, v4_prefix, 12) && !memcmp(dst, v4_prefix, 12)) {
+    if (vb_gid_is_v4(src) && vb_gid_is_v4(dst)) {
         uint8_t *ip = grh + 20;
         uint32_t sum = 0;
 
@@ -1037,8 +1033,10 @@ static int gsi_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     }
     if ((wr->send_flags & QRDMA_BE_SEND_SIGNALED) ||
         status != QRDMA_BE_WC_SUCCESS) {
-        g->tx[(g->tx_head + g->tx_n++) % q->sq_size].wr_id = wr->wr_id;
-        g->tx[(g->tx_head + g->tx_n - 1) % q->sq_size].status = status;
+        unsigned slot = (g->tx_head + g->tx_n++) % q->sq_size;
+
+        g->tx[slot].wr_id = wr->wr_id;
+        g->tx[slot].status = status;
     }
     return 0;
 }
@@ -1230,10 +1228,13 @@ static int cm_start(struct qrdma_be *be, char *err, size_t err_len)
     return 0;
 }
 
+/* What the backend can carry (its ops' carries): GSI only with the proxy. */
+#define VB_CARRIES                                                             \
+    (QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG | QRDMA_BE_CARRIES_GSI)
+
 static uint32_t vb_carried(struct qrdma_be *be)
 {
-    return QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
-           (be->cm ? QRDMA_BE_CARRIES_GSI : 0);
+    return be->cm ? VB_CARRIES : VB_CARRIES & ~QRDMA_BE_CARRIES_GSI;
 }
 
 static int vb_qp_create(struct qrdma_be *be,
@@ -1251,12 +1252,12 @@ static int vb_qp_create(struct qrdma_be *be,
     if (init->has_srq && (init->srq >= be->nsrqs || !be->srqs[init->srq])) {
         return -EINVAL;         /* the core made the SRQ first: srq_create */
     }
+    if (init->qp_id == QRDMA_BE_GSI_QP_ID) {
+        return gsi_create(be, init, qpp, qpn);  /* no host QP, no host PD */
+    }
     p = pd_get(be, init->pd);
     if (!p) {
         return host_res_err();
-    }
-    if (init->qp_id == QRDMA_BE_GSI_QP_ID) {
-        return gsi_create(be, init, qpp, qpn);
     }
     q = calloc(1, sizeof(*q));
     if (!q) {
@@ -1383,19 +1384,14 @@ static int vb_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *q,
         /* the core adds it for its own transport; IB has none for UD */
         hmask &= ~IBV_QP_PATH_MTU;
     }
-    if (q->type == QRDMA_BE_QPT_RC && (mask & QRDMA_BE_QP_ATTR_AV)) {
-        memcpy(q->dgid, a->av.dgid, 16);
-    }
-    if (q->type == QRDMA_BE_QPT_RC && (mask & QRDMA_BE_QP_ATTR_DEST_QPN)) {
-        q->dest_qpn = a->dest_qp_num;
-    }
     if (be->cm && q->type == QRDMA_BE_QPT_RC &&
         a->qp_state == QRDMA_BE_QPS_RTR && (mask & QRDMA_BE_QP_ATTR_RQ_PSN)) {
         /*
          * A connection the CM proxy made: the peer sends from the PSN the
-         * host's CM told it, not from the one the guest's CM chose.
+         * host's CM told it, not from the one the guest's CM chose. RC's
+         * INIT to RTR names the peer too (the core requires AV and DEST_QPN).
          */
-        vb_cm_rtr_psn(be->cm, q->qp->qp_num, q->dgid, q->dest_qpn,
+        vb_cm_rtr_psn(be->cm, q->qp->qp_num, a->av.dgid, a->dest_qp_num,
                       &attr.rq_psn);
     }
     if (q->state == QRDMA_BE_QPS_RESET && a->qp_state == QRDMA_BE_QPS_INIT) {
@@ -2115,7 +2111,7 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
 {
     struct ibv_wc wc[VB_POLL_BATCH];
     unsigned done = 0;
-    uint64_t deadline;
+    uint64_t deadline, cm_deadline;
     uint32_t i;
 
     async_events(be);
@@ -2160,10 +2156,8 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
         rq_fill(be, q);
     }
     deadline = srqs_fill(be);
-    if (be->cm && vb_cm_deadline(be->cm) < deadline) {
-        deadline = vb_cm_deadline(be->cm);
-    }
-    return deadline;
+    cm_deadline = be->cm ? vb_cm_deadline(be->cm) : UINT64_MAX;
+    return cm_deadline < deadline ? cm_deadline : deadline;
 }
 
 static int vb_wait_fd(struct qrdma_be *be)
@@ -2485,8 +2479,7 @@ fail:
 const struct qrdma_be_ops qrdma_be_verbs_ops = {
     .name = "verbs",
     /* No guest memory windows yet, no transport counters (docs/backends.md). */
-    .carries = QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG |
-               QRDMA_BE_CARRIES_GSI,
+    .carries = VB_CARRIES,
     .carried = vb_carried,
     .create = vb_create,
     .reset = vb_reset,
