@@ -224,10 +224,11 @@ else
     # slowest, outlasts them as it is).
     nm=$nmovers
     # Per round: MB of the checked transfer and ibv_rc_pingpong round
-    # trips. A soft-RoCE peer under TCG moves about 17 MB/s (qrdma 200)
-    # and takes about 3.3 ms a round trip (qrdma 0.83): the same 60 s or so
-    # of traffic a round from a quarter of the transfer and 15,000 round
-    # trips, not the 4 minutes a round that put 5 rounds past the timeout.
+    # trips. With a soft-RoCE peer under TCG on a quiet machine, 4 GB
+    # took 237 s (WRITE 47 MB/s, READ 29 MB/s) and a round trip 3.3 ms
+    # (qrdma 0.83): a quarter of the transfer and 15,000 round trips give
+    # it the same minute or so of traffic a round as qrdma's sizes, where
+    # 4 minutes a round put 5 rounds past vm-run's timeout.
     bulk_mb=4096 rc_pp_n=40000
     [ "$mode" != rxe ] || bulk_mb=1024 rc_pp_n=15000
     phase bulk 1200 "qrdma-bulk -d $dev1 -g 1 -m $((rounds * bulk_mb)) -c 32 -t 60" \
