@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "qrdma_inet_csum.h"
 #include "qrdma_sw.h"
 
 /* ---- byte order ---------------------------------------------------------- */
@@ -222,7 +223,6 @@ extern const size_t qsw_crc_nxpow;
  */
 uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len,
                   bool ipv6);
-uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum);
 
 /* ---- engine and QP ------------------------------------------------------- */
 

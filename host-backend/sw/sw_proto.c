@@ -567,24 +567,6 @@ uint32_t qsw_icrc(const uint32_t tab[8][256], const uint8_t *l3, size_t l3_len,
     return ~qsw_icrc_begin(tab, l3, l3_len, ipv6);
 }
 
-uint16_t qsw_ip_csum(const void *buf, size_t len, uint32_t sum)
-{
-    const uint8_t *p = buf;
-
-    while (len > 1) {
-        sum += (uint32_t)p[0] << 8 | p[1];
-        p += 2;
-        len -= 2;
-    }
-    if (len) {
-        sum += (uint32_t)p[0] << 8;
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    return (uint16_t)~sum;
-}
-
 /* ---- addresses ----------------------------------------------------------- */
 
 bool qsw_gid_is_v4(const uint8_t gid[16])
@@ -714,7 +696,7 @@ static inline __attribute__((always_inline)) unsigned tx_ip_udp(
         l3[10] = l3[11] = 0;
         memcpy(l3 + 12, av->sgid + 12, 4);
         memcpy(l3 + 16, av->dgid + 12, 4);
-        st16(l3 + 10, qsw_ip_csum(l3, IPV4_HLEN, 0));
+        st16(l3 + 10, qrdma_inet_csum(l3, IPV4_HLEN, 0));
     }
     st16(udp, sport);
     st16(udp + 2, QSW_UDP_PORT);
@@ -733,30 +715,6 @@ static void st_icrc(uint8_t *p, uint32_t icrc)
 }
 
 /*
- * The one's complement sum of a piece at an odd or even position of the
- * datagram.
- */
-static uint64_t csum_piece(uint64_t sum, const uint8_t *p, size_t len,
-                           bool *odd)
-{
-    if (*odd && len) {
-        /* the low byte of the word the last piece began */
-        sum += p[0];
-        p++;
-        len--;
-        *odd = false;
-    }
-    for (; len > 1; p += 2, len -= 2) {
-        sum += (uint32_t)p[0] << 8 | p[1];
-    }
-    if (len) {
-        sum += (uint32_t)p[0] << 8;
-        *odd = true;
-    }
-    return sum;
-}
-
-/*
  * IPv6 requires a UDP checksum (RFC 8200 8.1); the ICRC masks it. Over the
  * pieces of iov.
  */
@@ -768,14 +726,11 @@ static void udp6_csum(uint8_t *l3, const struct iovec *iov, unsigned n)
     bool odd = false;
     uint16_t c;
 
-    sum = csum_piece(sum, l3 + 8, 32, &odd);
+    sum = qrdma_csum_add(sum, l3 + 8, 32, &odd);
     for (unsigned i = 0; i < n; i++) {
-        sum = csum_piece(sum, iov[i].iov_base, iov[i].iov_len, &odd);
+        sum = qrdma_csum_add(sum, iov[i].iov_base, iov[i].iov_len, &odd);
     }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    c = (uint16_t)~sum;
+    c = qrdma_csum_fold(sum);
     st16(udp + 6, c ? c : 0xffff);
 }
 
@@ -923,7 +878,7 @@ static int parse(struct qsw_engine *eng, const uint8_t *f, size_t len,
         l3_len = ld16(l3 + 2);
         if (l3[0] != 0x45 || l3_len > len - ETH_HLEN ||
             l3_len < IPV4_HLEN + UDP_HLEN || (ld16(l3 + 6) & 0x3fff) ||
-            qsw_ip_csum(l3, IPV4_HLEN, 0) != 0) {
+            qrdma_inet_csum(l3, IPV4_HLEN, 0) != 0) {
             /* options, fragments, bad lengths or checksum */
             goto malformed;
         }

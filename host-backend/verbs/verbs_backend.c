@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "qrdma_backend_verbs.h"
+#include "qrdma_inet_csum.h"
 #include "vb_cm.h"
 #include "vb_verbs.h"
 
@@ -893,7 +894,7 @@ static void gsi_grh(uint8_t grh[40], const uint8_t src[16],
     memset(grh, 0, 40);
     if (vb_gid_is_v4(src) && vb_gid_is_v4(dst)) {
         uint8_t *ip = grh + 20;
-        uint32_t sum = 0;
+        uint16_t sum;
 
         ip[0] = 0x45;
         ip[2] = (uint8_t)((20 + udp_len) >> 8);
@@ -903,14 +904,9 @@ static void gsi_grh(uint8_t grh[40], const uint8_t src[16],
         ip[9] = 17;                     /* UDP */
         memcpy(ip + 12, src + 12, 4);
         memcpy(ip + 16, dst + 12, 4);
-        for (int i = 0; i < 20; i += 2) {
-            sum += (uint32_t)ip[i] << 8 | ip[i + 1];
-        }
-        while (sum >> 16) {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        ip[10] = (uint8_t)(~sum >> 8);
-        ip[11] = (uint8_t)~sum;
+        sum = qrdma_inet_csum(ip, 20, 0);
+        ip[10] = (uint8_t)(sum >> 8);
+        ip[11] = (uint8_t)sum;
         return;
     }
     grh[0] = 0x60;

@@ -12,6 +12,7 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 #include "qrdma_core_int.h"
+#include "qrdma_inet_csum.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -120,23 +121,12 @@ static bool lan_tx_checksum(uint8_t *frame, uint32_t len, uint64_t cmd)
                      QRDMA_LAN_DESC_CSUM_START_SHIFT;
     uint32_t at = start + ((cmd & QRDMA_LAN_DESC_CSUM_OFFSET_MASK) >>
                            QRDMA_LAN_DESC_CSUM_OFFSET_SHIFT);
-    uint64_t sum = 0;
-    uint32_t i;
     uint16_t folded;
 
     if (start >= len || at + 2 > len) {
         return false;
     }
-    for (i = start; i + 1 < len; i += 2) {
-        sum += (uint32_t)frame[i] << 8 | frame[i + 1];
-    }
-    if (i < len) {
-        sum += (uint32_t)frame[i] << 8;
-    }
-    while (sum >> 16) {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    folded = ~sum & 0xffff;
+    folded = qrdma_inet_csum(frame + start, len - start, 0);
     /* As Linux does in skb_checksum_help: 0 means "no checksum" for UDP. */
     if (!folded) {
         folded = 0xffff;

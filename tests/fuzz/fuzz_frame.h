@@ -42,7 +42,7 @@ static inline void fuzz_frame_fixup(uint8_t *f, size_t len, size_t l3len, bool l
         } else {
             st16(l3 + 2, (uint16_t)l3len);
             st16(l3 + 10, 0);
-            st16(l3 + 10, qsw_ip_csum(l3, IPV4_HLEN, 0));
+            st16(l3 + 10, qrdma_inet_csum(l3, IPV4_HLEN, 0));
         }
     }
     if (icrc) {

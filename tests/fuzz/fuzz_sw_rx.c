@@ -1227,7 +1227,7 @@ static void put_eth_ip_udp(uint8_t *f, const uint8_t *dmac, const uint8_t *smac,
         st16(l3 + 10, 0);
         memcpy(l3 + 12, sgid + 12, 4);
         memcpy(l3 + 16, dgid + 12, 4);
-        st16(l3 + 10, qsw_ip_csum(l3, IPV4_HLEN, 0));
+        st16(l3 + 10, qrdma_inet_csum(l3, IPV4_HLEN, 0));
         udp = l3 + IPV4_HLEN;
     }
     st16(udp, 0xc123);
