@@ -20,10 +20,12 @@
  *   SRQ, so poll looks again every VB_SRQ_POLL_NS while one has room);
  *   the host SRQ's limit is the guest's;
  * - per guest fast-register MR (ALLOC_STAG): a host type 2 memory window;
- *   FAST_REG binds it (IBV_WR_BIND_MW, in SQ order) to the PD's whole-RAM
- *   host MR when the pages are guest-physically contiguous at iova =
- *   guest-physical address, with the guest's key byte; LOCAL_INV and a
- *   peer's SEND_WITH_INV invalidate it;
+ *   FAST_REG binds it (IBV_WR_BIND_MW, in SQ order) with the guest's key
+ *   byte to the PD's whole-RAM host MR when the pages are guest-physically
+ *   contiguous at iova = guest-physical address, else to a host MR of
+ *   those pages of its own (struct vb_fr_reg), released once the window
+ *   is known to be off it; LOCAL_INV and a peer's SEND_WITH_INV
+ *   invalidate it;
  * - a small cache of host AHs for UD sends.
  *
  * Identifiers: the host QPN and the host rkey are the wire identifiers
@@ -140,6 +142,14 @@ SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
  * smallest RNR timer a consumer picks in practice).
  */
 #define VB_SRQ_POLL_NS  1000000ull
+/*
+ * Host MRs one fast-register MR may hold for binds whose window may still
+ * be on them (struct vb_fr_reg): a FAST_REG past this many completes in
+ * error. A consumer that invalidates and re-registers as verbs wants
+ * holds one or two; the bound keeps a guest that never lets a bind
+ * complete from pinning host MRs without end.
+ */
+#define VB_FR_MAX_REGS  8
 
 struct vb_pd {
     struct ibv_pd *pd;
@@ -150,11 +160,27 @@ struct vb_pd {
     struct ibv_mr *dma[QRDMA_BE_VERBS_MAX_RAM];
 };
 
+/*
+ * What a FAST_REG or LOCAL_INV WR means for its fast-register MR's host
+ * MRs once it has run (fr_retire): a bind at number seq puts the window
+ * on that bind's host MR (or a whole-RAM one), off every earlier one; an
+ * invalidation takes it off every bind numbered below seq. The MR is
+ * named by STag index and generation: the slot may be reused meanwhile.
+ */
+enum vb_fr_kind { VB_FR_NONE, VB_FR_BIND, VB_FR_INV };
+
+struct vb_fr_note {
+    uint8_t kind;               /* enum vb_fr_kind */
+    uint32_t index, gen;
+    uint64_t seq;
+};
+
 /* One send WR the host holds: what its completion needs. */
 struct vb_sq_entry {
     uint64_t wr_id;
     /* for an error completion, whose opcode verbs leaves undefined */
     uint32_t wc_opcode;
+    struct vb_fr_note fr;
 };
 
 /* A guest SRQ on a host SRQ. */
@@ -216,6 +242,21 @@ struct qrdma_be_qp {
     struct vb_gsi *gsi;         /* the GSI QP (no host QP); else NULL */
 };
 
+/*
+ * A host MR made for one FAST_REG whose pages the PD's whole-RAM MRs
+ * cannot cover as one run at iova = guest-physical (scattered pages, or
+ * another iova): the window binds to it. It is released once the window
+ * is known to be off it (a later bind or an invalidation has run), or
+ * with the window.
+ */
+struct vb_fr_reg {
+    struct vb_fr_reg *next;
+    uint64_t seq;               /* the bind's number (vb_mr.next_seq) */
+    struct ibv_mr *mr;
+    void *alias;                /* the alias mapping, or NULL */
+    size_t alias_len;
+};
+
 struct vb_mr {
     bool live;
     uint32_t stag, pd, type;
@@ -226,6 +267,16 @@ struct vb_mr {
     struct ibv_mw *mw;          /* a fast-register MR's host window */
     /* its rkey now: the host window's index, the guest's key byte */
     uint32_t wire_rkey;
+    /*
+     * A fast-register MR's binds are numbered from 1 (next_seq); its
+     * per-bind host MRs (newest first, nregs of them) numbered below
+     * free_below are off the window. gen tells this ALLOC_STAG of the
+     * slot from a later one.
+     */
+    struct vb_fr_reg *regs;
+    unsigned nregs;
+    uint64_t next_seq, free_below;
+    uint32_t gen;
 };
 
 struct vb_ah {
@@ -258,6 +309,7 @@ struct qrdma_be {
     unsigned ngids;
     uint8_t gid_indexes[QRDMA_BE_PORT_MAX_GIDS];
     struct qrdma_be_port port;
+    uint32_t mr_gen;            /* the last vb_mr.gen handed out */
     /* the CM proxy and its host rdma_cm (cm_host_owned: ours to close) */
     struct vb_cm *cm;
     void *cm_host;
@@ -478,11 +530,56 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
     return 0;
 }
 
+/*
+ * Deregister a per-bind host MR and unmap its alias. false if the host
+ * refuses (rxe does while a window is bound to the MR): it stays listed.
+ */
+static bool fr_reg_free(struct qrdma_be *be, struct vb_fr_reg *r)
+{
+    if (r->mr && be->v->dereg_mr(r->mr)) {
+        return false;
+    }
+    if (r->alias) {
+        munmap(r->alias, r->alias_len);
+    }
+    free(r);
+    return true;
+}
+
+/*
+ * Release m's per-bind host MRs that the window is off: those numbered
+ * below free_below, and (all) every one when the window is gone.
+ */
+static void fr_regs_reap(struct qrdma_be *be, struct vb_mr *m, bool all)
+{
+    struct vb_fr_reg **pp = &m->regs;
+
+    while (*pp) {
+        struct vb_fr_reg *r = *pp, *next = r->next;
+
+        if ((all || r->seq < m->free_below) && fr_reg_free(be, r)) {
+            *pp = next;
+            m->nregs--;
+        } else {
+            pp = &r->next;
+        }
+    }
+}
+
 static void mr_release(struct qrdma_be *be, struct vb_mr *m)
 {
     if (m->mw) {
         /* unbinds it: before the RAM MR it may be bound to */
         be->v->dealloc_mw(m->mw);
+    }
+    fr_regs_reap(be, m, true);
+    /* what the host still refused without a window cannot be used: drop it */
+    while (m->regs) {
+        struct vb_fr_reg *r = m->regs;
+
+        m->regs = r->next;
+        r->mr = NULL;
+        fr_reg_free(be, r);
     }
     if (m->mr) {
         be->v->dereg_mr(m->mr);
@@ -659,6 +756,8 @@ static int vb_mr_alloc_stag(struct qrdma_be *be, const struct qrdma_be_mr *mr,
     slot->type = mr->type;
     slot->mw = mw;
     slot->wire_rkey = (mw->rkey & ~0xffu) | (mr->stag & 0xffu);
+    slot->next_seq = 1;
+    slot->gen = ++be->mr_gen;
     *rkey = slot->wire_rkey;
     return 0;
 }
@@ -1487,21 +1586,27 @@ static struct vb_mr *fr_mr(struct qrdma_be *be, struct qrdma_be_qp *q,
 /*
  * A FAST_REG WR as a host bind of the MR's window, in SQ order. The core
  * takes the new translation first (its table is the truth; the guest's
- * QUERY_STAG and later walks see it); its guest-physical pieces must be
- * one run at iova = guest-physical address inside one RAM range, which
- * the window then covers on the PD's whole-RAM MR of that range. That is
- * what a guest kernel's ib_map_mr_sg gives for physically contiguous
- * pages (a DMA address is the guest-physical one without a vIOMMU);
- * scattered pages would need a host MR per registration and are refused
- * (-EINVAL: LOC_QP_OP_ERR).
+ * QUERY_STAG and later walks see it). When its guest-physical pieces are
+ * one run at iova = guest-physical address inside one RAM range (what a
+ * guest kernel's ib_map_mr_sg gives for physically contiguous pages
+ * without a vIOMMU), the window covers them on the PD's whole-RAM MR of
+ * that range. Otherwise (scattered pages, or another iova) the pages are
+ * placed as REG_MR places them (an alias from the RAM's fd if need be)
+ * and registered as a host MR of their own with the guest's iova, and the
+ * window binds to that: a host registration per such FAST_REG, released
+ * once the window is off it (fr_retire). *note says what the WR does to
+ * the MR's host MRs when it has run; on -errno nothing is left behind.
  */
 static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
                             const struct qrdma_be_fast_reg *fr,
-                            struct ibv_send_wr *hw)
+                            struct ibv_send_wr *hw, struct vb_fr_note *note)
 {
     struct vb_mr *m = fr_mr(be, q, fr->stag, false);
     struct vb_pieces pieces = { 0 };
     const struct qrdma_be_verbs_ram *r = NULL;
+    struct vb_fr_reg *reg = NULL;
+    struct ibv_mr *target;
+    void *addr;
     int ret;
 
     if (!m || !fr->length) {
@@ -1512,26 +1617,64 @@ static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
         ret = be->cbs.mr_gpa_walk(be->opaque, q->pd, fr->stag, fr->iova,
                                   fr->length, piece_add, &pieces);
     }
-    if (!ret && (pieces.n != 1 || pieces.gpa[0] != fr->iova)) {
-        ret = -EINVAL;
-    }
-    if (!ret) {
+    if (!ret && pieces.n == 1 && pieces.gpa[0] == fr->iova) {
         r = ram_of(be, pieces.gpa[0], pieces.len[0]);
-        if (!r) {
-            ret = -EINVAL;
+    }
+    if (!ret && !r) {
+        fr_regs_reap(be, m, false);
+        if (m->nregs >= VB_FR_MAX_REGS) {
+            char msg[160];
+
+            snprintf(msg, sizeof(msg), "FAST_REG of STag 0x%08x refused: "
+                     "%u host MRs of its earlier binds may still be in use "
+                     "(their binds or invalidations have not completed)",
+                     fr->stag, m->nregs);
+            if (be->cbs.guest_error) {
+                be->cbs.guest_error(be->opaque, msg);
+            }
+            ret = -EBUSY;
+        } else {
+            reg = calloc(1, sizeof(*reg));
+            ret = reg ? mr_place(be, &pieces, &addr, &reg->alias,
+                                 &reg->alias_len)
+                      : -ENOMEM;
+        }
+        if (!ret) {
+            /* bindable and never remote itself, as the whole-RAM MRs */
+            reg->mr = be->v->reg_mr_iova2(be->pds[q->pd]->pd, addr,
+                                          fr->length, fr->iova,
+                                          IBV_ACCESS_LOCAL_WRITE |
+                                              IBV_ACCESS_MW_BIND);
+            ret = reg->mr ? 0 : host_res_err();
         }
     }
     free(pieces.gpa);
     free(pieces.len);
     if (ret) {
+        if (reg) {
+            fr_reg_free(be, reg);
+        }
         return -EINVAL;
     }
+    if (reg) {
+        reg->seq = m->next_seq;
+        reg->next = m->regs;
+        m->regs = reg;
+        m->nregs++;
+        target = reg->mr;
+    } else {
+        target = be->pds[q->pd]->dma[r - be->cfg.ram];
+    }
+    *note = (struct vb_fr_note){ .kind = VB_FR_BIND,
+                                 .index = fr->stag >> 8,
+                                 .gen = m->gen,
+                                 .seq = m->next_seq++ };
     m->stag = fr->stag;
     m->wire_rkey = (m->wire_rkey & ~0xffu) | (fr->stag & 0xffu);
     hw->opcode = IBV_WR_BIND_MW;
     hw->bind_mw.mw = m->mw;
     hw->bind_mw.rkey = m->wire_rkey;
-    hw->bind_mw.bind_info.mr = be->pds[q->pd]->dma[r - be->cfg.ram];
+    hw->bind_mw.bind_info.mr = target;
     hw->bind_mw.bind_info.addr = fr->iova;
     hw->bind_mw.bind_info.length = fr->length;
     hw->bind_mw.bind_info.mw_access_flags =
@@ -1541,17 +1684,64 @@ static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
 }
 
 /*
+ * A FAST_REG or LOCAL_INV WR has left the host's queue (fr_note of its
+ * ring entry): ran says whether it ran. A bind that ran leaves its window
+ * off every earlier bind's host MR, an invalidation that ran off every
+ * bind's before it; a bind that did not run leaves its own host MR
+ * unused. Nothing is concluded from an invalidation that did not run.
+ */
+static void fr_retire(struct qrdma_be *be, const struct vb_fr_note *n, bool ran)
+{
+    struct vb_mr *m;
+    struct vb_fr_reg **pp;
+
+    if (n->kind == VB_FR_NONE || n->index >= be->nmrs) {
+        return;
+    }
+    m = &be->mrs[n->index];
+    if (!m->live || !m->mw || m->gen != n->gen) {
+        return;                 /* released with its window meanwhile */
+    }
+    if (ran) {
+        if (n->seq > m->free_below) {
+            m->free_below = n->seq;
+        }
+        fr_regs_reap(be, m, false);
+        return;
+    }
+    if (n->kind != VB_FR_BIND) {
+        return;
+    }
+    for (pp = &m->regs; *pp; pp = &(*pp)->next) {
+        if ((*pp)->seq == n->seq) {
+            struct vb_fr_reg *r = *pp, *next = r->next;
+
+            if (fr_reg_free(be, r)) {
+                *pp = next;
+                m->nregs--;
+            }
+            return;
+        }
+    }
+}
+
+/*
  * A LOCAL_INV WR (the guest names its STag) as the host's, by the window's wire
  * rkey.
  */
 static int local_inv_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
-                             uint32_t stag, struct ibv_send_wr *hw)
+                             uint32_t stag, struct ibv_send_wr *hw,
+                             struct vb_fr_note *note)
 {
     struct vb_mr *m = fr_mr(be, q, stag, true);
 
     if (!m || be->cbs.invalidate(be->opaque, q->pd, q->qp_id, stag)) {
         return -EINVAL;
     }
+    *note = (struct vb_fr_note){ .kind = VB_FR_INV,
+                                 .index = stag >> 8,
+                                 .gen = m->gen,
+                                 .seq = m->next_seq };
     hw->opcode = IBV_WR_LOCAL_INV;
     hw->invalidate_rkey = m->wire_rkey;
     return 0;
@@ -1603,6 +1793,7 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
 {
     struct ibv_sge sge[VB_MAX_HOST_SGE];
     struct ibv_send_wr hw, *bad = NULL;
+    struct vb_fr_note note = { .kind = VB_FR_NONE };
     unsigned i, n = 0;
     int ret;
 
@@ -1638,8 +1829,8 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
         wr->opcode == QRDMA_BE_WR_LOCAL_INV) {
         hw.send_flags &= ~(unsigned)(IBV_SEND_INLINE | IBV_SEND_SOLICITED);
         ret = wr->opcode == QRDMA_BE_WR_FAST_REG
-              ? fast_reg_to_host(be, q, &wr->fast_reg, &hw)
-              : local_inv_to_host(be, q, wr->invalidate_stag, &hw);
+              ? fast_reg_to_host(be, q, &wr->fast_reg, &hw, &note)
+              : local_inv_to_host(be, q, wr->invalidate_stag, &hw, &note);
         if (ret) {
             return ret;
         }
@@ -1703,6 +1894,9 @@ static int vb_post_send(struct qrdma_be *be, struct qrdma_be_qp *q,
     }
 post:
     ret = rc_err(be->v->post_send(q->qp, &hw, &bad));
+    if (ret) {
+        fr_retire(be, &note, false);   /* a bind's own host MR goes unused */
+    }
     if (ret == -ENOMEM && q->sq_tail != q->sq_head) {
         /* The host's queue is full after all: a completion will free a slot. */
         q->sq_refused = true;
@@ -1719,7 +1913,7 @@ post:
         hw.bind_mw.mw->rkey = hw.bind_mw.rkey;
     }
     q->sq[q->sq_tail % q->sq_size] = (struct vb_sq_entry){
-        .wr_id = wr->wr_id, .wc_opcode = wc_opcode_of(wr->opcode)
+        .wr_id = wr->wr_id, .wc_opcode = wc_opcode_of(wr->opcode), .fr = note
     };
     q->sq_tail++;
     return 0;
@@ -1963,6 +2157,9 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
              * STag.
              */
             be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
+            /* every bind of it ran: the peer had the rkey of the last */
+            m->free_below = m->next_seq;
+            fr_regs_reap(be, m, false);
             wc.wc_flags |= QRDMA_BE_WC_WITH_INV;
             wc.invalidated_stag = hw->invalidated_rkey;
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
@@ -1993,8 +2190,15 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
                  * FAST_REG ran as a bind.
                  */
                 wc.opcode = e->wc_opcode;
+                fr_retire(be, &e->fr, hw->status == IBV_WC_SUCCESS);
                 break;
             }
+            /*
+             * An unsignaled WR before it ran, unless this one is flushed:
+             * the WR that failed first is reported first, and those before
+             * it ran; after it, every WR is flushed.
+             */
+            fr_retire(be, &e->fr, hw->status != IBV_WC_WR_FLUSH_ERR);
         }
         wc.byte_len = hw->byte_len;
     }

@@ -175,6 +175,15 @@ static void cb_complete(void *opaque, uint32_t qp_id, const struct qrdma_be_wc *
     core.nwc++;
 }
 
+static unsigned guest_errors;
+
+static void cb_guest_error(void *opaque, const char *msg)
+{
+    CHECK(opaque == &core);
+    CHECK(msg[0] != 0);
+    guest_errors++;
+}
+
 static void cb_event(void *opaque, enum qrdma_be_event ev, uint32_t id)
 {
     if (core.nev < 8) {
@@ -229,6 +238,7 @@ static const struct qrdma_be_callbacks cbs = {
     .sq_space = cb_sq_space,
     .frame_out = cb_frame_out,
     .now_ns = cb_now_ns,
+    .guest_error = cb_guest_error,
 };
 
 static const struct qrdma_be_ops *ops = &qrdma_be_verbs_ops;
@@ -1533,18 +1543,9 @@ static void test_fast_reg(void)
     ops->poll(be, 64);
     CHECK_EQ(core.wc[1].opcode, QRDMA_BE_WC_LOCAL_INV);
 
-    /* Pages that are not one run at iova = guest-physical: refused (no host MR per FAST_REG). */
+    /* One the core refuses never reaches the host (scattered pages: test_fast_reg_scattered). */
     wr.opcode = QRDMA_BE_WR_FAST_REG;
     wr.fast_reg.stag = fr_stag;
-    one_piece(fr_iova + 0x1000, 0x3000);
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
-    core.npieces = 2;
-    core.piece_gpa[0] = fr_iova;
-    core.piece_len[0] = 0x1000;
-    core.piece_gpa[1] = fr_iova + 0x3000;
-    core.piece_len[1] = 0x2000;
-    CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
-    /* One the core refuses never reaches the host. */
     one_piece(fr_iova, 0x3000);
     core.fr_ret = -EINVAL;
     CHECK_EQ(ops->post_send(be, qp, &wr), -EINVAL);
@@ -1607,6 +1608,177 @@ static void test_fast_reg(void)
     CHECK_EQ(vmock.live_ctx, 0);
 }
 
+/* Complete WR wr_id of the mock QP's send CQ with status and opcode, and poll. */
+static void send_done(struct qrdma_be *be, struct vm_qp *h, uint64_t wr_id,
+                      enum ibv_wc_status status, enum ibv_wc_opcode opcode)
+{
+    struct ibv_wc wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = wr_id;
+    wc.status = status;
+    wc.opcode = opcode;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    ops->poll(be, 64);
+}
+
+static bool mr_live(const struct vm_mr *m)
+{
+    return m && m->mr.context != NULL;
+}
+
+/*
+ * FAST_REG over pages the whole-RAM MRs cannot cover as one run at iova =
+ * guest-physical: a host MR of their own (an alias when scattered), the
+ * window bound to it, released once the window is off it: after a later
+ * bind or an invalidation has run, at once if its own bind did not run,
+ * with the window at DEALLOC; never while the host may still have the
+ * window on it (the mock refuses that dereg, as rxe does). A guest that
+ * never lets its binds complete is held to VB_FR_MAX_REGS.
+ */
+static void test_fast_reg_scattered(void)
+{
+    const uint32_t stag = 9u << 8 | 0x42;
+    const uint64_t iova = 0x7000000000ull;      /* not guest-physical */
+    struct qrdma_be_qp_init init = rc_init;
+    struct qrdma_be_mr mr = { .stag = stag, .pd = PD, .type = QRDMA_BE_MR_FAST_REG,
+                              .access = QRDMA_BE_ACCESS_LOCAL_WRITE, .max_pages = 4 };
+    struct qrdma_be_send_wr fr, inv;
+    struct vm_mr *a, *b, *c;
+    struct qrdma_be_qp *qp;
+    struct ibv_mw *mw;
+    struct vm_qp *h;
+    struct qrdma_be *be;
+    uint32_t qpn, rkey = 0;
+    unsigned i, live;
+    uint8_t *alias;
+
+    fresh();
+    guest_errors = 0;
+    be = make();
+    CHECK(be != NULL);
+    init.max_send_wr = 32;
+    qp = make_qp(be, &init, &qpn);
+    h = verbs_mock_qp(qpn);
+    if (!qp || !h) {
+        CHECK(!"no QP");
+        return;
+    }
+    CHECK_EQ(ops->mr_alloc_stag(be, &mr, &rkey), 0);
+    mw = vmock.mws[vmock.nmws - 1];
+    live = vmock.live_mr;                       /* the PD's two whole-RAM MRs */
+
+    memset(&fr, 0, sizeof(fr));
+    fr.opcode = QRDMA_BE_WR_FAST_REG;
+    fr.fast_reg = (struct qrdma_be_fast_reg){
+        .stag = stag, .access = QRDMA_BE_ACCESS_LOCAL_WRITE | QRDMA_BE_ACCESS_REMOTE_WRITE,
+        .iova = iova, .length = 0x3000, .page_log2 = 12, .levels = 1 };
+    memset(&inv, 0, sizeof(inv));
+    inv.opcode = QRDMA_BE_WR_LOCAL_INV;
+    inv.invalidate_stag = stag;
+    /* a page of RAM0, then two of RAM1: scattered in gpa and in this process */
+    core.npieces = 2;
+    core.piece_gpa[0] = RAM0_GPA + 0x40000;
+    core.piece_len[0] = 0x1000;
+    core.piece_gpa[1] = RAM1_GPA + 0x8000;
+    core.piece_len[1] = 0x2000;
+
+    /* A: its own host MR at the guest's iova, bindable only; the window on it. */
+    fr.wr_id = 1;
+    CHECK_EQ(ops->post_send(be, qp, &fr), 0);
+    a = verbs_mock_last_mr();
+    CHECK_EQ(vmock.live_mr, live + 1);
+    CHECK_EQ(a->iova, iova);
+    CHECK_EQ(a->mr.length, 0x3000);
+    CHECK_EQ(a->access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+    CHECK_EQ(h->send[0].opcode, IBV_WR_BIND_MW);
+    CHECK(h->send[0].bind_mw.mw == mw);
+    CHECK(h->send[0].bind_mw.bind_info.mr == &a->mr);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.addr, iova);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.length, 0x3000);
+    CHECK_EQ(h->send[0].bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_WRITE);
+    /* zero copy: the MR's bytes are the guest's pages, in iova order */
+    alias = a->mr.addr;
+    alias[0] = 0x5a;
+    alias[0x1000] = 0xa5;
+    alias[0x2fff] = 0x3c;
+    CHECK_EQ(ram0[0x40000], 0x5a);
+    CHECK_EQ(ram1[0x8000], 0xa5);
+    CHECK_EQ(ram1[0x9fff], 0x3c);
+    a->bound_mw = mw;                           /* the host ran the bind */
+    send_done(be, h, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+    CHECK(mr_live(a));
+    CHECK_EQ(core.wc[core.nwc - 1].opcode, QRDMA_BE_WC_FAST_REG);
+
+    /* LOCAL_INV, then B: A stays until the invalidation has run. */
+    inv.wr_id = 2;
+    CHECK_EQ(ops->post_send(be, qp, &inv), 0);
+    fr.wr_id = 3;
+    CHECK_EQ(ops->post_send(be, qp, &fr), 0);
+    b = verbs_mock_last_mr();
+    CHECK(b != a && mr_live(a) && mr_live(b));
+    CHECK(h->send[2].bind_mw.bind_info.mr == &b->mr);
+    a->bound_mw = NULL;                         /* the host ran the invalidation */
+    send_done(be, h, 2, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+    CHECK(!mr_live(a));
+    CHECK(mr_live(b));
+    b->bound_mw = mw;
+    send_done(be, h, 3, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+    CHECK(mr_live(b));
+    CHECK_EQ(vmock.live_mr, live + 1);
+
+    /*
+     * A bind that never ran, flushed behind its unsignaled invalidation,
+     * whose flush the host does not report: its own MR goes; B, which the
+     * window is still on, stays.
+     */
+    inv.wr_id = 4;
+    CHECK_EQ(ops->post_send(be, qp, &inv), 0);
+    fr.wr_id = 5;
+    CHECK_EQ(ops->post_send(be, qp, &fr), 0);
+    c = verbs_mock_last_mr();
+    CHECK(c != b && mr_live(c));
+    send_done(be, h, 5, IBV_WC_WR_FLUSH_ERR, IBV_WC_BIND_MW);
+    CHECK(!mr_live(c));
+    CHECK(mr_live(b));
+    CHECK_EQ(vmock.live_mr, live + 1);
+    CHECK_EQ(core.wc[core.nwc - 1].status, QRDMA_BE_WC_WR_FLUSH_ERR);
+
+    /* A host post that fails leaves no MR behind. */
+    vmock.fail_post_send = EINVAL;
+    fr.wr_id = 6;
+    CHECK(ops->post_send(be, qp, &fr) != 0);
+    CHECK_EQ(vmock.live_mr, live + 1);
+
+    /*
+     * Binds that never complete (unsignaled, nothing signaled after): B and
+     * seven more at most, then a FAST_REG is refused with a guest error.
+     */
+    for (i = 0; i < 7; i++) {
+        inv.wr_id = 10 + 2 * i;
+        fr.wr_id = 11 + 2 * i;
+        CHECK_EQ(ops->post_send(be, qp, &inv), 0);
+        CHECK_EQ(ops->post_send(be, qp, &fr), 0);
+    }
+    CHECK_EQ(vmock.live_mr, live + 8);
+    inv.wr_id = 30;
+    CHECK_EQ(ops->post_send(be, qp, &inv), 0);
+    fr.wr_id = 31;
+    CHECK_EQ(guest_errors, 0);
+    CHECK_EQ(ops->post_send(be, qp, &fr), -EINVAL);
+    CHECK_EQ(guest_errors, 1);
+    CHECK_EQ(vmock.live_mr, live + 8);
+
+    /* DEALLOC: the window first, then every MR it may have been on. */
+    ops->mr_deregister(be, stag);
+    CHECK_EQ(vmock.live_mw, 0);
+    CHECK_EQ(vmock.live_mr, live);
+    /* never a dereg of an MR the host may still have the window on */
+    CHECK_EQ(vmock.dereg_busy, 0);
+    ops->destroy(be);
+    CHECK_EQ(vmock.live_mr, 0);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_refusals),
     UNIT_TEST(test_qp_create_ids),
@@ -1623,6 +1795,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_reset_releases),
     UNIT_TEST(test_srq),
     UNIT_TEST(test_fast_reg),
+    UNIT_TEST(test_fast_reg_scattered),
 };
 
 int main(void)

@@ -825,15 +825,19 @@ static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32
  * address updates the core's MR (QUERY_STAG) and becomes a host bind of
  * the window with the new key byte, completing as a FAST_REG CQE;
  * LOCAL_INV by STag becomes the host's by the wire rkey and frees the
- * core's MR; a FAST_REG over scattered pages completes in error; a
- * DEALLOC_STAG frees the host window.
+ * core's MR; a FAST_REG at an iova that is not its pages' guest-physical
+ * address binds the window to a host MR of its own at that iova, released
+ * once a later invalidation has run; a FAST_REG over scattered pages of a
+ * RAM the host cannot alias (no fd) completes in error; a DEALLOC_STAG
+ * frees the host window.
  */
 static void test_fast_reg(void)
 {
     const uint32_t fr_stag = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x20;
     const uint32_t fr_new = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x21;
-    const uint64_t fr_iova = DATA + 0xc1000;
+    const uint64_t fr_iova = DATA + 0xc1000, other_iova = 0x7000000000ull;
     struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = fr_new };
+    struct vm_mr *own;
     uint32_t qpn, rkey, base;
     struct ibv_mw *mw;
     struct vm_qp *h;
@@ -900,16 +904,52 @@ static void test_fast_reg(void)
     EXPECT_CQE(SA, 1, QPN, 1, QRDMA_BE_WC_LOCAL_INV, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     no_errors(SA);
 
-    /* Scattered pages: not carried; the WQE completes in error, nothing reaches the host. */
+    /* Another iova: a host MR of its own over the same pages, at that iova. */
+    post_fast_reg(SA, QPN, fr_stag, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE,
+                  other_iova, 8192, FR_FIRST, 0);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK_EQ(h->nsend, 3);
+    own = verbs_mock_last_mr();
+    CHECK(h->send[2].bind_mw.bind_info.mr == &own->mr);
+    CHECK_EQ(h->send[2].bind_mw.bind_info.addr, other_iova);
+    CHECK_EQ(own->iova, other_iova);
+    CHECK(own->mr.addr == SA->ram + (fr_iova - RAM_BASE));
+    CHECK_EQ(own->mr.length, 8192);
+    own->bound_mw = mw;
+    wc.wr_id = h->send[2].wr_id;
+    wc.opcode = IBV_WC_BIND_MW;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    run_dp();
+    EXPECT_CQE(SA, 1, QPN, 2, QRDMA_BE_WC_FAST_REG, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    inv.imm = fr_stag;
+    CHECK_EQ(post_send(SA, QPN, &inv), 3);
+    ring_sq(SA, QPN);
+    run_dp();
+    CHECK(own->mr.context != NULL);     /* until the host has run the invalidation */
+    own->bound_mw = NULL;
+    wc.wr_id = h->send[3].wr_id;
+    wc.opcode = IBV_WC_LOCAL_INV;
+    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    run_dp();
+    EXPECT_CQE(SA, 1, QPN, 3, QRDMA_BE_WC_LOCAL_INV, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    CHECK(own->mr.context == NULL);
+    no_errors(SA);
+
+    /*
+     * Scattered pages of a RAM without an fd to alias them from: not
+     * carried; the WQE completes in error, nothing reaches the host.
+     */
     w64(SA, pble_addr(SA, FR_FIRST + 1), fr_iova + 0x3000);
     post_fast_reg(SA, QPN, fr_stag, QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE,
                   fr_iova, 8192, FR_FIRST, 0);
     ring_sq(SA, QPN);
     run_dp();
-    CHECK_EQ(h->nsend, 2);
+    CHECK_EQ(h->nsend, 4);
     CHECK(poll_cq(SA, 1, &e));
-    CHECK_EQ(e.wqe_index, 2);
+    CHECK_EQ(e.wqe_index, 4);
     CHECK(e.status != QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(vmock.dereg_busy, 0);
 
     CQP_OK(cqp(SA, QRDMA_CQP_OP_DEALLOC_STAG, fr_stag, 0, 0, 0, 0, 0));
     CHECK_EQ(vmock.live_mw, 0);

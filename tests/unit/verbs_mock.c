@@ -438,6 +438,11 @@ static struct ibv_mr *m_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t lengt
 
 static int m_dereg_mr(struct ibv_mr *mr)
 {
+    if (((struct vm_mr *)mr)->bound_mw) {
+        vmock.dereg_busy++;
+        errno = EBUSY;
+        return EBUSY;
+    }
     mr->context = NULL;
     vmock.live_mr--;
     return 0;
@@ -463,6 +468,13 @@ static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int m_dealloc_mw(struct ibv_mw *mw)
 {
+    unsigned i;
+
+    for (i = 0; i < vmock.nmrs; i++) {
+        if (vmock.mrs[i]->bound_mw == mw) {
+            vmock.mrs[i]->bound_mw = NULL;
+        }
+    }
     mw->context = NULL;
     vmock.live_mw--;
     return 0;

@@ -60,6 +60,12 @@ struct vm_mr {
     struct ibv_mr mr;
     uint64_t iova;
     unsigned access;
+    /*
+     * The window a bind the host ran put on this MR (set by a test when it
+     * completes the bind): dereg refuses with EBUSY while there is one, as
+     * rxe does; dealloc_mw of that window clears it.
+     */
+    struct ibv_mw *bound_mw;
 };
 
 struct vm_ah {
@@ -83,6 +89,8 @@ struct verbs_mock {
     int fail_query_gid_type;            /* errno query_gid_type fails with */
     /* errno the next call of each kind fails with (0: succeed) */
     int fail_create_qp, fail_create_cq, fail_reg_mr, fail_post_send, fail_create_ah;
+    /* deregs tried while a window was still on the MR (vm_mr.bound_mw) */
+    unsigned dereg_busy;
     int fail_create_srq, fail_alloc_mw;
     /* live objects and call counts */
     int live_ctx, live_ch, live_pd, live_cq, live_qp, live_mr, live_ah, live_srq, live_mw;

@@ -13,6 +13,8 @@
  * then an SRQ: three SENDs received from B's SRQ byte for byte, and its
  * limit event; then fast registration: a WRITE through a fast-registered
  * rkey checked, and REM_ACCESS_ERR after LOCAL_INV and SEND_WITH_INV;
+ * then fast registration of scattered pages at another iova (a host MR
+ * of their own): WRITE and READ through it checked page by page, twice;
  * last, the cost of registering guest memory on the host NIC (printed).
  * First, the port: the host GID and state in the device's registers, an
  * ADD_GID of another address refused, no GSI QP.
@@ -516,6 +518,106 @@ static void test_fast_reg_over_host_nic(void)
                0, 0, 0));
 }
 
+/*
+ * Fast registration of scattered pages on the host NIC (fresh QPs): B's
+ * FAST_REG names three pages out of order at an iova that is none of
+ * their addresses, so the backend binds the window to a host MR of their
+ * own (an alias of the pages, mapped from the RAM's memfd); A WRITEs 12
+ * KB through the rkey, each 4 KB checked in its page of B's RAM and the
+ * pages around them untouched, and READs it back. After B's LOCAL_INV, B
+ * registers three other pages under another key byte and the same
+ * happens there; a WRITE through the first rkey then fails with
+ * REM_ACCESS_ERR.
+ */
+static void test_fast_reg_scattered_over_host_nic(void)
+{
+    const uint32_t fr_index = 5, first = 12, q = 9;
+    const uint64_t iova = 0x7000000000ull;
+    const uint64_t page[2][3] = {
+        { DATA + 0xf5000, DATA + 0xf1000, DATA + 0xf3000 },
+        { DATA + 0xf2000, DATA + 0xf6000, DATA + 0xf0000 },
+    };
+    const uint32_t rights = QRDMA_ACCESS_LOCAL_WRITE | QRDMA_ACCESS_REMOTE_WRITE |
+                            QRDMA_ACCESS_REMOTE_READ;
+    const uint64_t pble = HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * first;
+    uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
+    uint32_t rkey, wire = 0, first_wire = 0, qpn_a, qpn_b, stag = 0;
+    unsigned round, k, i, untouched, status;
+    struct cqe e;
+
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_ALLOC_STAG, fr_index << QRDMA_STAG_INDEX_SHIFT | 0x30,
+               PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0,
+               first, 0));
+    rkey = (uint32_t)last_retval;
+    create_qp(SA, q, &rc_spec);
+    qpn_a = (uint32_t)last_retval;
+    create_qp(SB, q, &rc_spec);
+    qpn_b = (uint32_t)last_retval;
+    rc_to_rts(SA, q, SB, qpn_b, 7);
+    rc_to_rts(SB, q, SA, qpn_a, 7);
+
+    for (round = 0; round < 2; round++) {
+        stag = fr_index << QRDMA_STAG_INDEX_SHIFT | (0x31 + round);
+        for (k = 0; k < 3; k++) {
+            w64(SB, pble + 8 * k, page[round][k]);
+        }
+        post_fast_reg(SB, q, stag, rights, iova, 3 * 4096, first);
+        ring_sq(SB, q);
+        CHECK(wait_cqe(SB, 1, &e));
+        CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+        CHECK_EQ(e.opcode, QRDMA_BE_WC_FAST_REG);
+        wire = (rkey & ~0xffu) | (0x31 + round);
+        if (!round) {
+            first_wire = wire;
+        }
+
+        memset(b + 0xf0000, 0xcc, 0x7000);
+        for (i = 0; i < 3 * 4096; i++) {
+            a[0x20000 + i] = (uint8_t)(i * 13 + i / 4096 * 101 + round * 3 + 1);
+        }
+        CHECK_EQ(write_to(q, 0x20000, iova, wire, 3 * 4096), QRDMA_BE_WC_SUCCESS);
+        for (k = 0; k < 3; k++) {
+            CHECK(!memcmp(b + (page[round][k] - DATA), a + 0x20000 + k * 4096, 4096));
+        }
+        for (i = 0, untouched = 0; i < 0x7000; i++) {
+            untouched += b[0xf0000 + i] == 0xcc;
+        }
+        CHECK_EQ(untouched, 0x7000 - 3 * 4096);
+        {
+            struct wqe w = { .op = QRDMA_SQ_OP_RDMA_READ, .remote_off = iova - IOVA,
+                             .rkey = wire, .nsge = 1, .sge = { { 0x28000, 3 * 4096, 0 } } };
+
+            memset(a + 0x28000, 0, 3 * 4096);
+            post_send(SA, q, &w);
+            ring_sq(SA, q);
+            CHECK(wait_cqe(SA, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK_EQ(e.opcode, QRDMA_BE_WC_RDMA_READ);
+            CHECK(!memcmp(a + 0x28000, a + 0x20000, 3 * 4096));
+        }
+        printf("round %u: 12 KB over 3 scattered pages at iova 0x%" PRIx64
+               " through rkey 0x%08x: WRITE and READ checked\n", round, iova, wire);
+
+        /* The invalidation before the next FAST_REG, as verbs wants. */
+        {
+            struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
+
+            post_send(SB, q, &inv);
+            ring_sq(SB, q);
+            CHECK(wait_cqe(SB, 1, &e));
+            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+            CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
+        }
+    }
+    memset(b + 0xf0000, 0xcc, 0x7000);
+    status = write_to(q, 0x20000, iova, first_wire, 4096);
+    printf("after LOCAL_INV, WRITE through the first rkey 0x%08x: CQE status %u\n",
+           first_wire, status);
+    CHECK_EQ(status, QRDMA_BE_WC_REM_ACCESS_ERR);
+    CHECK_EQ(b[page[0][0] - DATA], 0xcc);
+    CQP_OK(cqp(SB, QRDMA_CQP_OP_DEALLOC_STAG, stag, 0, 0, 0, 0, 0));
+}
+
 static double us_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -579,6 +681,7 @@ int main(int argc, char **argv)
         UNIT_TEST(test_ud_over_host_nic),
         UNIT_TEST(test_srq_over_host_nic),
         UNIT_TEST(test_fast_reg_over_host_nic),
+        UNIT_TEST(test_fast_reg_scattered_over_host_nic),
         UNIT_TEST(test_registration_cost),
     };
     int ret;
