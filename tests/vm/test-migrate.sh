@@ -8,8 +8,8 @@
 # tests/vm/guest-migrate.sh. QRDMA_MIG_PHASES names the transfers (default
 # the two that check every byte, bulk and qrdma_pp, to keep make check
 # within its time budget; make check-migration runs all four). Runs
-# (QRDMA_MIG_VARIANTS, a list; make check runs sw only: rxe took 14
-# minutes under TCG, sized as it is for the slowest migrations;
+# (QRDMA_MIG_VARIANTS, a list; make check runs sw only: rxe at 5 rounds
+# took 25 minutes under TCG, its phases sized for soft-RoCE's speed;
 # QRDMA_MIG_VARIANTS="sw rxe" runs both):
 #   sw      both guests qrdma, ROUNDS = QRDMA_MIG_ROUNDS (default 1: 4
 #           migrations with the default phases, 8 with all;
