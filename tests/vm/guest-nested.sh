@@ -5,11 +5,16 @@
 # -device qrdma,backend=verbs,ibdev=rxe0 on rxe0's IPv4 GID, from a small
 # initramfs made here of this guest's own files; the inner guest
 # (nested-init.sh) runs ibv_devinfo and the clients of qrdma-pingpong (RC)
-# and qrdma-bulk (WRITE/READ) against their servers on rxe0 here.
+# and qrdma-bulk (WRITE/READ) against their servers on rxe0 here, then
+# rping over its own kernel's rdma_cm, which the device carries with
+# cm=proxy through this guest's rdma_cm, as client and as server.
 #
 # Environment: NESTED_PP_SEED sets the ping-pong server's pattern seed
 # (-S); a seed the inner client does not share must fail the byte checks
 # (how the test is seen to fail). NESTED_INNER_MB: the inner guest's RAM.
+# NESTED_CM: the device's cm= (unset: the device's default, the proxy;
+# off must fail the rping checks: the inner rdma_cm then finds no device
+# to bind to).
 . "$(dirname "$0")/guest-lib.sh"
 t_start=$(cut -d' ' -f1 /proc/uptime)
 export LD_LIBRARY_PATH=$PWD/lib
@@ -64,17 +69,23 @@ put_elf() {
         put "$l"
     done
 }
-bins=(bash mount insmod ip cat ls sleep timeout dmesg grep seq cut readlink basename ibv_devinfo qrdma-pingpong qrdma-bulk)
+bins=(bash mount insmod ip cat ls sleep timeout dmesg grep seq cut head readlink basename ibv_devinfo
+      qrdma-pingpong qrdma-bulk rping rdma)
 for b in "${bins[@]}"; do
     p=$(command -v "$b") || { fail "no $b in this guest"; continue; }
     put_elf "$(readlink -f "$p")"
     [ -e "$d/usr/bin/$b" ] || ln -s "$(readlink -f "$p")" "$d/usr/bin/$b"
 done
+# what glibc loads at run time rather than link time: libgcc_s for
+# pthread_exit and thread cancellation (rping's threads end that way)
+put /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 # the provider (only qrdma's: no other driver file, so no other is loaded)
 put_elf /usr/lib/x86_64-linux-gnu/libibverbs/libqrdma-rdmav34.so
 cp /etc/libibverbs.d/qrdma.driver "$d/etc/libibverbs.d/"
 for m in kernel/drivers/infiniband/core/ib_core.ko.xz kernel/drivers/infiniband/core/ib_uverbs.ko.xz \
-         extra/qrdma.ko; do
+         kernel/fs/configfs/configfs.ko.xz kernel/drivers/infiniband/core/ib_cm.ko.xz \
+         kernel/drivers/infiniband/core/iw_cm.ko.xz kernel/drivers/infiniband/core/rdma_cm.ko.xz \
+         kernel/drivers/infiniband/core/rdma_ucm.ko.xz extra/qrdma.ko; do
     cp "/usr/lib/modules/$kver/$m" "$d/modules/" || fail "no module $m"
 done
 # qrdma.ko without its debug information (9 MB of it: the inner kernel
@@ -91,12 +102,25 @@ echo "inner initramfs: $(du -k /tmp/inner.cpio | cut -f1) KB, $(find "$d" -type 
 # the inner clients retry their TCP connection until the servers listen. Each writes its exit
 # status to /tmp/NAME.rc.
 qps_before=$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')
-rm -f /tmp/pp.rc /tmp/bulk.rc
+rm -f /tmp/pp.rc /tmp/bulk.rc /tmp/rping-s.rc /tmp/rping-c.rc
 start_pp_server() {
     echo "  outer: starting the ping-pong server on rxe0"
     ( timeout 900 qrdma-pingpong -d rxe0 -g "$gid_index" -t rc -s 4096 -n 20 -w 300 \
         ${NESTED_PP_SEED:+-S "$NESTED_PP_SEED"} > /tmp/pp-server.log 2>&1
       echo $? > /tmp/pp.rc ) > /dev/null 2>&1 &
+}
+# rdma_cm: rping's server for the inner client (its rdma_cm through the
+# device's proxy to this kernel's), and rping's client, with -V and -v as
+# the inner one, once the inner server listens on the proxy's port.
+start_rping_server() {
+    echo "  outer: starting the rping server on rxe0 (port 7471)"
+    ( timeout 1200 rping -s -a "$ip4" -p 7471 -C 20 -S 4096 > /tmp/rping-s.log 2>&1
+      echo $? > /tmp/rping-s.rc ) > /dev/null 2>&1 &
+}
+start_rping_client() {
+    echo "  outer: starting the rping client of the inner server (port 7472)"
+    ( timeout 600 rping -c -a "$ip4" -p 7472 -C 20 -S 4096 -V -v > /tmp/rping-c.log 2>&1
+      echo $? > /tmp/rping-c.rc ) > /dev/null 2>&1 &
 }
 start_bulk_server() {
     echo "  outer: starting the WRITE/READ server on rxe0"
@@ -107,6 +131,10 @@ start_bulk_server() {
 
 # ---- the inner guest --------------------------------------------------------
 mem=${NESTED_INNER_MB:-512}
+# cm= unset: the default (the proxy where it can start), which this tests
+cm_opts="cm-listen=7472"
+[ -z "${NESTED_CM:-}" ] || cm_opts="cm=$NESTED_CM"
+[ "${NESTED_CM:-}" != proxy ] || cm_opts="cm=proxy,cm-listen=7472"
 t_launch=$EPOCHREALTIME
 # stamp: each line of the inner console with the seconds since the launch
 stamp() {
@@ -115,18 +143,19 @@ stamp() {
         line=${line%$'\r'}
         printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$line"
         case "$line" in
-        "nested-inner: qrdma0 ready"*) start_pp_server ;;
+        "nested-inner: qrdma0 ready"*) start_pp_server; start_rping_server ;;
+        "nested-inner: rping server listening"*) start_rping_client ;;
         "nested-result pingpong"*) start_bulk_server ;;
         esac
     done
 }
-timeout 1200 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
+timeout 1500 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
     -object "memory-backend-memfd,id=ram,size=${mem}M,share=on" -machine q35,memory-backend=ram \
     -nodefaults -no-reboot -display none -serial stdio \
     -kernel vmlinuz -initrd /tmp/inner.cpio \
     -append "console=ttyS0 panic=-1 loglevel=4 nested.addr=$ip4 nested.gid=$gid nested.uptime0=$t_launch" \
     -netdev user,id=n0 \
-    -device "qrdma,netdev=n0,backend=verbs,ibdev=rxe0,ibgid-index=$gid_index" \
+    -device "qrdma,netdev=n0,backend=verbs,ibdev=rxe0,ibgid-index=$gid_index,$cm_opts" \
     < /dev/null 2>&1 | stamp | tee /tmp/inner.log
 qrc=${PIPESTATUS[0]}
 t_end=$EPOCHREALTIME
@@ -144,6 +173,16 @@ expect_eq "inner: qrdma-bulk client (WRITE, READ back compared, checksums)" "$(r
 wait_for 60 test -s /tmp/bulk.rc
 expect_eq "outer: qrdma-bulk server on rxe0" "$(cat /tmp/bulk.rc 2>/dev/null)" 0
 tail -n 3 /tmp/bulk-server.log | sed 's/^/  bulk-server| /'
+expect_eq "inner: rping client over rdma_cm (the CM proxy): exit status and rounds checked (-V)" \
+    "$(result rping-client)" "0 20"
+wait_for 60 test -s /tmp/rping-s.rc
+expect_eq "outer: rping server on rxe0 for the inner client" "$(cat /tmp/rping-s.rc 2>/dev/null)" 0
+tail -n 3 /tmp/rping-s.log | sed 's/^/  rping-server| /'
+expect_eq "inner: rping server over rdma_cm (cm-listen=7472)" "$(result rping-server)" 0
+wait_for 60 test -s /tmp/rping-c.rc
+expect_eq "outer: rping client of the inner server: exit status and rounds checked (-V)" \
+    "$(cat /tmp/rping-c.rc 2>/dev/null) $(grep -c '^ping data: rdma-ping-' /tmp/rping-c.log)" "0 20"
+grep -v '^ping data: ' /tmp/rping-c.log | tail -n 3 | sed 's/^/  rping-client| /'
 expect_eq "inner: no qrdma error, WARN or oops in its kernel log" "$(result dmesg)" 0
 expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" "$qps_before"
 

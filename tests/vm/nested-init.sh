@@ -5,7 +5,8 @@
 # user-mode network's address and rxe0's IPv4 address (the host GID the
 # device offers: ib_core adds a GID for each address of the netdev), then
 # ibv_devinfo, qrdma-pingpong RC and qrdma-bulk against the peers on rxe0
-# (their TCP side at 10.0.2.2, the outer guest's loopback). Prints
+# (their TCP side at 10.0.2.2, the outer guest's loopback), then rping
+# (rdma_cm through the device's CM proxy) as client and as server. Prints
 # "nested-result NAME STATUS" lines for guest-nested.sh and powers off.
 export PATH=/usr/bin
 mount -t proc proc /proc
@@ -24,7 +25,8 @@ for w in $(cat /proc/cmdline); do
 done
 end() { echo "nested-inner: power off"; echo o > /proc/sysrq-trigger; sleep 30; }
 
-for m in ib_core.ko.xz ib_uverbs.ko.xz qrdma.ko; do
+for m in ib_core.ko.xz ib_uverbs.ko.xz configfs.ko.xz ib_cm.ko.xz iw_cm.ko.xz rdma_cm.ko.xz \
+         rdma_ucm.ko.xz qrdma.ko; do
     insmod "/modules/$m" || { echo "nested-inner: insmod $m failed"; end; }
 done
 ip link set lo up
@@ -65,6 +67,33 @@ timeout 600 qrdma-pingpong -d qrdma0 -g "$idx" -t rc -s 4096 -n 20 -w 300 10.0.2
 echo "nested-result pingpong $?"
 timeout 600 qrdma-bulk -d qrdma0 -g "$idx" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 10.0.2.2
 echo "nested-result bulk $?"
+
+# rdma_cm over QP1, which the device (cm=proxy) carries through the outer
+# guest's rdma_cm: this kernel's own ib_cm and rdma_cm, rping both ways.
+# Active: rping's client here against the rping server the outer guest
+# listens with on rxe0 (port 7471). The client READs nothing itself: the
+# server READs its buffer and WRITEs it back, and -V compares the two,
+# byte for byte, each of the 20 rounds; -v prints each round's data,
+# counted here (rping exits 0 when a disconnect cuts it short).
+timeout 600 rping -c -a "$a" -p 7471 -C 20 -S 4096 -V -v > /tmp/rping-c.log 2>&1
+rc=$?
+grep -v '^ping data: ' /tmp/rping-c.log | head -n 5
+echo "nested-result rping-client $rc $(grep -c '^ping data: rdma-ping-' /tmp/rping-c.log)"
+# Passive: rping's server here on port 7472, which the device's proxy
+# listens on for the outer guest (cm-listen=7472); once it listens here
+# (rdma res: its CM ID in LISTEN on qrdma0), the outer guest's client
+# connects and checks its 20 rounds.
+timeout 600 rping -s -a "$a" -p 7472 -C 20 -S 4096 > /tmp/rping-s.log 2>&1 &
+srv=$!
+for _ in $(seq 300); do
+    rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*$a:7472" && break
+    sleep 0.2
+done
+echo "nested-inner: rping server listening: $(rdma res show cm_id 2>/dev/null | grep -c "state LISTEN .*$a:7472")"
+wait "$srv"
+rc=$?
+head -n 5 /tmp/rping-s.log
+echo "nested-result rping-server $rc"
 
 # Expected: ib_core's "add_roce_gid GID add failed" for the netdev's
 # addresses that are not host GIDs (10.0.2.15, the link-local one), which

@@ -12,7 +12,12 @@
 # checked) and a WRITE/READ transfer (qrdma-bulk, READ back compared byte
 # for byte, checksums per chunk) against peers on rxe0 in the outer guest;
 # QPNs, PSNs, rkeys and GIDs go over TCP through the inner QEMU's user-mode
-# network (10.0.2.2 is the outer guest's loopback).
+# network (10.0.2.2 is the outer guest's loopback). Then rdma_cm: the
+# device has its default cm (the proxy) and cm-listen=7472, and rping (-V: each round's buffer
+# READ by the server, WRITTEN back and compared) runs over the inner
+# kernel's own ib_cm and rdma_cm, whose MADs the device's proxy carries
+# through the outer guest's rdma_cm: the inner client against a server on
+# rxe0, then a client on rxe0 against the inner server.
 #
 # The QEMU binary is the one built here (Debian 12); the Debian 13 guest
 # has all its shared libraries but libslirp, libfdt, libpixman and libpng
@@ -21,7 +26,8 @@
 #
 # QRDMA_NESTED_PP_SEED=N gives the ping-pong server on rxe0 another pattern seed
 # than the inner client's: its byte checks must then fail (how the test is
-# seen to fail). QRDMA_NESTED_INNER_MB: the inner guest's RAM (default 512);
+# seen to fail); QRDMA_NESTED_CM=off runs the device with cm=off, which
+# must fail the rping checks. QRDMA_NESTED_INNER_MB: the inner guest's RAM (default 512);
 # QRDMA_NESTED_MEM the outer guest's (3072), QRDMA_NESTED_TIMEOUT vm-run's.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -49,8 +55,8 @@ for f in /usr/share/seabios/bios-256k.bin /usr/share/qemu/linuxboot_dma.bin \
 done
 t0=$(date +%s)
 "$top/scripts/vm-run" --guests 1 --accel tcg --mem "${QRDMA_NESTED_MEM:-3072}" \
-    --timeout "${QRDMA_NESTED_TIMEOUT:-1500}" --share "$share" --nic virtio-rxe \
-    --run "NESTED_PP_SEED=${QRDMA_NESTED_PP_SEED:-} NESTED_INNER_MB=${QRDMA_NESTED_INNER_MB:-} bash guest-nested.sh"
+    --timeout "${QRDMA_NESTED_TIMEOUT:-1800}" --share "$share" --nic virtio-rxe \
+    --run "NESTED_PP_SEED=${QRDMA_NESTED_PP_SEED:-} NESTED_CM=${QRDMA_NESTED_CM:-} NESTED_INNER_MB=${QRDMA_NESTED_INNER_MB:-} bash guest-nested.sh"
 rc=$?
 echo "test-nested: whole run $(($(date +%s) - t0))s (rc=$rc)"
 exit "$rc"
