@@ -87,12 +87,14 @@ struct QrdmaState {
     uint8_t ibgid_index;
     char *ibgid_indexes;
     /*
-     * backend=verbs: rdma_cm for the guest, cm=proxy or cm=off (the
-     * default until the proxy has run on a real host rdma_cm), and the
-     * ports the proxy listens on for peers (cm-listen=7174:4420)
+     * backend=verbs: rdma_cm for the guest, cm=proxy or cm=off; unset,
+     * the proxy if it can start, else off with a warning saying why
+     * (cm_off_why); and the ports the proxy listens on for peers
+     * (cm-listen=7174:4420)
      */
     char *cm;
     char *cm_listen;
+    char cm_off_why[160];
 #ifdef QRDMA_HAVE_VERBS
     struct qrdma_be_verbs_config vcfg;
     Error *migration_blocker;
@@ -664,7 +666,13 @@ static bool qrdma_cm_config(QrdmaState *s, struct qrdma_be_verbs_config *cfg,
 {
     const char *p = s->cm_listen;
 
-    if (!s->cm || !strcmp(s->cm, "off")) {
+    s->cm_off_why[0] = 0;
+    if (!s->cm) {
+        cfg->cm_proxy = true;
+        cfg->cm_optional = true;
+        cfg->cm_off_why = s->cm_off_why;
+        cfg->cm_off_why_len = sizeof(s->cm_off_why);
+    } else if (!strcmp(s->cm, "off")) {
         cfg->cm_proxy = false;
     } else if (!strcmp(s->cm, "proxy")) {
         cfg->cm_proxy = true;
@@ -936,6 +944,11 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "qrdma: %s", err);
         qrdma_verbs_stop(s);
         return;
+    }
+    if (s->cm_off_why[0]) {
+        warn_report("qrdma: the guest has no rdma_cm on this device: %s "
+                    "(cm=off to go without it, cm=proxy to require it)",
+                    s->cm_off_why);
     }
 
     pdev->config[PCI_INTERRUPT_PIN] = 1;

@@ -75,6 +75,15 @@ struct qrdma_be_verbs_config {
      * at once.
      */
     bool cm_proxy;
+    /*
+     * With cm_optional, a proxy that cannot start (a program built
+     * without librdmacm, no host rdma_cm, a port taken) leaves the device
+     * without a GSI QP instead of failing create, and says why in
+     * cm_off_why (cm_off_why_len bytes) for the embedding to report.
+     */
+    bool cm_optional;
+    char *cm_off_why;
+    size_t cm_off_why_len;
     unsigned ncm_listen;
     uint16_t cm_listen[QRDMA_BE_VERBS_MAX_LISTEN];
     /*

@@ -1323,6 +1323,20 @@ static int cm_start(struct qrdma_be *be, char *err, size_t err_len)
     return 0;
 }
 
+/* Undo cm_start, whatever part of it was done. */
+static void cm_stop(struct qrdma_be *be)
+{
+    vb_cm_destroy(be->cm);
+    be->cm = NULL;
+#ifdef QRDMA_HAVE_RDMACM
+    if (be->cm_host_owned) {
+        qrdma_vb_rdmacm_close(be->cm_host);
+    }
+#endif
+    be->cm_host = NULL;
+    be->cm_host_owned = false;
+}
+
 /* What the backend can carry (its ops' carries): GSI only with the proxy. */
 #define VB_CARRIES                                                             \
     (QRDMA_BE_CARRIES_SRQ | QRDMA_BE_CARRIES_FAST_REG | QRDMA_BE_CARRIES_GSI)
@@ -2427,12 +2441,7 @@ static void vb_destroy(struct qrdma_be *be)
     if (be->pds) {
         drop_objects(be);
     }
-    vb_cm_destroy(be->cm);
-#ifdef QRDMA_HAVE_RDMACM
-    if (be->cm_host_owned) {
-        qrdma_vb_rdmacm_close(be->cm_host);
-    }
-#endif
+    cm_stop(be);
     if (be->epfd >= 0) {
         close(be->epfd);
     }
@@ -2667,7 +2676,15 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
         goto fail;
     }
     if (cfg->cm_proxy && cm_start(be, err, err_len)) {
-        goto fail;
+        if (!cfg->cm_optional) {
+            goto fail;
+        }
+        /* no GSI QP then (carried); the embedding reports why */
+        if (cfg->cm_off_why && cfg->cm_off_why_len) {
+            snprintf(cfg->cm_off_why, cfg->cm_off_why_len, "%s", err);
+        }
+        cm_stop(be);
+        err[0] = 0;
     }
     return be;
 

@@ -27,6 +27,7 @@
 
 #include "qrdma_backend_verbs.h"
 #include "unit.h"
+#include "verbs_cm_model.h"
 #include "verbs_mock.h"
 
 int unit_failures;
@@ -1779,6 +1780,72 @@ static void test_fast_reg_scattered(void)
     CHECK_EQ(vmock.live_mr, 0);
 }
 
+/*
+ * The CM proxy when it cannot start (here: the host's rdma_cm cannot
+ * make the listener cm-listen asks for): create fails, saying so, unless
+ * cm_optional, which leaves the device without a GSI QP (carried says
+ * so) and puts the reason in cm_off_why; the host IDs made on the way
+ * are gone either way. Started, it is carried.
+ */
+static void test_cm_optional(void)
+{
+    static const uint8_t gid[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 2 };
+    struct cmm_world *w = cmm_world_new(3);
+    struct cmm_host *host = cmm_host_new(w, "mock0", gid);
+    char why[160];
+    struct qrdma_be *be;
+
+    for (int optional = 0; optional < 3; optional++) {
+        fresh();
+        memset(&vcfg, 0, sizeof(vcfg));
+        vcfg.ibdev = "mock0";
+        vcfg.ibport = 1;
+        vcfg.gid_index = 1;
+        vcfg.nram = 1;
+        vcfg.ram[0] = (struct qrdma_be_verbs_ram){ RAM0_GPA, RAM_SIZE, ram0, ram_fd, 0 };
+        vcfg.verbs = &verbs_mock_table;
+        vcfg.cm_proxy = true;
+        vcfg.cm_ops = &cmm_ops;
+        vcfg.cm_host = host;
+        vcfg.ncm_listen = 1;
+        vcfg.cm_listen[0] = 7174;
+        vcfg.cm_optional = optional > 0;
+        vcfg.cm_off_why = why;
+        vcfg.cm_off_why_len = sizeof(why);
+        why[0] = 0;
+        if (optional < 2) {
+            cmm_fail_next(host, CMM_CREATE_ID, -EADDRINUSE);
+        }
+        memset(&params, 0, sizeof(params));
+        params.backend_config = &vcfg;
+        err[0] = 0;
+        be = ops->create(&cbs, &core, &params, err, sizeof(err));
+        CHECK_EQ(cmm_host_ids(host), optional == 2 ? 2 : 0);
+        if (optional == 0) {
+            CHECK(be == NULL);
+            CHECK(strstr(err, "cm=proxy") && strstr(err, "7174"));
+            CHECK_EQ(vmock.live_ctx, 0);
+            continue;
+        }
+        CHECK(be != NULL);
+        if (!be) {
+            continue;
+        }
+        if (optional == 1) {
+            CHECK(strstr(why, "cm=proxy") && strstr(why, "7174"));
+            CHECK(!(ops->carried(be) & QRDMA_BE_CARRIES_GSI));
+        } else {
+            CHECK_EQ(why[0], 0);
+            CHECK(ops->carried(be) & QRDMA_BE_CARRIES_GSI);
+        }
+        CHECK(ops->carried(be) & QRDMA_BE_CARRIES_FAST_REG);
+        ops->destroy(be);
+        CHECK_EQ(cmm_host_ids(host), 0);
+        CHECK_EQ(vmock.live_ctx, 0);
+    }
+    cmm_world_free(w);
+}
+
 static const struct unit_test tests[] = {
     UNIT_TEST(test_create_refusals),
     UNIT_TEST(test_qp_create_ids),
@@ -1796,6 +1863,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_srq),
     UNIT_TEST(test_fast_reg),
     UNIT_TEST(test_fast_reg_scattered),
+    UNIT_TEST(test_cm_optional),
 };
 
 int main(void)
