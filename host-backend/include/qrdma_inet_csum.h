@@ -58,7 +58,8 @@ static inline uint16_t qrdma_csum_fold(uint64_t sum)
  * 0). Over a header whose checksum field is filled in, 0 means it is
  * right.
  */
-static inline uint16_t qrdma_inet_csum(const void *buf, size_t len, uint64_t sum)
+static inline uint16_t qrdma_inet_csum(const void *buf, size_t len,
+                                       uint64_t sum)
 {
     return qrdma_csum_fold(qrdma_csum_add(sum, buf, len, NULL));
 }
