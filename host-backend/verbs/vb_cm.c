@@ -690,8 +690,9 @@ static void host_connect_response(struct vb_cm *cm, struct conn *c,
     m.remote_comm_id = c->guest_comm_id;
     m.qpn = c->peer_qpn;
     m.starting_psn = c->peer_psn;
-    m.responder_resources = ev->conn.responder_resources;
-    m.initiator_depth = ev->conn.initiator_depth;
+    /* the wire's, from the peer's side (the event's are from ours) */
+    m.responder_resources = ev->conn.initiator_depth;
+    m.initiator_depth = ev->conn.responder_resources;
     m.target_ack_delay = 0;
     m.e2e_flow_control = true;
     m.rnr_retry_count = ev->conn.rnr_retry_count;
@@ -770,8 +771,9 @@ static void host_connect_request(struct vb_cm *cm, struct listener *l,
         m.attr = VB_CM_REQ;
         m.ca_guid = peer_guid(c->peer_gid);
         m.qpn = c->peer_qpn;
-        m.responder_resources = ev->conn.responder_resources;
-        m.initiator_depth = ev->conn.initiator_depth;
+        /* the wire's, from the peer's side (the event's are from ours) */
+        m.responder_resources = ev->conn.initiator_depth;
+        m.initiator_depth = ev->conn.responder_resources;
         m.remote_cm_response_timeout = CM_RESPONSE_TIMEOUT;
         m.transport_type = VB_CM_TRANSPORT_RC;
         m.e2e_flow_control = true;

@@ -42,7 +42,13 @@ enum vb_cmh_event_type {
     VB_CMH_TIMEWAIT_EXIT    = 15,
 };
 
-/* struct rdma_conn_param's parts (UD: qpn and qkey of an ESTABLISHED). */
+/*
+ * struct rdma_conn_param's parts (UD: qpn and qkey of an ESTABLISHED),
+ * always from the local side: what connect and accept are given, and what
+ * a CONNECT_REQUEST or CONNECT_RESPONSE reports, where the kernel has
+ * turned the wire's REQ or REP around (the peer's responder resources are
+ * our initiator depth, its initiator depth our responder resources).
+ */
 struct vb_cmh_conn {
     uint32_t qpn;
     uint32_t qkey;

@@ -362,7 +362,7 @@ static void make_req(struct vb_cm_msg *m, const uint8_t src[16],
     m->ca_guid = 0xaaaa;
     m->qpn = qpn;
     m->responder_resources = 16;
-    m->initiator_depth = 16;
+    m->initiator_depth = 8;
     m->remote_cm_response_timeout = 20;
     m->transport_type = VB_CM_TRANSPORT_RC;
     m->e2e_flow_control = true;
@@ -432,7 +432,9 @@ static void connect_pair(struct pair *p, uint32_t qpn_a, uint32_t qpn_b,
     CHECK_EQ(m.starting_psn, psn_a_host);
     CHECK(m.starting_psn != 0x111111);
     CHECK_EQ(m.transport_type, VB_CM_TRANSPORT_RC);
+    /* the sender's, as the wire has them (the host's CM saw them the other way round) */
     CHECK_EQ(m.responder_resources, 16);
+    CHECK_EQ(m.initiator_depth, 8);
     CHECK_EQ(m.retry_count, 7);
     CHECK_EQ(m.path_mtu, 3);
     CHECK(!memcmp(m.primary.local_gid, gid_a, 16));

@@ -325,8 +325,24 @@ static struct mid *listener_of(struct cmm_world *w, const uint8_t gid[16],
     return NULL;
 }
 
+/*
+ * What the peer's CONNECT_REQUEST or CONNECT_RESPONSE reports of a REQ or
+ * REP sent with param: as the kernel's ib_cm and rdma_cm report it, from
+ * the receiver's side (the sender's responder resources are the
+ * receiver's initiator depth, and the other way round).
+ */
+static struct vb_cmh_conn seen_by_peer(const struct vb_cmh_conn *param)
+{
+    struct vb_cmh_conn p = *param;
+
+    p.responder_resources = param->initiator_depth;
+    p.initiator_depth = param->responder_resources;
+    return p;
+}
+
 static int m_connect(void *id, const struct vb_cmh_conn *param)
 {
+    struct vb_cmh_conn seen;
     struct mid *m = id, *l, *n;
     struct cmm_host *peer_host;
     int err;
@@ -359,12 +375,14 @@ static int m_connect(void *id, const struct vb_cmh_conn *param)
     n->remote = m;
     m->remote = n;
     n->state = MS_REQ_RCVD;
-    post(peer_host, n, VB_CMH_CONNECT_REQUEST, 0, param, l->context);
+    seen = seen_by_peer(param);
+    post(peer_host, n, VB_CMH_CONNECT_REQUEST, 0, &seen, l->context);
     return 0;
 }
 
 static int m_accept(void *id, const struct vb_cmh_conn *param)
 {
+    struct vb_cmh_conn seen;
     struct mid *m = id, *r = m->remote;
     int err;
 
@@ -386,7 +404,8 @@ static int m_accept(void *id, const struct vb_cmh_conn *param)
     }
     m->state = MS_ACCEPTED;
     r->state = MS_REP_RCVD;
-    post(r->h, r, VB_CMH_CONNECT_RESPONSE, 0, param, NULL);
+    seen = seen_by_peer(param);
+    post(r->h, r, VB_CMH_CONNECT_RESPONSE, 0, &seen, NULL);
     return 0;
 }
 

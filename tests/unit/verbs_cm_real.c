@@ -270,7 +270,9 @@ static void make_req(struct vb_cm_msg *m, const uint8_t gid[16], uint32_t id,
     m->service_id = VB_CMA_SID_TCP | port;
     m->qpn = qpn;
     m->starting_psn = 0x111111;       /* the guest's own: the proxy must not pass it on */
-    m->responder_resources = m->initiator_depth = 1;
+    /* not alike, so that one turned around shows */
+    m->responder_resources = 4;
+    m->initiator_depth = 2;
     m->transport_type = VB_CM_TRANSPORT_RC;
     m->retry_count = m->rnr_retry_count = 7;
     m->path_mtu = IBV_MTU_1024;
@@ -326,6 +328,10 @@ int main(int argc, char **argv)
     CHECK(m.service_id == (VB_CMA_SID_TCP | PORT), "the REQ's service ID");
     CHECK(!strcmp((char *)m.pdata + VB_CMA_HDR_BYTES, "from-a"),
           "the REQ's private data after rdma_cm's header");
+    CHECK(m.responder_resources == 4 && m.initiator_depth == 2,
+          "the REQ's responder resources %u and initiator depth %u are A's "
+          "(4, 2): the wire's, not the host CM's view of them",
+          m.responder_resources, m.initiator_depth);
     b_peer_id = m.local_comm_id;
     CHECK(vb_cm_rtr_psn(b.cm, qb.qp->qp_num, gid.raw, m.qpn, &rq),
           "B's QP is a proxied connection's at RTR");
@@ -336,7 +342,8 @@ int main(int argc, char **argv)
     rep.remote_comm_id = b_peer_id;
     rep.qpn = qb.qp->qp_num;
     rep.starting_psn = 0x222222;        /* the guest's own, again */
-    rep.responder_resources = rep.initiator_depth = 1;
+    rep.responder_resources = 2;
+    rep.initiator_depth = 4;
     rep.rnr_retry_count = 7;
     strcpy((char *)rep.pdata, "from-b");
     send_mad(&b, gid.raw, &rep);
@@ -347,6 +354,9 @@ int main(int argc, char **argv)
     CHECK(m.qpn == qb.qp->qp_num, "the REP's QPN 0x%x is B's QP 0x%x", m.qpn,
           qb.qp->qp_num);
     CHECK(!strcmp((char *)m.pdata, "from-b"), "the REP's private data");
+    CHECK(m.responder_resources == 2 && m.initiator_depth == 4,
+          "the REP's responder resources %u and initiator depth %u are B's "
+          "(2, 4)", m.responder_resources, m.initiator_depth);
     a_peer_id = m.local_comm_id;
     CHECK(vb_cm_rtr_psn(a.cm, qa.qp->qp_num, gid.raw, m.qpn, &rq),
           "A's QP is a proxied connection's at RTR");
