@@ -230,3 +230,30 @@ vm_migrate() {
     echo "$a"
     [[ "$a" == ok* ]]
 }
+# nvmet_export NQN FILE ADDR: FILE as namespace 1 of nvmet subsystem NQN,
+# open to any host, on RDMA port 1 at ADDR:4420 (configfs; nvmet-rdma
+# loaded); returns the status of linking the subsystem to the port.
+# nvmet_unexport NQN undoes it.
+nvmet_export() {
+    local cfg=/sys/kernel/config/nvmet
+    mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+    mkdir "$cfg/subsystems/$1"
+    echo 1 > "$cfg/subsystems/$1/attr_allow_any_host"
+    mkdir "$cfg/subsystems/$1/namespaces/1"
+    echo -n "$2" > "$cfg/subsystems/$1/namespaces/1/device_path"
+    echo 1 > "$cfg/subsystems/$1/namespaces/1/enable"
+    mkdir "$cfg/ports/1"
+    echo rdma > "$cfg/ports/1/addr_trtype"
+    echo ipv4 > "$cfg/ports/1/addr_adrfam"
+    echo "$3" > "$cfg/ports/1/addr_traddr"
+    echo 4420 > "$cfg/ports/1/addr_trsvcid"
+    ln -s "$cfg/subsystems/$1" "$cfg/ports/1/subsystems/$1"
+}
+nvmet_unexport() {
+    local cfg=/sys/kernel/config/nvmet
+    rm "$cfg/ports/1/subsystems/$1"
+    rmdir "$cfg/ports/1"
+    echo 0 > "$cfg/subsystems/$1/namespaces/1/enable"
+    rmdir "$cfg/subsystems/$1/namespaces/1"
+    rmdir "$cfg/subsystems/$1"
+}

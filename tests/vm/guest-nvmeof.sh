@@ -21,28 +21,12 @@ case $me in
 0)
     check "modprobe nvmet-rdma" modprobe nvmet-rdma
     truncate -s 64M /tmp/ns.img
-    cfg=/sys/kernel/config/nvmet
-    mkdir "$cfg/subsystems/$nqn"
-    echo 1 > "$cfg/subsystems/$nqn/attr_allow_any_host"
-    mkdir "$cfg/subsystems/$nqn/namespaces/1"
-    echo -n /tmp/ns.img > "$cfg/subsystems/$nqn/namespaces/1/device_path"
-    echo 1 > "$cfg/subsystems/$nqn/namespaces/1/enable"
-    mkdir "$cfg/ports/1"
-    echo rdma > "$cfg/ports/1/addr_trtype"
-    echo ipv4 > "$cfg/ports/1/addr_adrfam"
-    echo 10.0.0.1 > "$cfg/ports/1/addr_traddr"
-    echo 4420 > "$cfg/ports/1/addr_trsvcid"
-    check "nvmet port on RDMA 10.0.0.1:4420" \
-        ln -s "$cfg/subsystems/$nqn" "$cfg/ports/1/subsystems/$nqn"
+    check "nvmet port on RDMA 10.0.0.1:4420" nvmet_export "$nqn" /tmp/ns.img 10.0.0.1
     dmesg | grep -E 'nvmet' | tail -n 3 | sed 's/^/  /'
     vm_signal target-up
     vm_wait host-done 600
     # The host disconnected: the target's queues are gone, nothing failed.
-    rm "$cfg/ports/1/subsystems/$nqn"
-    rmdir "$cfg/ports/1"
-    echo 0 > "$cfg/subsystems/$nqn/namespaces/1/enable"
-    rmdir "$cfg/subsystems/$nqn/namespaces/1"
-    rmdir "$cfg/subsystems/$nqn"
+    nvmet_unexport "$nqn"
     check "nvmet-rdma unloads" modprobe -r nvmet-rdma
     ;;
 1)

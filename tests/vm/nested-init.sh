@@ -21,6 +21,7 @@ for w in $(cat /proc/cmdline); do
     case "$w" in
         nested.addr=*) addr=${w#*=} ;;
         nested.gid=*) gid=${w#*=} ;;
+        nested.nqn=*) nqn=${w#*=} ;;
     esac
 done
 end() { echo "nested-inner: power off"; echo o > /proc/sysrq-trigger; sleep 30; }
@@ -87,6 +88,7 @@ timeout 600 rping -s -a "$a" -p 7472 -C 20 -S 4096 > /tmp/rping-s.log 2>&1 &
 srv=$!
 for _ in $(seq 300); do
     rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*$a:7472" && break
+    kill -0 "$srv" 2> /dev/null || break     # it gave up (no rdma_cm device)
     sleep 0.2
 done
 echo "nested-inner: rping server listening: $(rdma res show cm_id 2>/dev/null | grep -c "state LISTEN .*$a:7472")"
@@ -94,6 +96,31 @@ wait "$srv"
 rc=$?
 head -n 5 /tmp/rping-s.log
 echo "nested-result rping-server $rc"
+
+# NVMe over RDMA through the proxy: this kernel's nvme-rdma connects to
+# the outer guest's nvmet on rxe0 (its rdma_cm), then reads 16 MB and
+# writes 8 MB with direct I/O of 1 MB: scattered user pages, which
+# nvme-rdma fast-registers (FAST_REG WQEs of scattered pages) for the
+# target's RDMA WRITEs and READs, answered with SEND_WITH_INV. The
+# outer guest compares both SHA-256s with its file.
+rc=0
+for m in $(cat /modules/nvme.list); do
+    insmod "/modules/$m" || { echo "nested-inner: insmod $m failed"; rc=1; }
+done
+echo "transport=rdma,traddr=$a,trsvcid=4420,nqn=$nqn,nr_io_queues=1" > /dev/nvme-fabrics || rc=2
+for _ in $(seq 300); do
+    [ -b /dev/nvme0n1 ] && break
+    sleep 0.2
+done
+[ -b /dev/nvme0n1 ] || rc=3
+sha=$(timeout 300 dd if=/dev/nvme0n1 bs=1M count=16 iflag=direct status=none | sha256sum | cut -d' ' -f1)
+echo "nested-result nvme-read $rc $sha"
+dd if=/dev/urandom of=/tmp/w bs=1M count=8 status=none
+timeout 300 dd if=/tmp/w of=/dev/nvme0n1 bs=1M seek=16 oflag=direct status=none || rc=4
+echo "nested-result nvme-write $rc $(sha256sum /tmp/w | cut -d' ' -f1)"
+rc=0
+echo 1 > /sys/class/nvme/nvme0/delete_controller || rc=1
+echo "nested-result nvme-disconnect $rc"
 
 # Expected: ib_core's "add_roce_gid GID add failed" for the netdev's
 # addresses that are not host GIDs (10.0.2.15, the link-local one), which
