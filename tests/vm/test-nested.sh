@@ -17,7 +17,10 @@
 # READ by the server, WRITTEN back and compared) runs over the inner
 # kernel's own ib_cm and rdma_cm, whose MADs the device's proxy carries
 # through the outer guest's rdma_cm: the inner client against a server on
-# rxe0, then a client on rxe0 against the inner server.
+# rxe0, then a client on rxe0 against the inner server. Last, NVMe over
+# RDMA: the inner kernel's nvme-rdma connects through the proxy to the
+# outer guest's nvmet on rxe0, reads 16 MB and writes 8 MB with 1 MB
+# direct I/O (fast-registered pages), both compared by SHA-256.
 #
 # The QEMU binary is the one built here (Debian 12); the Debian 13 guest
 # has all its shared libraries but libslirp, libfdt, libpixman and libpng
