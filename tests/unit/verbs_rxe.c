@@ -423,6 +423,19 @@ static unsigned write_to(uint32_t qa, uint64_t a_off, uint64_t gpa, uint32_t rke
     return e.status;
 }
 
+/* B's LOCAL_INV of stag on its QP q, completed. */
+static void local_inv_b(uint32_t q, uint32_t stag)
+{
+    struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
+    struct cqe e;
+
+    post_send(SB, q, &inv);
+    ring_sq(SB, q);
+    CHECK(wait_cqe(SB, 1, &e));
+    CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
+    CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
+}
+
 /*
  * Fast registration on the host NIC (the same two cores, fresh QPs): B
  * allocates a fast-register MR (a host type 2 window), registers two
@@ -483,13 +496,7 @@ static void test_fast_reg_over_host_nic(void)
         printf("round %u: WRITE of 8 KB through rkey 0x%08x, checked\n", round, wire);
 
         if (round == 0) {
-            struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
-
-            post_send(SB, q, &inv);
-            ring_sq(SB, q);
-            CHECK(wait_cqe(SB, 1, &e));
-            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
-            CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
+            local_inv_b(q, stag);
         } else {
             struct wqe si = { .op = QRDMA_SQ_OP_SEND_WITH_INV, .imm = wire, .nsge = 1,
                               .sge = { { 0x20000, 64, 0 } } };
@@ -604,15 +611,7 @@ static void test_fast_reg_scattered_over_host_nic(void)
                " through rkey 0x%08x: WRITE and READ checked\n", round, iova, wire);
 
         /* The invalidation before the next FAST_REG, as verbs wants. */
-        {
-            struct wqe inv = { .op = QRDMA_SQ_OP_LOCAL_INV, .imm = stag };
-
-            post_send(SB, q, &inv);
-            ring_sq(SB, q);
-            CHECK(wait_cqe(SB, 1, &e));
-            CHECK_EQ(e.status, QRDMA_BE_WC_SUCCESS);
-            CHECK_EQ(e.opcode, QRDMA_BE_WC_LOCAL_INV);
-        }
+        local_inv_b(q, stag);
     }
     memset(b + 0xf0000, 0xcc, 0x7000);
     status = write_to(q, 0x20000, iova, first_wire, 4096);
