@@ -532,11 +532,12 @@ static int mr_place(struct qrdma_be *be, const struct vb_pieces *p, void **addr,
 
 /*
  * Deregister a per-bind host MR and unmap its alias. false if the host
- * refuses (rxe does while a window is bound to the MR): it stays listed.
+ * refuses (rxe does while a window is bound to the MR): it stays listed,
+ * unless force (the window is gone: nothing can use it any more).
  */
-static bool fr_reg_free(struct qrdma_be *be, struct vb_fr_reg *r)
+static bool fr_reg_free(struct qrdma_be *be, struct vb_fr_reg *r, bool force)
 {
-    if (r->mr && be->v->dereg_mr(r->mr)) {
+    if (r->mr && be->v->dereg_mr(r->mr) && !force) {
         return false;
     }
     if (r->alias) {
@@ -557,13 +558,22 @@ static void fr_regs_reap(struct qrdma_be *be, struct vb_mr *m, bool all)
     while (*pp) {
         struct vb_fr_reg *r = *pp, *next = r->next;
 
-        if ((all || r->seq < m->free_below) && fr_reg_free(be, r)) {
+        if ((all || r->seq < m->free_below) && fr_reg_free(be, r, all)) {
             *pp = next;
             m->nregs--;
         } else {
             pp = &r->next;
         }
     }
+}
+
+/* The window has run past every bind numbered below seq: release their MRs. */
+static void fr_off_below(struct qrdma_be *be, struct vb_mr *m, uint64_t seq)
+{
+    if (seq > m->free_below) {
+        m->free_below = seq;
+    }
+    fr_regs_reap(be, m, false);
 }
 
 static void mr_release(struct qrdma_be *be, struct vb_mr *m)
@@ -573,14 +583,6 @@ static void mr_release(struct qrdma_be *be, struct vb_mr *m)
         be->v->dealloc_mw(m->mw);
     }
     fr_regs_reap(be, m, true);
-    /* what the host still refused without a window cannot be used: drop it */
-    while (m->regs) {
-        struct vb_fr_reg *r = m->regs;
-
-        m->regs = r->next;
-        r->mr = NULL;
-        fr_reg_free(be, r);
-    }
     if (m->mr) {
         be->v->dereg_mr(m->mr);
     }
@@ -1666,7 +1668,7 @@ static int fast_reg_to_host(struct qrdma_be *be, struct qrdma_be_qp *q,
     free(pieces.len);
     if (ret) {
         if (reg) {
-            fr_reg_free(be, reg);
+            fr_reg_free(be, reg, true);     /* never bound */
         }
         return -EINVAL;
     }
@@ -1717,10 +1719,7 @@ static void fr_retire(struct qrdma_be *be, const struct vb_fr_note *n, bool ran)
         return;                 /* released with its window meanwhile */
     }
     if (ran) {
-        if (n->seq > m->free_below) {
-            m->free_below = n->seq;
-        }
-        fr_regs_reap(be, m, false);
+        fr_off_below(be, m, n->seq);
         return;
     }
     if (n->kind != VB_FR_BIND) {
@@ -1730,7 +1729,7 @@ static void fr_retire(struct qrdma_be *be, const struct vb_fr_note *n, bool ran)
         if ((*pp)->seq == n->seq) {
             struct vb_fr_reg *r = *pp, *next = r->next;
 
-            if (fr_reg_free(be, r)) {
+            if (fr_reg_free(be, r, false)) {
                 *pp = next;
                 m->nregs--;
             }
@@ -2172,8 +2171,7 @@ static void complete_one(struct qrdma_be *be, struct qrdma_be_qp *q,
              */
             be->cbs.invalidate(be->opaque, m->pd, q->qp_id, m->stag);
             /* every bind of it ran: the peer had the rkey of the last */
-            m->free_below = m->next_seq;
-            fr_regs_reap(be, m, false);
+            fr_off_below(be, m, m->next_seq);
             wc.wc_flags |= QRDMA_BE_WC_WITH_INV;
             wc.invalidated_stag = hw->invalidated_rkey;
         } else if (hw->wc_flags & IBV_WC_WITH_INV) {
