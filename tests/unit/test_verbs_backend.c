@@ -1609,23 +1609,12 @@ static void test_fast_reg(void)
     CHECK_EQ(vmock.live_ctx, 0);
 }
 
-/* Complete WR wr_id of the mock QP's send CQ with status and opcode, and poll. */
+/* The host ran WR wr_id of the mock QP, with status and opcode; the backend polls. */
 static void send_done(struct qrdma_be *be, struct vm_qp *h, uint64_t wr_id,
                       enum ibv_wc_status status, enum ibv_wc_opcode opcode)
 {
-    struct ibv_wc wc;
-
-    memset(&wc, 0, sizeof(wc));
-    wc.wr_id = wr_id;
-    wc.status = status;
-    wc.opcode = opcode;
-    verbs_mock_cq_push(h->qp.send_cq, &wc);
+    verbs_mock_send_done(h, wr_id, status, opcode);
     ops->poll(be, 64);
-}
-
-static bool mr_live(const struct vm_mr *m)
-{
-    return m && m->mr.context != NULL;
 }
 
 /*
@@ -1708,7 +1697,7 @@ static void test_fast_reg_scattered(void)
     CHECK_EQ(ram1[0x9fff], 0x3c);
     a->bound_mw = mw;                           /* the host ran the bind */
     send_done(be, h, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
-    CHECK(mr_live(a));
+    CHECK(verbs_mock_mr_live(a));
     CHECK_EQ(core.wc[core.nwc - 1].opcode, QRDMA_BE_WC_FAST_REG);
 
     /* LOCAL_INV, then B: A stays until the invalidation has run. */
@@ -1717,15 +1706,15 @@ static void test_fast_reg_scattered(void)
     fr.wr_id = 3;
     CHECK_EQ(ops->post_send(be, qp, &fr), 0);
     b = verbs_mock_last_mr();
-    CHECK(b != a && mr_live(a) && mr_live(b));
+    CHECK(b != a && verbs_mock_mr_live(a) && verbs_mock_mr_live(b));
     CHECK(h->send[2].bind_mw.bind_info.mr == &b->mr);
     a->bound_mw = NULL;                         /* the host ran the invalidation */
     send_done(be, h, 2, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
-    CHECK(!mr_live(a));
-    CHECK(mr_live(b));
+    CHECK(!verbs_mock_mr_live(a));
+    CHECK(verbs_mock_mr_live(b));
     b->bound_mw = mw;
     send_done(be, h, 3, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
-    CHECK(mr_live(b));
+    CHECK(verbs_mock_mr_live(b));
     CHECK_EQ(vmock.live_mr, live + 1);
 
     /*
@@ -1738,10 +1727,10 @@ static void test_fast_reg_scattered(void)
     fr.wr_id = 5;
     CHECK_EQ(ops->post_send(be, qp, &fr), 0);
     c = verbs_mock_last_mr();
-    CHECK(c != b && mr_live(c));
+    CHECK(c != b && verbs_mock_mr_live(c));
     send_done(be, h, 5, IBV_WC_WR_FLUSH_ERR, IBV_WC_BIND_MW);
-    CHECK(!mr_live(c));
-    CHECK(mr_live(b));
+    CHECK(!verbs_mock_mr_live(c));
+    CHECK(verbs_mock_mr_live(b));
     CHECK_EQ(vmock.live_mr, live + 1);
     CHECK_EQ(core.wc[core.nwc - 1].status, QRDMA_BE_WC_WR_FLUSH_ERR);
 

@@ -831,6 +831,13 @@ static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32
  * RAM the host cannot alias (no fd) completes in error; a DEALLOC_STAG
  * frees the host window.
  */
+/* The host ran the k-th send WR of mock QP h: its completion, and the data path runs. */
+static void host_ran(struct vm_qp *h, unsigned k, enum ibv_wc_opcode opcode)
+{
+    verbs_mock_send_done(h, h->send[k].wr_id, IBV_WC_SUCCESS, opcode);
+    run_dp();
+}
+
 static void test_fast_reg(void)
 {
     const uint32_t fr_stag = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x20;
@@ -841,7 +848,6 @@ static void test_fast_reg(void)
     uint32_t qpn, rkey, base;
     struct ibv_mw *mw;
     struct vm_qp *h;
-    struct ibv_wc wc;
     struct cqe e;
     uint8_t ctx[64];
 
@@ -882,11 +888,7 @@ static void test_fast_reg(void)
     memcpy(ctx, mem(SA, INFO), 64);
     CHECK_EQ(ctx[0] & 3, QRDMA_MR_STATE_VALID);
     CHECK_EQ(ctx[1], 0x21);
-    memset(&wc, 0, sizeof(wc));
-    wc.wr_id = h->send[0].wr_id;
-    wc.opcode = IBV_WC_BIND_MW;
-    verbs_mock_cq_push(h->qp.send_cq, &wc);
-    run_dp();
+    host_ran(h, 0, IBV_WC_BIND_MW);
     EXPECT_CQE(SA, 1, QPN, 0, QRDMA_BE_WC_FAST_REG, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
 
     /* LOCAL_INV by the STag: the host's by the wire rkey; the core's MR is free again. */
@@ -897,10 +899,7 @@ static void test_fast_reg(void)
     CHECK_EQ(h->send[1].opcode, IBV_WR_LOCAL_INV);
     CHECK_EQ(h->send[1].invalidate_rkey, base | 0x21);
     CHECK_EQ(SA->core.obj.mr[FR_INDEX].state, QRDMA_MR_STATE_FREE);
-    wc.wr_id = h->send[1].wr_id;
-    wc.opcode = IBV_WC_LOCAL_INV;
-    verbs_mock_cq_push(h->qp.send_cq, &wc);
-    run_dp();
+    host_ran(h, 1, IBV_WC_LOCAL_INV);
     EXPECT_CQE(SA, 1, QPN, 1, QRDMA_BE_WC_LOCAL_INV, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     no_errors(SA);
 
@@ -917,23 +916,17 @@ static void test_fast_reg(void)
     CHECK(own->mr.addr == SA->ram + (fr_iova - RAM_BASE));
     CHECK_EQ(own->mr.length, 8192);
     own->bound_mw = mw;
-    wc.wr_id = h->send[2].wr_id;
-    wc.opcode = IBV_WC_BIND_MW;
-    verbs_mock_cq_push(h->qp.send_cq, &wc);
-    run_dp();
+    host_ran(h, 2, IBV_WC_BIND_MW);
     EXPECT_CQE(SA, 1, QPN, 2, QRDMA_BE_WC_FAST_REG, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
     inv.imm = fr_stag;
     CHECK_EQ(post_send(SA, QPN, &inv), 3);
     ring_sq(SA, QPN);
     run_dp();
-    CHECK(own->mr.context != NULL);     /* until the host has run the invalidation */
+    CHECK(verbs_mock_mr_live(own));     /* until the host has run the invalidation */
     own->bound_mw = NULL;
-    wc.wr_id = h->send[3].wr_id;
-    wc.opcode = IBV_WC_LOCAL_INV;
-    verbs_mock_cq_push(h->qp.send_cq, &wc);
-    run_dp();
+    host_ran(h, 3, IBV_WC_LOCAL_INV);
     EXPECT_CQE(SA, 1, QPN, 3, QRDMA_BE_WC_LOCAL_INV, QRDMA_BE_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
-    CHECK(own->mr.context == NULL);
+    CHECK(!verbs_mock_mr_live(own));
     no_errors(SA);
 
     /*

@@ -266,6 +266,18 @@ void verbs_mock_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc)
     }
 }
 
+void verbs_mock_send_done(struct vm_qp *q, uint64_t wr_id, enum ibv_wc_status status,
+                          enum ibv_wc_opcode opcode)
+{
+    struct ibv_wc wc;
+
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = wr_id;
+    wc.status = status;
+    wc.opcode = opcode;
+    verbs_mock_cq_push(q->qp.send_cq, &wc);
+}
+
 static struct ibv_qp *m_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
     struct vm_qp *q;
@@ -483,6 +495,11 @@ static int m_dealloc_mw(struct ibv_mw *mw)
 struct vm_mr *verbs_mock_last_mr(void)
 {
     return vmock.nmrs ? vmock.mrs[vmock.nmrs - 1] : NULL;
+}
+
+bool verbs_mock_mr_live(const struct vm_mr *m)
+{
+    return m && m->mr.context != NULL;     /* dereg clears it */
 }
 
 static struct ibv_ah *m_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)

@@ -125,10 +125,14 @@ extern const struct qrdma_vb_verbs verbs_mock_table;
 void verbs_mock_reset(void);
 /* A completion into cq; an event on its channel if the CQ was armed. */
 void verbs_mock_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc);
+/* The host ran send WR wr_id of q: its completion, with status and opcode. */
+void verbs_mock_send_done(struct vm_qp *q, uint64_t wr_id, enum ibv_wc_status status,
+                          enum ibv_wc_opcode opcode);
 void verbs_mock_async_push(enum ibv_event_type type, void *element);
 /* The mock QP whose host QPN is qpn, or NULL. */
 struct vm_qp *verbs_mock_qp(uint32_t qpn);
-/* The last MR registered. */
+/* The last MR registered; whether an MR is still registered. */
 struct vm_mr *verbs_mock_last_mr(void);
+bool verbs_mock_mr_live(const struct vm_mr *m);
 
 #endif /* QRDMA_VERBS_MOCK_H */
