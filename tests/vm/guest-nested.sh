@@ -6,8 +6,9 @@
 # initramfs made here of this guest's own files; the inner guest
 # (nested-init.sh) runs ibv_devinfo and the clients of qrdma-pingpong (RC)
 # and qrdma-bulk (WRITE/READ) against their servers on rxe0 here, then
-# rping over its own kernel's rdma_cm, which the device carries with
-# cm=proxy through this guest's rdma_cm, as client and as server.
+# rping over its own kernel's rdma_cm, which the device's CM proxy (its
+# default) carries through this guest's rdma_cm, as client and as server,
+# and NVMe over RDMA to this guest's nvmet.
 #
 # Environment: NESTED_PP_SEED sets the ping-pong server's pattern seed
 # (-S); a seed the inner client does not share must fail the byte checks

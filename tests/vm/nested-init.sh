@@ -99,8 +99,8 @@ echo "nested-result rping-server $rc"
 
 # NVMe over RDMA through the proxy: this kernel's nvme-rdma connects to
 # the outer guest's nvmet on rxe0 (its rdma_cm), then reads 16 MB and
-# writes 8 MB with direct I/O of 1 MB: scattered user pages, which
-# nvme-rdma fast-registers (FAST_REG WQEs of scattered pages) for the
+# writes 8 MB with direct I/O of 1 MB: the pages of dd's buffer (a user
+# buffer's are rarely contiguous), which nvme-rdma fast-registers for the
 # target's RDMA WRITEs and READs, answered with SEND_WITH_INV. The
 # outer guest compares both SHA-256s with its file.
 rc=0
@@ -109,7 +109,7 @@ for m in $(cat /modules/nvme.list); do
 done
 echo "transport=rdma,traddr=$a,trsvcid=4420,nqn=$nqn,nr_io_queues=1" > /dev/nvme-fabrics || rc=2
 for _ in $(seq 300); do
-    [ -b /dev/nvme0n1 ] && break
+    [ -b /dev/nvme0n1 ] || [ "$rc" != 0 ] && break
     sleep 0.2
 done
 [ -b /dev/nvme0n1 ] || rc=3
