@@ -33,6 +33,9 @@ run_stage setup bash scripts/setup-host.sh || rc=$?
 [ "$rc" -eq 0 ] && { run_stage vm-tests bash tests/vm/run-all.sh || rc=$?; }
 
 grep -E 'stage [a-z0-9.-]+: [0-9]+s' "$out" | sed 's/^\[[0-9:]*\] //' | sed 's/^/  /'
+# and each VM test's (tests/vm/run-all.sh), slowest first
+grep -E '^=== test-[a-z0-9-]+: (PASS|FAIL) in [0-9]+s$' "$out" |
+    sed 's/^=== //' | sort -t' ' -k4 -rn | sed 's/^/    /'
 # Every suite's closing line: core-*, test_sw_* (tests/unit/unit.h), vm-tests.
 read -r passed failed < <(grep -E '^[A-Za-z0-9_-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
     awk '{ p += $2; f += $4 } END { print p + 0, f + 0 }')
