@@ -980,6 +980,11 @@ void vb_cm_poll(struct vb_cm *cm)
     deadlines(cm);
 }
 
+void vb_cm_poll_deadlines(struct vb_cm *cm)
+{
+    deadlines(cm);
+}
+
 bool vb_cm_rtr_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
                    uint32_t dest_qpn, uint32_t *rq_psn)
 {

@@ -158,6 +158,8 @@ void vb_cm_guest_mad(struct vb_cm *cm, const uint8_t sgid[16],
 
 /* The host's events and the connections' deadlines. */
 void vb_cm_poll(struct vb_cm *cm);
+/* The deadlines alone, when vb_cm_fd() has nothing to read. */
+void vb_cm_poll_deadlines(struct vb_cm *cm);
 
 /*
  * A guest's RTR of the QP with wire QPN qpn, naming the peer QP dest_qpn

@@ -132,6 +132,10 @@ SAME(QRDMA_BE_EV_SRQ_LIMIT, IBV_EVENT_SRQ_LIMIT_REACHED);
 #define VB_MAX_PD       (1u << 16)      /* guest PD numbers the backend takes */
 #define VB_MAX_ID       (1u << 24)      /* QP IDs and MR indexes */
 #define VB_POLL_BATCH   16
+/* the fds behind wait_fd, as their epoll data says (fds_ready) */
+#define VB_READY_CHANNEL 1u     /* the completion channel */
+#define VB_READY_ASYNC   2u     /* the device's async events */
+#define VB_READY_CM      4u     /* the CM proxy's rdma_cm channel */
 #define VB_AH_CACHE     64
 /* a DMA-MR SGE may split at a RAM range's end */
 #define VB_MAX_HOST_SGE (2 * QRDMA_BE_MAX_SGE)
@@ -1318,6 +1322,7 @@ static int cm_start(struct qrdma_be *be, char *err, size_t err_len)
         return -1;
     }
     fd = vb_cm_fd(be->cm);
+    ev.data.u32 = VB_READY_CM;
     if (fd >= 0 && epoll_ctl(be->epfd, EPOLL_CTL_ADD, fd, &ev)) {
         snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
         return -1;
@@ -2319,17 +2324,47 @@ static uint64_t srqs_fill(struct qrdma_be *be)
     return room ? be->cbs.now_ns(be->opaque) + VB_SRQ_POLL_NS : UINT64_MAX;
 }
 
+/*
+ * Which of the fds behind wait_fd have something to read (VB_READY_*):
+ * one epoll_wait in place of a read that finds nothing on each of them at
+ * every pass of the data path. A CM proxy without an fd is always read.
+ */
+static unsigned fds_ready(struct qrdma_be *be)
+{
+    struct epoll_event ev[3];
+    unsigned ready = 0;
+    int i, n;
+
+    n = epoll_wait(be->epfd, ev, sizeof(ev) / sizeof(ev[0]), 0);
+    if (n < 0) {
+        return VB_READY_CHANNEL | VB_READY_ASYNC | VB_READY_CM;
+    }
+    for (i = 0; i < n; i++) {
+        ready |= ev[i].data.u32;
+    }
+    if (be->cm && vb_cm_fd(be->cm) < 0) {
+        ready |= VB_READY_CM;
+    }
+    return ready;
+}
+
 static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
 {
     struct ibv_wc wc[VB_POLL_BATCH];
-    unsigned done = 0;
+    unsigned done = 0, ready = fds_ready(be);
     uint64_t deadline, cm_deadline;
     uint32_t i;
 
-    async_events(be);
-    channel_events(be);
-    if (be->cm) {
+    if (ready & VB_READY_ASYNC) {
+        async_events(be);
+    }
+    if (ready & VB_READY_CHANNEL) {
+        channel_events(be);
+    }
+    if (be->cm && (ready & VB_READY_CM)) {
         vb_cm_poll(be->cm);
+    } else if (be->cm) {
+        vb_cm_poll_deadlines(be->cm);
     }
     for (i = 0; i < be->nqps; i++) {
         struct qrdma_be_qp *q = be->qps[i];
@@ -2668,8 +2703,13 @@ static struct qrdma_be *vb_create(const struct qrdma_be_callbacks *cb,
         goto fail;
     }
     be->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (be->epfd < 0 || epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ch->fd, &ev) ||
-        epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ctx->async_fd, &ev)) {
+    ev.data.u32 = VB_READY_CHANNEL;
+    if (be->epfd < 0 || epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ch->fd, &ev)) {
+        snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
+        goto fail;
+    }
+    ev.data.u32 = VB_READY_ASYNC;
+    if (epoll_ctl(be->epfd, EPOLL_CTL_ADD, be->ctx->async_fd, &ev)) {
         snprintf(err, err_len, "backend=verbs: epoll: %s", strerror(errno));
         goto fail;
     }

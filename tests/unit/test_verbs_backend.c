@@ -899,8 +899,12 @@ static void test_send_completions(void)
     wr.wr_id = 4;
     CHECK_EQ(ops->post_send(be, qp, &wr), -ENOSPC);     /* 4 held: the ring is full */
 
+    /* Nothing on the fds: a poll reads neither (fds_ready). */
+    vmock.get_cq_event_calls = vmock.get_async_event_calls = 0;
     CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
     CHECK_EQ(core.nwc, 0);
+    CHECK_EQ(vmock.get_cq_event_calls, 0);
+    CHECK_EQ(vmock.get_async_event_calls, 0);
     memset(&wc, 0, sizeof(wc));
     wc.wr_id = 1;
     wc.status = IBV_WC_SUCCESS;
@@ -912,6 +916,8 @@ static void test_send_completions(void)
     CHECK_EQ(ops->poll(be, 64), UINT64_MAX);
     CHECK(!fd_ready(be));
     CHECK_EQ(core.nwc, 1);
+    CHECK(vmock.get_cq_event_calls > 0);
+    CHECK_EQ(vmock.get_async_event_calls, 0);
     CHECK_EQ(core.wc_qp[0], QP_ID);
     CHECK_EQ(core.wc[0].wr_id, 1);
     CHECK_EQ(core.wc[0].opcode, QRDMA_BE_WC_RDMA_WRITE);

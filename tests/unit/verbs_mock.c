@@ -224,6 +224,7 @@ static int m_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 static int m_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)
 {
+    vmock.get_cq_event_calls++;
     while (vmock.cq_ev_head != vmock.cq_ev_tail) {
         struct ibv_cq *c = vmock.cq_ev[vmock.cq_ev_head++ % (VM_MAX_EV * 4)];
 
@@ -554,6 +555,7 @@ void verbs_mock_async_push(enum ibv_event_type type, void *element)
 
 static int m_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
+    vmock.get_async_event_calls++;
     if (vmock.async_head == vmock.async_tail) {
         fd_clear(ctx->async_fd);
         errno = EAGAIN;

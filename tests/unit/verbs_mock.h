@@ -95,6 +95,8 @@ struct verbs_mock {
     /* live objects and call counts */
     int live_ctx, live_ch, live_pd, live_cq, live_qp, live_mr, live_ah, live_srq, live_mw;
     unsigned create_ah_calls, acked_async, acked_cq;
+    /* reads of the completion channel and of the async events, empty or not */
+    unsigned get_cq_event_calls, get_async_event_calls;
     /* the objects, in creation order */
     struct vm_qp *qps[VM_MAX_OBJ];
     unsigned nqps;
