@@ -6,9 +6,11 @@
 # initramfs made here of this guest's own files; the inner guest
 # (nested-init.sh) runs ibv_devinfo and the clients of qrdma-pingpong (RC)
 # and qrdma-bulk (WRITE/READ) against their servers on rxe0 here, then
-# rping over its own kernel's rdma_cm, which the device's CM proxy (its
-# default) carries through this guest's rdma_cm, as client and as server,
-# and NVMe over RDMA to this guest's nvmet.
+# qrdma-pingpong over UD and an SRQ, and perftest's WRITE, READ, atomic
+# and UD SEND tests (QPNs over TCP) and a SEND test over rdma_cm (-R),
+# then rping over its own kernel's rdma_cm, which the device's CM proxy
+# (its default) carries through this guest's rdma_cm, as client and as
+# server, and NVMe over RDMA to this guest's nvmet.
 #
 # Environment: NESTED_PP_SEED sets the ping-pong server's pattern seed
 # (-S); a seed the inner client does not share must fail the byte checks
@@ -71,7 +73,7 @@ put_elf() {
     done
 }
 bins=(bash mount insmod ip cat ls sleep timeout dmesg grep seq cut head readlink basename ibv_devinfo
-      qrdma-pingpong qrdma-bulk rping rdma dd sha256sum)
+      qrdma-pingpong qrdma-bulk rping rdma dd sha256sum ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw)
 for b in "${bins[@]}"; do
     p=$(command -v "$b") || { fail "no $b in this guest"; continue; }
     put_elf "$(readlink -f "$p")"
@@ -144,6 +146,32 @@ start_rping_client() {
     ( timeout 600 rping -c -a "$ip4" -p 7472 -C 20 -S 4096 -V -v > /tmp/rping-c.log 2>&1
       echo $? > /tmp/rping-c.rc ) > /dev/null 2>&1 &
 }
+# What runs once the RC ping-pong and the transfer are done, each server
+# on a port of its own, all started with the RC ping-pong's (they wait for
+# their client; the inner guest runs the clients one after the other):
+# qrdma-pingpong over UD and over an SRQ of 4 QPs (every byte checked, as
+# RC), and perftest (exit status: every completion successful), each
+# "NAME PORT COMMAND" with rxe0's GID index for @GID@. The inner guest's
+# clients are in nested-init.sh, in this order, with the same ports.
+more_servers=(
+    "pp-ud 19877 qrdma-pingpong -d rxe0 -g @GID@ -t ud -s 1024 -n 20 -w 1400 -p 19877"
+    "pp-srq 19878 qrdma-pingpong -d rxe0 -g @GID@ -t srq -q 4 -s 4096 -n 20 -w 1400 -p 19878"
+    "write-bw 18601 ib_write_bw -d rxe0 -x @GID@ -F -s 4096 -n 50 -p 18601"
+    "read-bw 18602 ib_read_bw -d rxe0 -x @GID@ -F -s 4096 -n 50 -p 18602"
+    "atomic-bw 18603 ib_atomic_bw -d rxe0 -x @GID@ -F -n 50 -p 18603"
+    "send-bw-ud 18604 ib_send_bw -d rxe0 -x @GID@ -F -c UD -s 1024 -n 50 -p 18604"
+    "send-bw-cm 18605 ib_send_bw -d rxe0 -R -F -s 4096 -n 50 -p 18605"
+)
+start_more_servers() {
+    local e name cmd
+    for e in "${more_servers[@]}"; do
+        read -r name _ cmd <<< "$e"
+        echo "  outer: starting the $name server on rxe0"
+        rm -f "/tmp/$name.rc"
+        ( timeout 1400 ${cmd//@GID@/$gid_index} > "/tmp/$name-server.log" 2>&1
+          echo $? > "/tmp/$name.rc" ) > /dev/null 2>&1 &
+    done
+}
 start_bulk_server() {
     echo "  outer: starting the WRITE/READ server on rxe0"
     ( timeout 900 qrdma-bulk -d rxe0 -g "$gid_index" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 \
@@ -165,7 +193,7 @@ stamp() {
         line=${line%$'\r'}
         printf '  inner| %6.1f %s\n' "$(awk -v a="$t_launch" -v b="$EPOCHREALTIME" 'BEGIN { print b - a }')" "$line"
         case "$line" in
-        "nested-inner: qrdma0 ready"*) start_pp_server; start_rping_server ;;
+        "nested-inner: qrdma0 ready"*) start_pp_server; start_rping_server; start_more_servers ;;
         "nested-inner: rping server listening"*) start_rping_client ;;
         "nested-result pingpong"*) start_bulk_server ;;
         esac
@@ -195,6 +223,13 @@ expect_eq "inner: qrdma-bulk client (WRITE, READ back compared, checksums)" "$(r
 wait_for 60 test -s /tmp/bulk.rc
 expect_eq "outer: qrdma-bulk server on rxe0" "$(cat /tmp/bulk.rc 2>/dev/null)" 0
 tail -n 3 /tmp/bulk-server.log | sed 's/^/  bulk-server| /'
+for e in "${more_servers[@]}"; do
+    read -r name port cmd <<< "$e"
+    expect_eq "inner: $name client (${cmd%% -d *}, port $port)" "$(result "$name")" 0
+    wait_for 60 test -s "/tmp/$name.rc"
+    expect_eq "outer: $name server on rxe0" "$(cat "/tmp/$name.rc" 2>/dev/null)" 0
+    tail -n 2 "/tmp/$name-server.log" | sed "s/^/  $name-server| /"
+done
 expect_eq "inner: rping client over rdma_cm (the CM proxy): exit status and rounds checked (-V)" \
     "$(result rping-client)" "0 20"
 wait_for 60 test -s /tmp/rping-s.rc

@@ -5,8 +5,10 @@
 # user-mode network's address and rxe0's IPv4 address (the host GID the
 # device offers: ib_core adds a GID for each address of the netdev), then
 # ibv_devinfo, qrdma-pingpong RC and qrdma-bulk against the peers on rxe0
-# (their TCP side at 10.0.2.2, the outer guest's loopback), then rping
-# (rdma_cm through the device's CM proxy) as client and as server. Prints
+# (their TCP side at 10.0.2.2, the outer guest's loopback), qrdma-pingpong
+# over UD and an SRQ, perftest (WRITE, READ, atomics, UD SEND; a SEND test
+# over rdma_cm), then rping (rdma_cm through the device's CM proxy) as
+# client and as server, and NVMe over RDMA. Prints
 # "nested-result NAME STATUS" lines for guest-nested.sh and powers off.
 export PATH=/usr/bin
 mount -t proc proc /proc
@@ -68,6 +70,27 @@ timeout 600 qrdma-pingpong -d qrdma0 -g "$idx" -t rc -s 4096 -n 20 -w 300 10.0.2
 echo "nested-result pingpong $?"
 timeout 600 qrdma-bulk -d qrdma0 -g "$idx" -m 8 -c 4 -w 256 -q 4 -s 2 -t 300 10.0.2.2
 echo "nested-result bulk $?"
+
+# The clients of the servers guest-nested.sh started on rxe0 (its
+# more_servers: the same names, ports and options): qrdma-pingpong over
+# UD and over an SRQ of 4 QPs, every byte checked; perftest's exit status
+# (every completion successful), QPNs over TCP, and its SEND test over
+# rdma_cm to rxe0's address (the proxy).
+more() {
+    local name=$1
+    shift
+    timeout 300 "$@" > /tmp/more.log 2>&1
+    local rc=$?
+    tail -n 2 /tmp/more.log
+    echo "nested-result $name $rc"
+}
+more pp-ud qrdma-pingpong -d qrdma0 -g "$idx" -t ud -s 1024 -n 20 -w 300 -p 19877 10.0.2.2
+more pp-srq qrdma-pingpong -d qrdma0 -g "$idx" -t srq -q 4 -s 4096 -n 20 -w 300 -p 19878 10.0.2.2
+more write-bw ib_write_bw -d qrdma0 -x "$idx" -F -s 4096 -n 50 -p 18601 10.0.2.2
+more read-bw ib_read_bw -d qrdma0 -x "$idx" -F -s 4096 -n 50 -p 18602 10.0.2.2
+more atomic-bw ib_atomic_bw -d qrdma0 -x "$idx" -F -n 50 -p 18603 10.0.2.2
+more send-bw-ud ib_send_bw -d qrdma0 -x "$idx" -F -c UD -s 1024 -n 50 -p 18604 10.0.2.2
+more send-bw-cm ib_send_bw -d qrdma0 -R -F -s 4096 -n 50 -p 18605 "$a"
 
 # rdma_cm over QP1, which the device (cm=proxy) carries through the outer
 # guest's rdma_cm: this kernel's own ib_cm and rdma_cm, rping both ways.
