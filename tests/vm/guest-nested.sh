@@ -12,9 +12,9 @@
 # (its default) carries through this guest's rdma_cm, as client and as
 # server, and NVMe over RDMA to this guest's nvmet.
 #
-# Environment: NESTED_PP_SEED sets the ping-pong server's pattern seed
-# (-S); a seed the inner client does not share must fail the byte checks
-# (how the test is seen to fail). NESTED_INNER_MB: the inner guest's RAM.
+# Environment: NESTED_PP_SEED sets the ping-pong servers' pattern seed
+# (-S: RC, UD and SRQ); a seed the inner clients do not share must fail
+# their byte checks (how the test is seen to fail). NESTED_INNER_MB: the inner guest's RAM.
 # NESTED_CM: the device's cm= (unset: the device's default, the proxy;
 # off must fail the rping checks: the inner rdma_cm then finds no device
 # to bind to).
@@ -151,11 +151,12 @@ start_rping_client() {
 # their client; the inner guest runs the clients one after the other):
 # qrdma-pingpong over UD and over an SRQ of 4 QPs (every byte checked, as
 # RC), and perftest (exit status: every completion successful), each
-# "NAME PORT COMMAND" with rxe0's GID index for @GID@. The inner guest's
+# "NAME PORT COMMAND" with rxe0's GID index for @GID@ and -S
+# NESTED_PP_SEED, if set, for @SEED@. The inner guest's
 # clients are in nested-init.sh, in this order, with the same ports.
 more_servers=(
-    "pp-ud 19877 qrdma-pingpong -d rxe0 -g @GID@ -t ud -s 1024 -n 20 -w 1400 -p 19877"
-    "pp-srq 19878 qrdma-pingpong -d rxe0 -g @GID@ -t srq -q 4 -s 4096 -n 20 -w 1400 -p 19878"
+    "pp-ud 19877 qrdma-pingpong -d rxe0 -g @GID@ -t ud -s 1024 -n 20 -w 1400 -p 19877 @SEED@"
+    "pp-srq 19878 qrdma-pingpong -d rxe0 -g @GID@ -t srq -q 4 -s 4096 -n 20 -w 1400 -p 19878 @SEED@"
     "write-bw 18601 ib_write_bw -d rxe0 -x @GID@ -F -s 4096 -n 50 -p 18601"
     "read-bw 18602 ib_read_bw -d rxe0 -x @GID@ -F -s 4096 -n 50 -p 18602"
     "atomic-bw 18603 ib_atomic_bw -d rxe0 -x @GID@ -F -n 50 -p 18603"
@@ -163,9 +164,10 @@ more_servers=(
     "send-bw-cm 18605 ib_send_bw -d rxe0 -R -F -s 4096 -n 50 -p 18605"
 )
 start_more_servers() {
-    local e name cmd
+    local e name cmd seed=${NESTED_PP_SEED:+-S $NESTED_PP_SEED}
     for e in "${more_servers[@]}"; do
         read -r name _ cmd <<< "$e"
+        cmd=${cmd//@SEED@/$seed}
         echo "  outer: starting the $name server on rxe0"
         rm -f "/tmp/$name.rc"
         ( timeout 1400 ${cmd//@GID@/$gid_index} > "/tmp/$name-server.log" 2>&1

@@ -7,12 +7,16 @@
 # and a memfd as guest RAM; the inner TCG guest boots the same kernel with
 # a small initramfs that guest-nested.sh makes from the outer guest's own
 # files (qrdma.ko, the provider, libibverbs, ibv_devinfo, qrdma-pingpong,
-# qrdma-bulk). The inner guest checks ibv_devinfo (qrdma0, PORT_ACTIVE,
+# qrdma-bulk, perftest, rping). The inner guest checks ibv_devinfo (qrdma0, PORT_ACTIVE,
 # rxe0's IPv4 GID), then an RC ping-pong (qrdma-pingpong, every byte
 # checked) and a WRITE/READ transfer (qrdma-bulk, READ back compared byte
 # for byte, checksums per chunk) against peers on rxe0 in the outer guest;
 # QPNs, PSNs, rkeys and GIDs go over TCP through the inner QEMU's user-mode
-# network (10.0.2.2 is the outer guest's loopback). Then rdma_cm: the
+# network (10.0.2.2 is the outer guest's loopback). Then qrdma-pingpong
+# over UD and an SRQ (every byte checked), perftest's ib_write_bw,
+# ib_read_bw, ib_atomic_bw and ib_send_bw -c UD (exit status both sides:
+# every completion successful) and ib_send_bw -R (rdma_cm through the
+# proxy) against servers on rxe0. Then rdma_cm: the
 # device has its default cm (the proxy) and cm-listen=7472, and rping (-V: each round's buffer
 # READ by the server, WRITTEN back and compared) runs over the inner
 # kernel's own ib_cm and rdma_cm, whose MADs the device's proxy carries
@@ -27,8 +31,8 @@
 # (and whatever else it lacks, found below), which go into the share with
 # the firmware it loads.
 #
-# QRDMA_NESTED_PP_SEED=N gives the ping-pong server on rxe0 another pattern seed
-# than the inner client's: its byte checks must then fail (how the test is
+# QRDMA_NESTED_PP_SEED=N gives the ping-pong servers on rxe0 (RC, UD, SRQ)
+# another pattern seed than the inner clients': their byte checks must then fail (how the test is
 # seen to fail); QRDMA_NESTED_CM=off runs the device with cm=off, which
 # must fail the rping checks. QRDMA_NESTED_INNER_MB: the inner guest's RAM (default 512);
 # QRDMA_NESTED_MEM the outer guest's (3072), QRDMA_NESTED_TIMEOUT vm-run's.
