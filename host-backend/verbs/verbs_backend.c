@@ -2364,7 +2364,7 @@ static uint64_t vb_poll(struct qrdma_be *be, unsigned budget)
     if (be->cm && (ready & VB_READY_CM)) {
         vb_cm_poll(be->cm);
     } else if (be->cm) {
-        vb_cm_poll_deadlines(be->cm);
+        vb_cm_poll_deadlines(be->cm);   /* its guest deadlines still run */
     }
     for (i = 0; i < be->nqps; i++) {
         struct qrdma_be_qp *q = be->qps[i];

@@ -535,6 +535,13 @@ static void test_gsi_cm_proxy(void)
     peer_nmads = 0;
     peer = vb_cm_create(&cmm_ops, host_b, &penv, &pcfg, err, sizeof(err));
     CHECK(peer != NULL);
+    /*
+     * The guest's host has an fd, readable while it has events, as
+     * rdma_cm's channel: the backend reads the proxy's events only when
+     * its epoll says that fd is (fds_ready), so the REP below arrives
+     * only if that works.
+     */
+    cmm_host_use_fd(host_a);
     setup_cm_host = host_a;
     verbs_setup();
     setup_cm_host = NULL;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 enum mid_state {
     MS_IDLE,
@@ -45,6 +47,8 @@ struct cmm_host {
     struct vb_cmh_event ev[CMM_MAX_EVENTS];
     unsigned ev_head, ev_n;
     bool acked;                 /* the last event given was acked */
+    bool has_fd;                /* cmm_host_use_fd: efd readable while ev_n */
+    int efd;
     enum cmm_call fail_call;
     int fail_err;
 };
@@ -92,6 +96,13 @@ static void post(struct cmm_host *h, struct mid *id, enum vb_cmh_event_type t,
         abort();
     }
     e = &h->ev[(h->ev_head + h->ev_n++) % CMM_MAX_EVENTS];
+    if (h->has_fd) {
+        uint64_t one = 1;
+
+        if (write(h->efd, &one, sizeof(one)) != sizeof(one)) {
+            abort();
+        }
+    }
     memset(e, 0, sizeof(*e));
     e->type = t;
     e->id = id;
@@ -132,7 +143,9 @@ static struct mid *mid_new(struct cmm_host *h, void *context, bool udp)
 
 static int m_fd(void *host)
 {
-    return -1;
+    struct cmm_host *h = host;
+
+    return h->has_fd ? h->efd : -1;
 }
 
 static int m_get_event(void *host, struct vb_cmh_event *ev)
@@ -144,6 +157,11 @@ static int m_get_event(void *host, struct vb_cmh_event *ev)
         abort();
     }
     if (!h->ev_n) {
+        if (h->has_fd) {
+            uint64_t v;
+
+            (void)!read(h->efd, &v, sizeof(v));
+        }
         return -EAGAIN;
     }
     *ev = h->ev[h->ev_head];
@@ -537,6 +555,12 @@ struct cmm_world *cmm_world_new(uint32_t seed)
 
 void cmm_world_free(struct cmm_world *w)
 {
+    for (unsigned i = 0; i < w->nhosts; i++) {
+        if (w->hosts[i]->has_fd) {
+            close(w->hosts[i]->efd);
+            w->hosts[i]->has_fd = false;
+        }
+    }
     free(spare_world);
     spare_world = w;
 }
@@ -558,6 +582,16 @@ struct cmm_host *cmm_host_new(struct cmm_world *w, const char *ibdev,
     h->acked = true;
     w->hosts[w->nhosts++] = h;
     return h;
+}
+
+void cmm_host_use_fd(struct cmm_host *h)
+{
+    h->efd = eventfd(h->ev_n, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (h->efd < 0) {
+        perror("cm model: eventfd");
+        abort();
+    }
+    h->has_fd = true;
 }
 
 unsigned cmm_host_ids(const struct cmm_host *h)

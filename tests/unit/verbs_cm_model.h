@@ -32,6 +32,12 @@ void cmm_world_free(struct cmm_world *w);
 /* A host named ibdev (port 1) owning gid; the handle for the proxy's host. */
 struct cmm_host *cmm_host_new(struct cmm_world *w, const char *ibdev,
                               const uint8_t gid[16]);
+/*
+ * Give host h an fd (an eventfd) that is readable while it has events, as
+ * the rdma_cm channel's is; without it the model has none (vb_cm_fd -1).
+ * Closed by cmm_world_free.
+ */
+void cmm_host_use_fd(struct cmm_host *h);
 /* IDs the host holds now (listeners included); events queued for it. */
 unsigned cmm_host_ids(const struct cmm_host *h);
 unsigned cmm_host_events(const struct cmm_host *h);
