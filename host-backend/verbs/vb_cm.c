@@ -131,6 +131,11 @@ struct vb_cm {
     struct listener listeners[2 * VB_CM_MAX_LISTEN * 8];
     /* a host ID to destroy once the event being handled is acknowledged */
     void *doomed;
+    /*
+     * No connection's deadline is earlier (0 at create: look): deadlines()
+     * walks the connections only once it has passed, not at every poll.
+     */
+    uint64_t earliest;
 };
 
 /* The proxy's communication IDs keep a connection's index in their low byte. */
@@ -154,6 +159,15 @@ static void guest_error(struct vb_cm *cm, const char *fmt, ...)
 static uint64_t now(struct vb_cm *cm)
 {
     return cm->env.now_ns(cm->env.opaque);
+}
+
+/* The guest has guest_timeout_ns from now to answer on connection c. */
+static void deadline_set(struct vb_cm *cm, struct conn *c)
+{
+    c->deadline = now(cm) + cm->cfg.guest_timeout_ns;
+    if (c->deadline < cm->earliest) {
+        cm->earliest = c->deadline;
+    }
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -601,7 +615,7 @@ void vb_cm_guest_mad(struct vb_cm *cm, const uint8_t sgid[16],
     case VB_CM_MRA:
         /* the guest asks for time: give it, the host's CM keeps the peer */
         if (c->deadline) {
-            c->deadline = now(cm) + cm->cfg.guest_timeout_ns;
+            deadline_set(cm, c);
         }
         return;
     case VB_CM_DREQ:
@@ -701,7 +715,7 @@ static void host_connect_response(struct vb_cm *cm, struct conn *c,
     memcpy(m.pdata, ev->conn.pdata, ev->conn.pdata_len);
     give(cm, c, &m);
     c->state = CS_REP_GIVEN;
-    c->deadline = now(cm) + cm->cfg.guest_timeout_ns;
+    deadline_set(cm, c);
 }
 
 /* A UD service resolved (SIDR): the SIDR_REP for the guest, done. */
@@ -799,7 +813,7 @@ static void host_connect_request(struct vb_cm *cm, struct listener *l,
            ev->conn.pdata_len < room ? ev->conn.pdata_len : room);
     give(cm, c, &m);
     c->state = CS_REQ_GIVEN;
-    c->deadline = now(cm) + cm->cfg.guest_timeout_ns;
+    deadline_set(cm, c);
 }
 
 static void host_established(struct vb_cm *cm, struct conn *c,
@@ -837,7 +851,7 @@ static void host_disconnected(struct vb_cm *cm, struct conn *c)
         m.qpn = c->guest_qpn;
         give(cm, c, &m);
         c->state = CS_DREQ_GIVEN;
-        c->deadline = now(cm) + cm->cfg.guest_timeout_ns;
+        deadline_set(cm, c);
         return;
     case CS_REP_GIVEN:
     case CS_ACCEPTED:
@@ -933,10 +947,21 @@ static void deadlines(struct vb_cm *cm)
 {
     uint64_t t = now(cm);
 
+    if (t < cm->earliest) {
+        return;
+    }
+    /* recomputed by the walk, and lowered by any deadline set during it */
+    cm->earliest = UINT64_MAX;
     for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
         struct conn *c = cm->conns[i];
 
-        if (!c || !c->deadline || t < c->deadline) {
+        if (!c || !c->deadline) {
+            continue;
+        }
+        if (t < c->deadline) {
+            if (c->deadline < cm->earliest) {
+                cm->earliest = c->deadline;
+            }
             continue;
         }
         guest_error(cm, "CM connection 0x%08x: no answer from the guest in "
@@ -1007,16 +1032,7 @@ bool vb_cm_rtr_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
 
 uint64_t vb_cm_deadline(const struct vb_cm *cm)
 {
-    uint64_t d = UINT64_MAX;
-
-    for (unsigned i = 0; i < VB_CM_MAX_CONNS; i++) {
-        const struct conn *c = cm->conns[i];
-
-        if (c && c->deadline && c->deadline < d) {
-            d = c->deadline;
-        }
-    }
-    return d;
+    return cm->earliest;
 }
 
 unsigned vb_cm_conns(const struct vb_cm *cm)

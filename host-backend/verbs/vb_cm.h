@@ -173,7 +173,11 @@ void vb_cm_poll_deadlines(struct vb_cm *cm);
 bool vb_cm_rtr_psn(struct vb_cm *cm, uint32_t qpn, const uint8_t dgid[16],
                    uint32_t dest_qpn, uint32_t *rq_psn);
 
-/* The earliest deadline of a connection waiting on the guest, or UINT64_MAX. */
+/*
+ * No deadline of a connection waiting on the guest is earlier (UINT64_MAX:
+ * none); exact after a vb_cm_poll or vb_cm_poll_deadlines that found it
+ * passed, otherwise at most early (then the next poll looks again).
+ */
 uint64_t vb_cm_deadline(const struct vb_cm *cm);
 
 /* Connections now (tests, counters). */

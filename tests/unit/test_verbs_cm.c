@@ -752,7 +752,9 @@ static void test_cm_table_full(void)
 
 /*
  * B's guest never answers the REQ: after the guest timeout B's proxy
- * rejects the peer (A's guest gets a REJ) and tells B's guest too.
+ * rejects the peer (A's guest gets a REJ) and tells B's guest too. The
+ * proxies have polled with nothing waiting first, so B's earliest
+ * deadline is "none" when the REQ arrives: the REQ's must lower it.
  */
 static void test_cm_guest_timeout(void)
 {
@@ -761,10 +763,13 @@ static void test_cm_guest_timeout(void)
 
     clock_ns = 0;
     pair_init(&p);
+    pump(&p.a, &p.b);
+    CHECK_EQ(vb_cm_deadline(p.b.cm), UINT64_MAX);
     make_req(&req, gid_a, gid_b, 0x91, 0x10, 1, 7174, "x");
     send_msg(&p.a, gid_b, &req);
     pump(&p.a, &p.b);
     CHECK(take(&p.b, &m, NULL));
+    CHECK_EQ(vb_cm_deadline(p.b.cm), 5000000000ull);
     clock_ns = 4000000000ull;
     pump(&p.a, &p.b);
     CHECK_EQ(vb_cm_conns(p.b.cm), 1);
