@@ -59,7 +59,7 @@ HAVE_VERBS := $(shell pkg-config --exists libibverbs 2>/dev/null && echo 1)
 HAVE_RDMACM := $(shell pkg-config --exists librdmacm 2>/dev/null && echo 1)
 VERBS_SRCS := $(filter-out $(if $(HAVE_RDMACM),,host-backend/verbs/vb_librdmacm.c),$(wildcard host-backend/verbs/*.c))
 VERBS_TEST_SRCS := tests/unit/verbs_mock.c tests/unit/verbs_cm_model.c
-VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/verbs_cm_model.h tests/unit/unit.h)
+VERBS_HDRS := $(wildcard host-backend/include/*.h host-backend/verbs/*.h tests/unit/verbs_mock.h tests/unit/verbs_cm_model.h tests/unit/test_eventfd.h tests/unit/unit.h)
 VERBS_TESTS := $(if $(HAVE_VERBS),$(sort $(basename $(notdir $(wildcard tests/unit/test_verbs_*.c)))))
 VERBS_LIBS := $(if $(HAVE_VERBS),$(shell pkg-config --libs libibverbs)) \
 	      $(if $(HAVE_RDMACM),$(shell pkg-config --libs librdmacm))
@@ -279,7 +279,7 @@ fuzz-seeds-sw: $(BUILD)/fuzz/gen_sw_seeds
 # model; plain C, no libibverbs.
 CM_FUZZ_SRCS := host-backend/verbs/vb_cm.c host-backend/verbs/vb_cm_mad.c tests/unit/verbs_cm_model.c
 $(BUILD)/fuzz/fuzz_verbs_cm: tests/fuzz/fuzz_verbs_cm.c $(CM_FUZZ_SRCS) host-backend/verbs/vb_cm.h \
-		host-backend/verbs/vb_cm_mad.h tests/unit/verbs_cm_model.h
+		host-backend/verbs/vb_cm_mad.h tests/unit/verbs_cm_model.h tests/unit/test_eventfd.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Ihost-backend/verbs -o $@ $< $(CM_FUZZ_SRCS)
 

@@ -825,6 +825,13 @@ static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32
     return index;
 }
 
+/* The host ran the k-th send WR of mock QP h: its completion, and the data path runs. */
+static void host_ran(struct vm_qp *h, unsigned k, enum ibv_wc_opcode opcode)
+{
+    verbs_mock_send_done(h, h->send[k].wr_id, IBV_WC_SUCCESS, opcode);
+    run_dp();
+}
+
 /*
  * Fast registration through the device core on the verbs backend:
  * ALLOC_STAG returns the host window's rkey with the STag's key byte; a
@@ -838,13 +845,6 @@ static uint32_t post_fast_reg(struct side *s, uint32_t qp, uint32_t stag, uint32
  * RAM the host cannot alias (no fd) completes in error; a DEALLOC_STAG
  * frees the host window.
  */
-/* The host ran the k-th send WR of mock QP h: its completion, and the data path runs. */
-static void host_ran(struct vm_qp *h, unsigned k, enum ibv_wc_opcode opcode)
-{
-    verbs_mock_send_done(h, h->send[k].wr_id, IBV_WC_SUCCESS, opcode);
-    run_dp();
-}
-
 static void test_fast_reg(void)
 {
     const uint32_t fr_stag = FR_INDEX << QRDMA_STAG_INDEX_SHIFT | 0x20;

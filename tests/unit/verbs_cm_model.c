@@ -12,6 +12,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "test_eventfd.h"
+
 enum mid_state {
     MS_IDLE,
     MS_ADDR,            /* address resolved */
@@ -98,11 +100,7 @@ static void post(struct cmm_host *h, struct mid *id, enum vb_cmh_event_type t,
     }
     e = &h->ev[(h->ev_head + h->ev_n++) % CMM_MAX_EVENTS];
     if (h->has_fd) {
-        uint64_t one = 1;
-
-        if (write(h->efd, &one, sizeof(one)) != sizeof(one)) {
-            abort();
-        }
+        fd_signal(h->efd);
     }
     memset(e, 0, sizeof(*e));
     e->type = t;
@@ -160,9 +158,7 @@ static int m_get_event(void *host, struct vb_cmh_event *ev)
     }
     if (!h->ev_n) {
         if (h->has_fd) {
-            uint64_t v;
-
-            (void)!read(h->efd, &v, sizeof(v));
+            fd_clear(h->efd);
         }
         return -EAGAIN;
     }

@@ -10,25 +10,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "test_eventfd.h"
 #include "verbs_mock.h"
 
 struct verbs_mock vmock;
-
-static void fd_signal(int fd)
-{
-    uint64_t one = 1;
-
-    if (write(fd, &one, sizeof(one)) != sizeof(one)) {
-        abort();
-    }
-}
-
-static void fd_clear(int fd)
-{
-    uint64_t v;
-
-    (void)!read(fd, &v, sizeof(v));
-}
 
 /* Fail this call with errno e when the test asked for it (once). */
 static bool failing(int *knob)
