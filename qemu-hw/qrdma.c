@@ -4,8 +4,17 @@
  * The device itself lives in core/ and knows nothing of QEMU; this file
  * only forwards to it.
  *
- * Threading: MMIO handlers, the PE-ready timer and the netdev callbacks all
- * run with the BQL held, which is the core's one lock.
+ * Threading: the core has one lock of its own (QrdmaState.lock), which
+ * every entry into it holds. Without iothread=, everything runs with the
+ * BQL held as well: MMIO, timers, bottom halves, the netdev, the backend's
+ * fd. With iothread= (backend=verbs), the data path (QRDMA_WORK_DP, the
+ * transport's timer, the backend's fd) runs in the IOThread's AioContext
+ * without the BQL, so host completions are processed off the vCPUs and
+ * the main loop; what needs the BQL is handed to the main loop
+ * (qrdma_main_bh): interrupts, and the netdev's receive restart. There the
+ * device touches guest memory only where it is RAM, in one translation
+ * (qrdma_dma_ram), so no access of its dispatches to MMIO and takes the
+ * BQL under the device's lock: the lock order is BQL, then the device's.
  *
  * Lifetime: the core guards itself against re-entry (struct
  * qrdma_core_guard): an interrupt it raises is delivered when its outermost
@@ -28,6 +37,11 @@
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
+#include "qemu/lockable.h"
+#include "qemu/main-loop.h"
+#include "block/aio.h"
+#include "block/aio-wait.h"
+#include "system/iothread.h"
 #include "hw/pci/msix.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
@@ -45,7 +59,6 @@
 #ifdef QRDMA_HAVE_VERBS
 #include "exec/memory.h"
 #include "exec/ramblock.h"
-#include "qemu/main-loop.h"
 #include "qemu/rcu.h"
 #include "qrdma_backend_verbs.h"
 #endif
@@ -65,6 +78,21 @@ struct QrdmaState {
     QEMUTimer *dp_timer;
     QEMUBH *work_bh;
     unsigned pending_work;      /* QRDMA_WORK_* kicked and not yet run */
+    /* held by every entry into the core, in any thread (see the top) */
+    QemuRecMutex lock;
+    /*
+     * iothread=: the data path's context (dp_ctx, NULL without one), where
+     * dp_bh runs QRDMA_WORK_DP and dp_timer and the backend's fd fire.
+     * main_bh, in the main loop, sends the interrupts raised there
+     * (irq_raised: one bit a vector, at most 64) and restarts the
+     * netdev's receive (rx_ready_due).
+     */
+    IOThread *iothread;
+    AioContext *dp_ctx;
+    QEMUBH *dp_bh;
+    QEMUBH *main_bh;
+    uint64_t irq_raised;
+    bool rx_ready_due;
     /*
      * The VM is not running (stopped, paused, or a destination waiting for
      * its guest to start): the device does no work. Kicks wait in
@@ -99,7 +127,9 @@ struct QrdmaState {
     struct qrdma_be_verbs_config vcfg;
     Error *migration_blocker;
     bool discard_disabled;
-    int wait_fd;                /* the backend's fd on the main loop, or -1 */
+    int wait_fd;                /* the backend's fd, or -1 */
+    /* its handler is off: it was readable while the VM was stopped */
+    bool wait_fd_parked;
 #endif
 
     /*
@@ -115,6 +145,21 @@ struct QrdmaState {
 };
 
 /* ---- services the core asks of its embedding ----------------------------- */
+
+/*
+ * The core's lock, taken by every entry into it. Recursive: in the main
+ * loop a callback of the core's may come back in (a frame looped back
+ * through the netdev), which the core's own guard then handles.
+ */
+static void qrdma_lock(QrdmaState *s)
+{
+    qemu_rec_mutex_lock(&s->lock);
+}
+
+static void qrdma_unlock(QrdmaState *s)
+{
+    qemu_rec_mutex_unlock(&s->lock);
+}
 
 static void qrdma_env_guest_error(void *opaque, const char *msg)
 {
@@ -183,10 +228,78 @@ static bool qrdma_env_link_up(void *opaque)
  * Guest memory for the core: only RAM, whole range, with bus mastering on
  * (the bus-master address space is disabled otherwise). Anything else
  * (MMIO, unassigned space) is refused, so a guest cannot aim the device at
- * another device's registers.
+ * another device's registers, nor make an access of the data path's thread
+ * dispatch to MMIO, which takes the BQL (see the top). Each piece is
+ * translated once and copied from what that translation found, so a
+ * memory map changing meanwhile cannot turn it into MMIO between the check
+ * and the copy: a read under one RCU read lock, as QEMU's own accessors
+ * do; a write through a mapping, whose unmap marks the pages dirty for
+ * migration and drops translated code there (TCG), and which is a bounce
+ * buffer, never written back, where the piece is not RAM.
  */
-static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len,
-                               bool is_write)
+static bool qrdma_dma_ram(QrdmaState *s, uint64_t addr, void *buf, size_t len,
+                          bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    uint8_t *p = buf;
+
+    if (s->gone || addr + len < addr) {
+        return false;
+    }
+    /* ordered after the device's earlier accesses, as pci_dma_rw orders */
+    smp_mb();
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, plen = len;
+        MemoryRegion *mr;
+        ram_addr_t offset;
+        void *ram;
+
+        if (is_write) {
+            ram = address_space_map(as, addr, &plen, true,
+                                    MEMTXATTRS_UNSPECIFIED);
+            if (!ram) {
+                return false;
+            }
+            if (!memory_region_from_host(ram, &offset)) {
+                /* a bounce buffer: unmapped as a read writes nothing back */
+                address_space_unmap(as, ram, plen, false, 0);
+                return false;
+            }
+            memcpy(ram, p, plen);
+            address_space_unmap(as, ram, plen, true, plen);
+        } else {
+            mr = address_space_translate(as, addr, &xlat, &plen, false,
+                                         MEMTXATTRS_UNSPECIFIED);
+            if (!plen ||
+                !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+                return false;
+            }
+            ram = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
+            fuzz_dma_read_cb(addr, plen, mr);
+            memcpy(p, ram, plen);
+        }
+        addr += plen;
+        p += plen;
+        len -= plen;
+    }
+    return true;
+}
+
+static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf,
+                              size_t len)
+{
+    return qrdma_dma_ram(opaque, addr, buf, len, false) ? 0 : -1;
+}
+
+static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
+                               size_t len)
+{
+    return qrdma_dma_ram(opaque, addr, (void *)buf, len, true) ? 0 : -1;
+}
+
+/* The range is guest RAM now (the main loop's check before a mapping). */
+static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
 
@@ -197,40 +310,16 @@ static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len,
     while (len) {
         hwaddr xlat, plen = len;
         MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
-                                                   is_write,
+                                                   false,
                                                    MEMTXATTRS_UNSPECIFIED);
 
-        if (!plen || !memory_region_is_ram(mr) || (is_write && mr->readonly)) {
+        if (!plen || !memory_region_is_ram(mr)) {
             return false;
         }
         addr += plen;
         len -= plen;
     }
     return true;
-}
-
-static int qrdma_env_dma_read(void *opaque, uint64_t addr, void *buf,
-                              size_t len)
-{
-    QrdmaState *s = opaque;
-
-    if (!qrdma_range_is_ram(s, addr, len, false) ||
-        pci_dma_read(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
-        return -1;
-    }
-    return 0;
-}
-
-static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
-                               size_t len)
-{
-    QrdmaState *s = opaque;
-
-    if (!qrdma_range_is_ram(s, addr, len, true) ||
-        pci_dma_write(PCI_DEVICE(s), addr, buf, len) != MEMTX_OK) {
-        return -1;
-    }
-    return 0;
 }
 
 /*
@@ -246,7 +335,12 @@ static const void *qrdma_env_dma_map_read(void *opaque, uint64_t addr,
     dma_addr_t plen = len;
     void *p;
 
-    if (!qrdma_range_is_ram(s, addr, len, false)) {
+    /*
+     * Off the BQL (the data path's thread) the memory map may change
+     * between the check and the mapping: map nothing there, the core
+     * copies instead (qrdma_dma_ram).
+     */
+    if (!bql_locked() || !qrdma_range_is_ram(s, addr, len)) {
         return NULL;
     }
     p = pci_dma_map(PCI_DEVICE(s), addr, &plen, DMA_DIRECTION_TO_DEVICE);
@@ -264,11 +358,22 @@ static void qrdma_env_dma_unmap_read(void *opaque, const void *p, size_t len)
     pci_dma_unmap(PCI_DEVICE(s), (void *)p, len, DMA_DIRECTION_TO_DEVICE, 0);
 }
 
+/*
+ * With a data path's thread, every interrupt goes through the main loop
+ * (qrdma_main_bh), sent outside the device's lock: an MSI-X message can
+ * reach anything (an FLR, a bus reset, an unplug, which waits for that
+ * thread), and none of those may run under a lock the thread waits for.
+ */
 static void qrdma_env_msix_notify(void *opaque, unsigned vector)
 {
     QrdmaState *s = opaque;
 
     if (s->gone) {
+        return;
+    }
+    if (s->dp_ctx) {
+        qatomic_or(&s->irq_raised, 1ull << vector);
+        qemu_bh_schedule(s->main_bh);
         return;
     }
     trace_qrdma_irq(vector);
@@ -286,7 +391,9 @@ static void qrdma_tx_sent(NetClientState *nc, ssize_t len)
     if (s->gone) {
         return;
     }
+    qrdma_lock(s);
     qrdma_core_tx_ready(&s->core);
+    qrdma_unlock(s);
 }
 
 /*
@@ -343,7 +450,12 @@ static int qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
                                                   qrdma_tx_sent));
 }
 
-/* Work the core asked for runs in a bottom half, not in the MMIO handler. */
+/*
+ * Work the core asked for runs in a bottom half, not in the MMIO handler:
+ * the data path's in its thread when it has one (dp_bh), the rest in the
+ * main loop (work_bh). Called with the device's lock held, as all of the
+ * core's callbacks are, which also guards pending_work.
+ */
 static void qrdma_env_kick(void *opaque, unsigned what)
 {
     QrdmaState *s = opaque;
@@ -352,7 +464,14 @@ static void qrdma_env_kick(void *opaque, unsigned what)
         return;
     }
     s->pending_work |= what;
-    if (!s->held) {
+    if (s->held) {
+        return;
+    }
+    if (s->dp_ctx && (what & QRDMA_WORK_DP)) {
+        qemu_bh_schedule(s->dp_bh);
+        what &= ~QRDMA_WORK_DP;
+    }
+    if (what) {
         qemu_bh_schedule(s->work_bh);
     }
 }
@@ -373,27 +492,78 @@ static void qrdma_release(QrdmaState *s)
     object_unref(OBJECT(s));
 }
 
+/* Run the kicked work of mask (QRDMA_WORK_*) unless the VM is stopped. */
+static void qrdma_run_pending(QrdmaState *s, unsigned mask)
+{
+    unsigned what;
+
+    qrdma_hold(s);
+    qrdma_lock(s);
+    what = s->pending_work & mask;
+    if (!s->held && what) {     /* held: scheduled before the VM stopped */
+        s->pending_work &= ~what;
+        qrdma_core_run(&s->core, what);
+    }
+    qrdma_unlock(s);
+    qrdma_release(s);
+}
+
 static void qrdma_work_bh(void *opaque)
 {
     QrdmaState *s = opaque;
-    unsigned what = s->pending_work;
 
-    if (s->held) {
-        return;                 /* scheduled before the VM stopped */
-    }
-    s->pending_work = 0;
-    qrdma_hold(s);
-    qrdma_core_run(&s->core, what);
-    qrdma_release(s);
+    qrdma_run_pending(s, s->dp_ctx ? ~QRDMA_WORK_DP : ~0u);
+}
+
+static void qrdma_dp_bh(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+    qrdma_run_pending(s, QRDMA_WORK_DP);
 }
 
 static void qrdma_env_rx_ready(void *opaque)
 {
     QrdmaState *s = opaque;
 
-    if (!s->gone && !s->held && s->nic) {
+    if (s->gone || s->held || !s->nic) {
+        return;
+    }
+    if (!bql_locked()) {
+        /* the net layer is the main loop's */
+        qatomic_set(&s->rx_ready_due, true);
+        qemu_bh_schedule(s->main_bh);
+        return;
+    }
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
+/*
+ * Main loop, without the device's lock: what the data path's thread
+ * raised and only the BQL may do. Interrupts raised while the VM is
+ * stopped wait for it to run again (qrdma_vm_state_change).
+ */
+static void qrdma_main_bh(void *opaque)
+{
+    QrdmaState *s = opaque;
+    uint64_t raised;
+
+    if (s->held) {
+        return;
+    }
+    qrdma_hold(s);
+    raised = qatomic_xchg(&s->irq_raised, 0);
+    while (raised && !s->gone) {
+        unsigned vector = ctz64(raised);
+
+        raised &= raised - 1;
+        trace_qrdma_irq(vector);
+        msix_notify(PCI_DEVICE(s), vector);
+    }
+    if (qatomic_xchg(&s->rx_ready_due, false) && !s->gone && s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
+    qrdma_release(s);
 }
 
 /*
@@ -424,12 +594,14 @@ static void qrdma_dp_timer(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    qrdma_hold(s);
+    qrdma_lock(s);
     if (s->held) {
         s->dp_timer_due = true;
-        return;
+    } else {
+        qrdma_core_timer(&s->core);
     }
-    qrdma_hold(s);
-    qrdma_core_timer(&s->core);
+    qrdma_unlock(s);
     qrdma_release(s);
 }
 
@@ -437,13 +609,15 @@ static void qrdma_pe_ready_timer(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    qrdma_hold(s);
+    qrdma_lock(s);
     if (s->held) {
         s->pe_ready_due = true;
-        return;
+    } else {
+        trace_qrdma_pe_ready();
+        qrdma_core_pe_ready(&s->core);
     }
-    trace_qrdma_pe_ready();
-    qrdma_hold(s);
-    qrdma_core_pe_ready(&s->core);
+    qrdma_unlock(s);
     qrdma_release(s);
 }
 
@@ -452,8 +626,11 @@ static void qrdma_pe_ready_timer(void *opaque)
 static uint64_t qrdma_regs_read(void *opaque, hwaddr addr, unsigned size)
 {
     QrdmaState *s = opaque;
-    uint32_t value = qrdma_core_reg_read(&s->core, addr, size);
+    uint32_t value;
 
+    qrdma_lock(s);
+    value = qrdma_core_reg_read(&s->core, addr, size);
+    qrdma_unlock(s);
     trace_qrdma_reg_read(addr, size, value);
     return value;
 }
@@ -464,7 +641,9 @@ static void qrdma_regs_write(void *opaque, hwaddr addr, uint64_t value,
     QrdmaState *s = opaque;
 
     trace_qrdma_reg_write(addr, size, (uint32_t)value);
+    qrdma_lock(s);
     qrdma_core_reg_write(&s->core, addr, size, value);
+    qrdma_unlock(s);
 }
 
 /*
@@ -482,8 +661,12 @@ static const MemoryRegionOps qrdma_regs_ops = {
 static uint64_t qrdma_db_read(void *opaque, hwaddr addr, unsigned size)
 {
     QrdmaState *s = opaque;
+    uint64_t value;
 
-    return qrdma_core_db_read(&s->core, addr, size);
+    qrdma_lock(s);
+    value = qrdma_core_db_read(&s->core, addr, size);
+    qrdma_unlock(s);
+    return value;
 }
 
 static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t value,
@@ -493,7 +676,9 @@ static void qrdma_db_write(void *opaque, hwaddr addr, uint64_t value,
 
     trace_qrdma_db_write(addr / QRDMA_DB_PAGE_SIZE, addr % QRDMA_DB_PAGE_SIZE,
                          size, (uint32_t)value);
+    qrdma_lock(s);
     qrdma_core_db_write(&s->core, addr, size, value);
+    qrdma_unlock(s);
 }
 
 static const MemoryRegionOps qrdma_db_ops = {
@@ -509,8 +694,12 @@ static const MemoryRegionOps qrdma_db_ops = {
 static bool qrdma_net_can_receive(NetClientState *nc)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
+    bool can;
 
-    return !s->held && qrdma_core_lan_can_receive(&s->core);
+    qrdma_lock(s);
+    can = !s->held && qrdma_core_lan_can_receive(&s->core);
+    qrdma_unlock(s);
+    return can;
 }
 
 /*
@@ -524,7 +713,9 @@ static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf,
     size_t taken;
 
     qrdma_hold(s);
+    qrdma_lock(s);
     taken = qrdma_core_lan_receive(&s->core, buf, size);
+    qrdma_unlock(s);
     qrdma_release(s);
 
     /*
@@ -547,7 +738,9 @@ static void qrdma_net_announce(NetClientState *nc)
 {
     QrdmaState *s = qemu_get_nic_opaque(nc);
 
+    qrdma_lock(s);
     qrdma_core_announce(&s->core);
+    qrdma_unlock(s);
 }
 
 static NetClientInfo qrdma_net_info = {
@@ -712,16 +905,56 @@ static bool qrdma_cm_config(QrdmaState *s, struct qrdma_be_verbs_config *cfg,
     }
 }
 
+static void qrdma_verbs_fd_ready(void *opaque);
+
+/*
+ * The backend's fd is watched where the data path runs: the IOThread's
+ * context, or the main loop's fd handlers (which, unlike its AioContext,
+ * do not run inside a nested event loop such as a drain). Called in that
+ * thread, or before the fd's first handler.
+ */
+static void qrdma_wait_fd_watch(QrdmaState *s, bool on)
+{
+    IOHandler *read = on ? qrdma_verbs_fd_ready : NULL;
+
+    if (s->dp_ctx) {
+        aio_set_fd_handler(s->dp_ctx, s->wait_fd, read, NULL, NULL, NULL, s);
+    } else {
+        qemu_set_fd_handler(s->wait_fd, read, NULL, s);
+    }
+}
+
+/*
+ * The host has completions or events. With a data path's thread this is
+ * it, and the data path runs here; in the main loop it runs from work_bh.
+ * While the VM is stopped the device takes nothing from the host: the
+ * handler goes off (the fd would stay readable and spin the loop) until
+ * the VM runs again (qrdma_dp_bh, qrdma_vm_state_change).
+ */
 static void qrdma_verbs_fd_ready(void *opaque)
 {
-    qrdma_env_kick(opaque, QRDMA_WORK_DP);
+    QrdmaState *s = opaque;
+
+    qrdma_hold(s);
+    qrdma_lock(s);
+    if (s->held) {
+        s->pending_work |= QRDMA_WORK_DP;
+        s->wait_fd_parked = true;
+        qrdma_wait_fd_watch(s, false);
+    } else if (s->dp_ctx) {
+        qrdma_core_run(&s->core, QRDMA_WORK_DP);
+    } else {
+        qrdma_env_kick(s, QRDMA_WORK_DP);
+    }
+    qrdma_unlock(s);
+    qrdma_release(s);
 }
 
 /* Undo qrdma_verbs_prepare (and the fd handler), in reverse. */
 static void qrdma_verbs_release(QrdmaState *s)
 {
     if (s->wait_fd >= 0) {
-        qemu_set_fd_handler(s->wait_fd, NULL, NULL, NULL);
+        qrdma_wait_fd_watch(s, false);
         s->wait_fd = -1;
     }
     migrate_del_blocker(&s->migration_blocker);
@@ -805,13 +1038,13 @@ static bool qrdma_verbs_prepare(QrdmaState *s, Error **errp)
     return true;
 }
 
-/* After the core is made: its backend's fd on the main loop (verbs). */
+/* After the core is made: its backend's fd, watched (verbs). */
 static void qrdma_verbs_start(QrdmaState *s)
 {
 #ifdef QRDMA_HAVE_VERBS
     s->wait_fd = qrdma_core_backend_wait_fd(&s->core);
     if (s->wait_fd >= 0) {
-        qemu_set_fd_handler(s->wait_fd, qrdma_verbs_fd_ready, NULL, s);
+        qrdma_wait_fd_watch(s, true);
     }
 #endif
 }
@@ -821,6 +1054,26 @@ static void qrdma_verbs_stop(QrdmaState *s)
 #ifdef QRDMA_HAVE_VERBS
     qrdma_verbs_release(s);
 #endif
+}
+
+/*
+ * The data path's thread stops: its fd handler, timer and bottom half go,
+ * there, after any of them that is running has returned.
+ */
+static void qrdma_dp_stop_bh(void *opaque)
+{
+    QrdmaState *s = opaque;
+
+#ifdef QRDMA_HAVE_VERBS
+    if (s->wait_fd >= 0) {
+        qrdma_wait_fd_watch(s, false);
+        s->wait_fd = -1;
+    }
+#endif
+    timer_free(s->dp_timer);
+    s->dp_timer = NULL;
+    qemu_bh_delete(s->dp_bh);
+    s->dp_bh = NULL;
 }
 
 /* ---- VM run state -------------------------------------------------------- */
@@ -839,16 +1092,19 @@ static void qrdma_verbs_stop(QrdmaState *s)
 static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
 {
     QrdmaState *s = opaque;
+    unsigned work;
 
     if (s->gone) {
         return;
     }
     trace_qrdma_vm_state(running, RunState_str(state));
+    qrdma_lock(s);
+    s->held = !running;
     if (!running) {
-        s->held = true;
+        /* from here the data path's thread does nothing either */
+        qrdma_unlock(s);
         return;
     }
-    s->held = false;
     if (s->pe_ready_due) {
         s->pe_ready_due = false;
         timer_mod(s->pe_ready_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
@@ -857,9 +1113,20 @@ static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
         s->dp_timer_due = false;
         timer_mod(s->dp_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     }
-    if (s->pending_work) {
-        qemu_bh_schedule(s->work_bh);
+#ifdef QRDMA_HAVE_VERBS
+    if (s->wait_fd_parked) {
+        /* the handler is off, so none runs in its thread meanwhile */
+        s->wait_fd_parked = false;
+        qrdma_wait_fd_watch(s, true);
     }
+#endif
+    work = s->pending_work;
+    s->pending_work = 0;
+    if (work) {
+        qrdma_env_kick(s, work);
+    }
+    qrdma_unlock(s);
+    qemu_bh_schedule(s->main_bh);
     if (s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
@@ -936,6 +1203,16 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     s->cfg.backend = ret;
+    if (s->iothread) {
+        if (s->cfg.backend != QRDMA_BACKEND_VERBS) {
+            error_setg(errp,
+                       "qrdma: iothread= needs backend=verbs: the software "
+                       "transport sends its frames through QEMU's net layer, "
+                       "which runs in the main loop only");
+            return;
+        }
+        s->dp_ctx = iothread_get_aio_context(s->iothread);
+    }
     if (!qrdma_verbs_prepare(s, errp)) {
         return;
     }
@@ -986,9 +1263,22 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
 
     s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer,
                                      s);
-    s->dp_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_dp_timer, s);
     s->work_bh = qemu_bh_new_guarded(qrdma_work_bh, s,
                                      &dev->mem_reentrancy_guard);
+    s->main_bh = qemu_bh_new_guarded(qrdma_main_bh, s,
+                                     &dev->mem_reentrancy_guard);
+    if (s->dp_ctx) {
+        /*
+         * Unguarded: the device's re-entrancy guard is a flag for the
+         * BQL's holders, which the thread is not; no access of the thread
+         * reaches MMIO (qrdma_dma_ram) or sends an interrupt.
+         */
+        s->dp_timer = aio_timer_new(s->dp_ctx, QEMU_CLOCK_VIRTUAL, SCALE_NS,
+                                    qrdma_dp_timer, s);
+        s->dp_bh = aio_bh_new(s->dp_ctx, qrdma_dp_bh, s);
+    } else {
+        s->dp_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_dp_timer, s);
+    }
     s->nic = qemu_new_nic(&qrdma_net_info, &s->conf,
                           object_get_typename(OBJECT(s)), dev->id,
                           &dev->mem_reentrancy_guard, s);
@@ -1009,7 +1299,19 @@ static void qrdma_exit(PCIDevice *pdev)
      * teardown waits for that call to return; the reference the caller
      * holds keeps this memory until then.
      */
+    qrdma_lock(s);
     s->gone = true;
+    qrdma_unlock(s);
+    /*
+     * The data path's thread lets go first (the fd's handler goes before
+     * the backend that owns the fd). No interrupt or reset of the device's
+     * own can be running on this thread under the device's lock, which the
+     * thread may be waiting for: in this mode they are all sent from
+     * main_bh, outside it.
+     */
+    if (s->dp_ctx) {
+        aio_wait_bh_oneshot(s->dp_ctx, qrdma_dp_stop_bh, s);
+    }
     qemu_del_vm_change_state_handler(s->vm_state);
     s->vm_state = NULL;
     /* no frame of ours may call qrdma_tx_sent once the NIC is gone */
@@ -1017,17 +1319,19 @@ static void qrdma_exit(PCIDevice *pdev)
     qemu_del_nic(s->nic);
     s->nic = NULL;
     qemu_bh_delete(s->work_bh);
+    qemu_bh_delete(s->main_bh);
     timer_free(s->pe_ready_timer);
     timer_free(s->dp_timer);
     msix_uninit_exclusive_bar(pdev);
-    /* The fd handler goes before the backend that owns the fd. */
 #ifdef QRDMA_HAVE_VERBS
     if (s->wait_fd >= 0) {
-        qemu_set_fd_handler(s->wait_fd, NULL, NULL, NULL);
+        qrdma_wait_fd_watch(s, false);
         s->wait_fd = -1;
     }
 #endif
+    qrdma_lock(s);
     qrdma_core_fini(&s->core);
+    qrdma_unlock(s);
     qrdma_verbs_stop(s);
     migrate_del_blocker(&s->mig_blocker);
     g_free(s->mig_buf);
@@ -1039,8 +1343,11 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     QrdmaState *s = QRDMA(obj);
 
     trace_qrdma_reset("device");
+    qrdma_lock(s);
     timer_del(s->pe_ready_timer);
     timer_del(s->dp_timer);
+    /* what the data path's thread raised before the reset is not sent */
+    qatomic_set(&s->irq_raised, 0);
     /*
      * A reset device's frames do not go out: a frame the netdev still
      * queues for us is dropped, and its callback (qrdma_tx_sent) lets the
@@ -1052,6 +1359,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     s->pending_work = 0;
     s->dp_timer_due = s->pe_ready_due = false;
     qrdma_core_reset(&s->core);
+    qrdma_unlock(s);
 }
 
 /* ---- live migration (docs/migration.md) ---------------------------------- */
@@ -1070,11 +1378,15 @@ static int qrdma_pre_save(void *opaque)
     uint8_t *buf;
     size_t len;
     char err[256];
+    int ret;
 
     g_free(s->mig_buf);
     s->mig_buf = NULL;
     s->mig_len = 0;
-    if (qrdma_core_save(&s->core, &buf, &len, err, sizeof(err))) {
+    qrdma_lock(s);
+    ret = qrdma_core_save(&s->core, &buf, &len, err, sizeof(err));
+    qrdma_unlock(s);
+    if (ret) {
         error_report("qrdma: cannot save the device: %s", err);
         return -EINVAL;
     }
@@ -1105,11 +1417,13 @@ static int qrdma_post_load(void *opaque, int version_id)
     char err[256];
     int ret;
 
+    qrdma_lock(s);
     timer_del(s->pe_ready_timer);
     timer_del(s->dp_timer);
     s->pending_work = 0;
     s->dp_timer_due = s->pe_ready_due = false;
     ret = qrdma_core_load(&s->core, s->mig_buf, s->mig_len, err, sizeof(err));
+    qrdma_unlock(s);
     g_free(s->mig_buf);
     s->mig_buf = NULL;
     s->mig_len = 0;
@@ -1164,6 +1478,13 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_STRING("cm", QrdmaState, cm),
     DEFINE_PROP_STRING("cm-listen", QrdmaState, cm_listen),
+    /*
+     * backend=verbs: the IOThread (-object iothread,id=...) the data path
+     * runs in, off the vCPUs and the main loop: host completions, the
+     * guest's work queues and CQs, the CM proxy. Unset: the main loop.
+     */
+    DEFINE_PROP_LINK("iothread", QrdmaState, iothread, TYPE_IOTHREAD,
+                     IOThread *),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),
@@ -1261,6 +1582,14 @@ static void qrdma_instance_init(Object *obj)
 
     /* Limits come from the properties; board-id, when set, overrides this. */
     pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), QRDMA_DEFAULT_BOARD_ID);
+    qemu_rec_mutex_init(&s->lock);
+}
+
+static void qrdma_instance_finalize(Object *obj)
+{
+    QrdmaState *s = QRDMA(obj);
+
+    qemu_rec_mutex_destroy(&s->lock);
 }
 
 static const TypeInfo qrdma_info = {
@@ -1268,6 +1597,7 @@ static const TypeInfo qrdma_info = {
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(QrdmaState),
     .instance_init = qrdma_instance_init,
+    .instance_finalize = qrdma_instance_finalize,
     .class_init = qrdma_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },

@@ -281,8 +281,11 @@ static char *error_of(QDict *resp)
  * RAM); a host device that is not there (this machine has no RDMA
  * device). A device refused after it blocked migration leaves no
  * blocker behind: a migration then starts (it would fail naming the
- * host NIC's QP numbers otherwise); and a sw device after it works. In a
- * QEMU built without libibverbs the refusal says that instead.
+ * host NIC's QP numbers otherwise); and a sw device after it works.
+ * iothread= (the data path in an IOThread) is for verbs only: with sw it
+ * is refused saying why; with verbs it reaches the host device's check;
+ * an IOThread that does not exist is refused by name. In a QEMU built
+ * without libibverbs the refusal says that instead.
  */
 static void test_verbs_refusals(void)
 {
@@ -324,11 +327,27 @@ static void test_verbs_refusals(void)
     qtest_quit(qts);
 
     qts = qtest_init("-machine pc,memory-backend=m -nodefaults "
-                     "-object memory-backend-memfd,id=m,size=256M,share=on");
+                     "-object memory-backend-memfd,id=m,size=256M,share=on "
+                     "-object iothread,id=io0");
     desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
                               "{ 'driver': 'qrdma', 'id': 'v2', 'backend': 'verbs', "
                               "'ibdev': 'qrdma-no-such-dev0' } }"));
     g_assert(strstr(desc, "host RDMA device 'qrdma-no-such-dev0' not found"));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'i0', 'iothread': 'io0' } }"));
+    g_assert(strstr(desc, "iothread= needs backend=verbs"));
+    g_assert(strstr(desc, "main loop only"));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'i1', 'backend': 'verbs', "
+                              "'iothread': 'io0', 'ibdev': 'qrdma-no-such-dev0' } }"));
+    g_assert(strstr(desc, "host RDMA device 'qrdma-no-such-dev0' not found"));
+    g_free(desc);
+    desc = error_of(qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
+                              "{ 'driver': 'qrdma', 'id': 'i2', 'backend': 'verbs', "
+                              "'iothread': 'no-such-io', 'ibdev': 'rxe0' } }"));
+    g_assert(strstr(desc, "no-such-io"));
     g_free(desc);
     qtest_qmp_assert_success(qts, "{ 'execute': 'migrate', 'arguments': "
                              "{ 'uri': 'exec:cat > /dev/null' } }");
