@@ -17,7 +17,11 @@
 # their byte checks (how the test is seen to fail). NESTED_INNER_MB: the inner guest's RAM.
 # NESTED_CM: the device's cm= (unset: the device's default, the proxy;
 # off must fail the rping checks: the inner rdma_cm then finds no device
-# to bind to).
+# to bind to). NESTED_IOTHREAD: unset or on, the device's data path runs
+# in an IOThread (iothread=dp0), whose thread must then have done the
+# work (its CPU time is sampled while QEMU runs); off, in the main loop,
+# and the same IOThread, there but not the device's, must stay idle (how
+# the CPU-time check is seen to tell the two apart).
 . "$(dirname "$0")/guest-lib.sh"
 t_start=$(cut -d' ' -f1 /proc/uptime)
 export LD_LIBRARY_PATH=$PWD/lib
@@ -187,6 +191,38 @@ mem=${NESTED_INNER_MB:-512}
 cm_opts="cm-listen=7472"
 [ -z "${NESTED_CM:-}" ] || cm_opts="cm=$NESTED_CM"
 [ "${NESTED_CM:-}" != proxy ] || cm_opts="cm=proxy,cm-listen=7472"
+# shellcheck disable=SC2054 # the commas are QEMU's option syntax
+iothread_opts=(-name inner,debug-threads=on -object iothread,id=dp0) dev_iothread=""
+[ "${NESTED_IOTHREAD:-on}" = off ] || dev_iothread=",iothread=dp0"
+# sample_ticks NAME: writes to /tmp/NAME.ticks, every second while the
+# inner QEMU runs, the CPU time (user and system, in clock ticks) of its
+# thread named NAME so far
+sample_ticks() {
+    local pid t st f
+    pid=$(wait_for_pid 60)
+    [ -n "$pid" ] || return 0
+    while [ -d "/proc/$pid" ]; do
+        for t in /proc/"$pid"/task/*; do
+            [ "$(cat "$t/comm" 2>/dev/null)" = "$1" ] || continue
+            st=$(cat "$t/stat" 2>/dev/null) || continue
+            # the fields after the name, which may hold spaces: utime and
+            # stime are the 12th and 13th of them
+            read -r -a f <<< "${st##*) }"
+            echo $((f[11] + f[12])) > "/tmp/$1.ticks.new" && mv "/tmp/$1.ticks.new" "/tmp/$1.ticks"
+        done
+        sleep 1
+    done
+}
+wait_for_pid() {
+    local i p
+    for ((i = 0; i < $1 * 10; i++)); do
+        p=$(pgrep -f -n "^$qemu -L") && { echo "$p"; return 0; }
+        sleep 0.1
+    done
+}
+rm -f "/tmp/IO dp0.ticks"
+sample_ticks "IO dp0" &
+sampler=$!
 t_launch=$EPOCHREALTIME
 # stamp: each line of the inner console with the seconds since the launch
 stamp() {
@@ -206,12 +242,25 @@ timeout 1500 "$qemu" -L "$PWD/fw" -accel tcg -cpu max -smp 1 -m "$mem" \
     -nodefaults -no-reboot -display none -serial stdio \
     -kernel vmlinuz -initrd /tmp/inner.cpio \
     -append "console=ttyS0 panic=-1 loglevel=4 nested.addr=$ip4 nested.gid=$gid nested.nqn=$nqn nested.uptime0=$t_launch" \
-    -netdev user,id=n0 \
-    -device "qrdma,netdev=n0,backend=verbs,ibdev=rxe0,ibgid-index=$gid_index,$cm_opts" \
+    -netdev user,id=n0 "${iothread_opts[@]}" \
+    -device "qrdma,netdev=n0,backend=verbs,ibdev=rxe0,ibgid-index=$gid_index,$cm_opts$dev_iothread" \
     < /dev/null 2>&1 | stamp | tee /tmp/inner.log
 qrc=${PIPESTATUS[0]}
 t_end=$EPOCHREALTIME
 expect_eq "the inner QEMU's exit status" "$qrc" 0
+# An IOThread with nothing to do sleeps in ppoll: had the data path run
+# in the main loop, its thread would have no CPU time to speak of (the
+# data path's took 129 ticks in a run of 2026-11-30).
+wait "$sampler"
+ticks=$(cat "/tmp/IO dp0.ticks" 2>/dev/null || echo -1)
+echo "the IOThread's CPU time: $ticks ticks of $(getconf CLK_TCK) a second"
+if [ -n "$dev_iothread" ]; then
+    check "iothread=dp0: its thread did the data path's work (at least 50 ticks of CPU time: $ticks)" \
+        test "$ticks" -ge 50
+else
+    check "no iothread=: the data path in the main loop, the unused IOThread idle (under 20 ticks: $ticks)" \
+        test "$ticks" -ge 0 -a "$ticks" -lt 20
+fi
 
 result() { sed -n "s/^  inner| *[0-9.]* nested-result $1 //p" /tmp/inner.log | tail -n1; }
 # at SED-REGEX: the seconds after the launch at which the inner console printed it

@@ -36,6 +36,8 @@
 # seen to fail); QRDMA_NESTED_CM=off runs the device with cm=off, which
 # must fail the rping checks. QRDMA_NESTED_INNER_MB: the inner guest's RAM (default 512);
 # QRDMA_NESTED_MEM the outer guest's (3072), QRDMA_NESTED_TIMEOUT vm-run's.
+# QRDMA_NESTED_IOTHREAD=off runs the device's data path in the main loop
+# instead of an IOThread (iothread=dp0, the default here).
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 qemu=${QRDMA_QEMU:-$(bash "$top/scripts/build-qemu.sh")} || exit 1
@@ -63,7 +65,7 @@ done
 t0=$(date +%s)
 "$top/scripts/vm-run" --guests 1 --accel tcg --mem "${QRDMA_NESTED_MEM:-3072}" \
     --timeout "${QRDMA_NESTED_TIMEOUT:-1800}" --share "$share" --nic virtio-rxe \
-    --run "NESTED_PP_SEED=${QRDMA_NESTED_PP_SEED:-} NESTED_CM=${QRDMA_NESTED_CM:-} NESTED_INNER_MB=${QRDMA_NESTED_INNER_MB:-} bash guest-nested.sh"
+    --run "NESTED_PP_SEED=${QRDMA_NESTED_PP_SEED:-} NESTED_CM=${QRDMA_NESTED_CM:-} NESTED_INNER_MB=${QRDMA_NESTED_INNER_MB:-} NESTED_IOTHREAD=${QRDMA_NESTED_IOTHREAD:-} bash guest-nested.sh"
 rc=$?
 echo "test-nested: whole run $(($(date +%s) - t0))s (rc=$rc)"
 exit "$rc"
