@@ -22,6 +22,8 @@
 #   make bench   qrdma vs soft-RoCE in guests, host limits; bench/results/
 #   make bench-native  the transport and the device core without VMs;
 #                bench/results/native.md
+#   make bench-verbs  the verbs backend against native perftest on soft-RoCE
+#                in a guest; bench/results/verbs.md
 #   make bench-tails  the latency tail and the host's scheduling of QEMU's
 #                threads; bench/results/tails.md
 #
@@ -75,7 +77,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-native bench-tails stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-verbs bench-native bench-tails stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -157,9 +159,10 @@ $(BUILD)/unit-verbs-asan/%: $(BUILD)/obj/verbs-asan/tests/unit/%.o $(BUILD)/obj/
 # with rdma_rxe. Built here, on the host (the guest's libibverbs is newer).
 # qrdma-verbs-stock: one such core as the client of a stock rdma-core
 # pingpong server (ibv_rc/ud/srq_pingpong) on the same device, in the same
-# guest run.
+# guest run. qrdma-verbs-bench: the WRITE bandwidth of two such cores,
+# for make bench-verbs.
 VERBS_HOST := tests/unit/verbs_host.c
-$(BUILD)/verbs-rxe/qrdma-verbs-rxe $(BUILD)/verbs-rxe/qrdma-verbs-stock: $(BUILD)/verbs-rxe/qrdma-verbs-%: tests/unit/verbs_%.c $(VERBS_HOST) $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
+$(BUILD)/verbs-rxe/qrdma-verbs-rxe $(BUILD)/verbs-rxe/qrdma-verbs-stock $(BUILD)/verbs-rxe/qrdma-verbs-bench: $(BUILD)/verbs-rxe/qrdma-verbs-%: tests/unit/verbs_%.c $(VERBS_HOST) $(VERBS_SRCS) $(VERBS_HDRS) $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_VERBS) -o $@ $< $(VERBS_HOST) $(VERBS_SRCS) $(DP_TESTBED) $(TEST_SRCS) $(CORE_SRCS) $(VERBS_LIBS) -lm
 
@@ -398,6 +401,12 @@ check-migration: qemu guest
 
 bench:
 	@bash bench/run-bench.sh
+
+# The verbs backend against native perftest on the same soft-RoCE device in
+# one guest (WRITE bandwidth, the device's overhead as a ratio);
+# bench/results/verbs.md. Also a stage of make bench.
+bench-verbs:
+	@bash bench/run-verbs-bench.sh
 
 # Where the latency tail comes from: the 8-byte latency tests with QEMU's
 # emulator threads at the default and at SCHED_FIFO, with the main loops'

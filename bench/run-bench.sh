@@ -11,7 +11,7 @@
 # Environment: BENCH_REPS (default 5), BENCH_SETUPS (default "qrdma rxe"),
 # BENCH_MTUS (default "1500 9000"), BENCH_MATRIX (targets, the default,
 # full or tails), BENCH_SECONDS (per native case, default 1), BENCH_NATIVE (0 skips
-# the native stage), BENCH_EMULATOR_SCHED (vm-run --emulator-sched: fifo:1,
+# the native stage), BENCH_VERBS (0 skips the verbs backend's, make bench-verbs), BENCH_EMULATOR_SCHED (vm-run --emulator-sched: fifo:1,
 # the default, runs both guests' QEMU emulator threads, where both devices'
 # emulation runs, at SCHED_FIFO 1 and the vCPUs as usual; other leaves the
 # host's scheduling alone. docs/performance.md, "Latency tails", has why).
@@ -38,6 +38,10 @@ if [ "${BENCH_NATIVE:-1}" != 0 ]; then
 fi
 stage qemu bash scripts/build-qemu.sh >/dev/null || exit 1
 stage guest bash scripts/build-guest.sh >/dev/null || exit 1
+# The verbs backend against native perftest (its own guest, before the pair).
+if [ "${BENCH_VERBS:-1}" != 0 ]; then
+    stage bench-verbs bash bench/run-verbs-bench.sh || exit 1
+fi
 
 bench_share "$work"
 env=$(bench_guest_env "$setups" "$mtus" "$reps" "$matrix")

@@ -4,8 +4,8 @@
 # client of the stock ibv_rc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong
 # servers on the same GID (-c, every byte checked on our side), and as the
 # server of the same tools as clients; then qrdma-verbs-cm, the CM proxy on
-# rxe0's rdma_cm; then no QP left on the device (the cores' teardown
-# released them).
+# rxe0's rdma_cm; then qrdma-verbs-bench briefly; then no QP left on the
+# device (the cores' teardown released them).
 . "$(dirname "$0")/guest-lib.sh"
 
 check "rxe0 is there" wait_for 30 test -e /sys/class/infiniband/rxe0
@@ -79,6 +79,14 @@ else
     fail "qrdma-verbs-cm (exit $?)"
 fi
 sed 's/^/  qrdma-verbs-cm | /' /tmp/verbs-cm.log
+# make bench-verbs' tool, briefly: 200 WRITEs of 64 KB, every completion
+# successful and the bytes in the other core's RAM, or it exits 1.
+if timeout 120 ./qrdma-verbs-bench rxe0 "$gid_index" 65536 200 > /tmp/verbs-bench.log 2>&1; then
+    ok "qrdma-verbs-bench: $(cat /tmp/verbs-bench.log)"
+else
+    fail "qrdma-verbs-bench (exit $?)"
+    cat /tmp/verbs-bench.log
+fi
 expect_eq "QPs on rxe0 after the run" "$(rdma res show qp 2>/dev/null | grep -c 'link rxe0')" \
     "$qps_before"
 finish guest-verbs-rxe

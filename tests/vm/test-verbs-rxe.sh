@@ -17,15 +17,17 @@
 # qrdma-verbs-cm (tests/unit/verbs_cm_real.c): the CM proxy on rxe0's real
 # rdma_cm, two proxies playing two guests' CM through a connect, data both
 # ways on the QPs it set up (every byte checked), a disconnect and a REQ to
-# a port nobody listens on. Last, no QP left on rxe0.
+# a port nobody listens on. Then a short run of qrdma-verbs-bench (make
+# bench-verbs' tool: it must complete its WRITEs and find their bytes).
+# Last, no QP left on rxe0.
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 make -C "$top" -s build/verbs-rxe/qrdma-verbs-rxe build/verbs-rxe/qrdma-verbs-stock \
-    build/verbs-rxe/qrdma-verbs-cm || exit 1
+    build/verbs-rxe/qrdma-verbs-cm build/verbs-rxe/qrdma-verbs-bench || exit 1
 share=$(mktemp -d)
 trap 'rm -rf "$share"' EXIT
 cp "$top/build/verbs-rxe/qrdma-verbs-rxe" "$top/build/verbs-rxe/qrdma-verbs-stock" \
-    "$top/build/verbs-rxe/qrdma-verbs-cm" \
+    "$top/build/verbs-rxe/qrdma-verbs-cm" "$top/build/verbs-rxe/qrdma-verbs-bench" \
     "$here/guest-verbs-rxe.sh" "$here/guest-lib.sh" "$share/"
 "$top/scripts/vm-run" --guests 1 --timeout 600 --share "$share" --nic virtio-rxe \
     --run 'bash guest-verbs-rxe.sh'
