@@ -22,12 +22,7 @@ bytes=${BENCH_VERBS_BYTES:-67108864}
 depth=8
 
 check "rxe0 is there" wait_for 30 test -e /sys/class/infiniband/rxe0
-gid_index=""
-for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    case "$(cat "$g" 2>/dev/null)" in
-    0000:0000:0000:0000:0000:ffff:*) gid_index=${g##*/}; break ;;
-    esac
-done
+gid_index=$(ipv4_gid_index rxe0)
 check "rxe0 has an IPv4 GID (index '$gid_index')" test -n "$gid_index"
 echo "bench-verbs: rxe0 active_mtu $(ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p' | head -n1)"
 

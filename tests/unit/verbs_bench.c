@@ -83,7 +83,7 @@ int main(int argc, char **argv)
 {
     const uint32_t stag_b = 3u << QRDMA_STAG_INDEX_SHIFT | 0x33;
     unsigned long size, iters;
-    uint32_t qpn_a, qpn_b, rkey_b;
+    uint32_t qpn[2], rkey_b;
     struct timespec t0;
     uint8_t *a, *b;
     double s;
@@ -93,16 +93,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s IBDEV GID_INDEX SIZE ITERS\n", argv[0]);
         return 2;
     }
-    vh_ibdev = argv[1];
-    vh_gid_index = atoi(argv[2]);
     size = strtoul(argv[3], NULL, 0);
     iters = strtoul(argv[4], NULL, 0);
     if (!size || size > MAX_SIZE || !iters || iters > 100000000) {
         fprintf(stderr, "verbs-bench: SIZE 1..%u, ITERS 1..100000000\n", MAX_SIZE);
         return 2;
     }
-    if (vh_read_host_gid()) {
-        fprintf(stderr, "%s: no GID %d on port 1\n", vh_ibdev, vh_gid_index);
+    if (vh_host(argv[1], argv[2])) {
         return 1;
     }
     vh_memfd_ram(SA, 0);
@@ -117,12 +114,7 @@ int main(int argc, char **argv)
                PD | (uint64_t)MR_ACCESS << QRDMA_MR_ARG1_ACCESS_SHIFT |
                12ull << QRDMA_MR_ARG1_PAGE_SHIFT, IOVA, DATA_LEN, DATA, 0));
     rkey_b = (uint32_t)last_retval;
-    create_qp(SA, QPN, &rc_spec);
-    qpn_a = (uint32_t)last_retval;
-    create_qp(SB, QPN, &rc_spec);
-    qpn_b = (uint32_t)last_retval;
-    rc_to_rts(SA, QPN, SB, qpn_b, 7);
-    rc_to_rts(SB, QPN, SA, qpn_a, 7);
+    vh_rc_pair(QPN, qpn);
     if (unit_failures) {
         fprintf(stderr, "verbs-bench: bring-up failed\n");
         vh_fini(2);

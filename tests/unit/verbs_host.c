@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -20,13 +22,15 @@ int vh_gid_index;
 uint8_t vh_host_gid[16];
 struct qrdma_be_verbs_config vh_cfg[2];
 
-int vh_read_host_gid(void)
+int vh_host(const char *ibdev, const char *gid_index)
 {
     struct ibv_device **list = ibv_get_device_list(NULL);
     struct ibv_context *ctx = NULL;
     union ibv_gid gid;
     int i, ret = -1;
 
+    vh_ibdev = ibdev;
+    vh_gid_index = atoi(gid_index);
     for (i = 0; list && list[i]; i++) {
         if (!strcmp(ibv_get_device_name(list[i]), vh_ibdev)) {
             ctx = ibv_open_device(list[i]);
@@ -38,6 +42,9 @@ int vh_read_host_gid(void)
     }
     if (ctx) {
         ibv_close_device(ctx);
+    }
+    if (ret) {
+        fprintf(stderr, "%s: no GID %d on port 1\n", vh_ibdev, vh_gid_index);
     }
     if (list) {
         ibv_free_device_list(list);
@@ -98,6 +105,16 @@ bool vh_wait_cqe(struct side *s, uint32_t cq, struct cqe *e, int nsides, unsigne
         /* Short: the backend also takes SRQ WQEs the guest posted without a doorbell. */
         poll(p, nsides, 10);
     }
+}
+
+void vh_rc_pair(uint32_t id, uint32_t qpn[2])
+{
+    create_qp(SA, id, &rc_spec);
+    qpn[0] = (uint32_t)last_retval;
+    create_qp(SB, id, &rc_spec);
+    qpn[1] = (uint32_t)last_retval;
+    rc_to_rts(SA, id, SB, qpn[1], 7);
+    rc_to_rts(SB, id, SA, qpn[0], 7);
 }
 
 void vh_fini(int nsides)

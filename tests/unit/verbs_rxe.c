@@ -472,12 +472,7 @@ static void test_fast_reg_over_host_nic(void)
         const uint32_t q = 7 + round, key = 0x21 + round;
         const uint32_t stag = fr_index << QRDMA_STAG_INDEX_SHIFT | key;
 
-        create_qp(SA, q, &rc_spec);
-        qpn[round][0] = (uint32_t)last_retval;
-        create_qp(SB, q, &rc_spec);
-        qpn[round][1] = (uint32_t)last_retval;
-        rc_to_rts(SA, q, SB, qpn[round][1], 7);
-        rc_to_rts(SB, q, SA, qpn[round][0], 7);
+        vh_rc_pair(q, qpn[round]);
 
         post_fast_reg(SB, q, stag, rights, fr_gpa, 8192, first);
         ring_sq(SB, q);
@@ -548,7 +543,7 @@ static void test_fast_reg_scattered_over_host_nic(void)
                             QRDMA_ACCESS_REMOTE_READ;
     const uint64_t pble = HMC_RAM + r64(SB, FPM_BUF + 8 * (1 + QRDMA_HMC_PBLE)) + 8ull * first;
     uint8_t *a = dbuf(SA, 0), *b = dbuf(SB, 0);
-    uint32_t rkey, wire = 0, first_wire = 0, qpn_a, qpn_b, stag = 0;
+    uint32_t rkey, wire = 0, first_wire = 0, qpn[2], stag = 0;
     unsigned round, k, i, untouched, status;
     struct cqe e;
 
@@ -556,12 +551,7 @@ static void test_fast_reg_scattered_over_host_nic(void)
                PD | (uint64_t)QRDMA_ACCESS_LOCAL_WRITE << QRDMA_MR_ARG1_ACCESS_SHIFT, 4, 0,
                first, 0));
     rkey = (uint32_t)last_retval;
-    create_qp(SA, q, &rc_spec);
-    qpn_a = (uint32_t)last_retval;
-    create_qp(SB, q, &rc_spec);
-    qpn_b = (uint32_t)last_retval;
-    rc_to_rts(SA, q, SB, qpn_b, 7);
-    rc_to_rts(SB, q, SA, qpn_a, 7);
+    vh_rc_pair(q, qpn);
 
     for (round = 0; round < 2; round++) {
         stag = fr_index << QRDMA_STAG_INDEX_SHIFT | (0x31 + round);
@@ -694,10 +684,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s IBDEV GID_INDEX\n", argv[0]);
         return 2;
     }
-    vh_ibdev = argv[1];
-    vh_gid_index = atoi(argv[2]);
-    if (vh_read_host_gid()) {
-        fprintf(stderr, "%s: no GID %d on port 1\n", vh_ibdev, vh_gid_index);
+    if (vh_host(argv[1], argv[2])) {
         return 1;
     }
     ret = unit_run("verbs-rxe", tests, sizeof(tests) / sizeof(tests[0]));

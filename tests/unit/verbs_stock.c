@@ -636,8 +636,6 @@ int main(int argc, char **argv)
         usage(argv[0]);
         return 2;
     }
-    vh_ibdev = argv[optind];
-    vh_gid_index = atoi(argv[optind + 1]);
     mode = !strcmp(argv[optind + 2], "rc") ? MODE_RC : !strcmp(argv[optind + 2], "ud") ?
            MODE_UD : !strcmp(argv[optind + 2], "srq") ? MODE_SRQ : (enum mode)-1;
     server = argv[optind + 3];         /* NULL: we are the server */
@@ -663,8 +661,7 @@ int main(int argc, char **argv)
     }
     page_size = sysconf(_SC_PAGESIZE);
     srand48(getpid() * time(NULL));
-    if (vh_read_host_gid()) {
-        fprintf(stderr, "%s: no GID %d on port 1\n", vh_ibdev, vh_gid_index);
+    if (vh_host(argv[optind], argv[optind + 1])) {
         return 1;
     }
     model = malloc(size);

@@ -100,6 +100,17 @@ wait_serving() {
     done
     kill -0 "$1" 2>/dev/null
 }
+# ipv4_gid_index DEV: the index of the first GID of DEV's port 1 that is an
+# IPv4 address (::ffff:a.b.c.d), as RoCEv2 uses it; nothing if it has none.
+ipv4_gid_index() {
+    local g
+    for g in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+        case "$(cat "$g" 2>/dev/null)" in
+        0000:0000:0000:0000:0000:ffff:*) echo "${g##*/}"; return 0 ;;
+        esac
+    done
+}
+
 qrdma_bdf() { basename "$(readlink -f /sys/bus/pci/drivers/qrdma/0000:* 2>/dev/null | head -n1)"; }
 # Rendezvous between guests through the shared /job directory.
 # A create, not touch: vm-run may remove the file before touch would set

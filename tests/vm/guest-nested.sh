@@ -38,11 +38,8 @@ fi
 check "it offers -device qrdma" sh -c "$qemu -device help | grep -q '^name \"qrdma\"'"
 
 check "rxe0 is there" wait_for 30 test -e /sys/class/infiniband/rxe0
-gid_index="" gid=""
-for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
-    v=$(cat "$g" 2>/dev/null)
-    case "$v" in 0000:0000:0000:0000:0000:ffff:*) gid_index=${g##*/} gid=$v; break ;; esac
-done
+gid_index=$(ipv4_gid_index rxe0) gid=""
+[ -z "$gid_index" ] || gid=$(cat "/sys/class/infiniband/rxe0/ports/1/gids/$gid_index")
 check "rxe0 has an IPv4 GID (index '$gid_index': $gid)" test -n "$gid_index"
 # the GID's IPv4 address, which the inner guest's netdev must have
 ip4=$(printf '%d.%d.%d.%d' "0x${gid:30:2}" "0x${gid:32:2}" "0x${gid:35:2}" "0x${gid:37:2}")
