@@ -5,13 +5,15 @@
 #  1. root/     an mmdebstrap trixie root with rdma-core, perftest, the kernel,
 #               its headers and build tools (key: the package list).
 #     base.cpio that root packed as an initramfs, without compilers, headers
-#               and docs (key: the root).
+#               and docs, nor Wireshark's dissectors, which go to
+#               wireshark.cpio (key: the root and the two path lists).
 #  2. our parts built INSIDE the root with its own compiler and kernel
 #     headers: guest-kernel/ -> qrdma.ko, guest-provider/ in the rdma-core
 #     56.1 source tree -> libqrdma, tests/guest/ -> test programs.
-#  3. overlay.cpio with those parts and /init; image.cpio = base + overlay
-#     (the kernel unpacks concatenated cpio archives in order).
-# Prints the directory holding vmlinuz and image.cpio.
+#  3. overlay.cpio with those parts and /init; image.cpio = base + overlay,
+#     image-wireshark.cpio = base + wireshark + overlay (vm-run --wireshark;
+#     the kernel unpacks concatenated cpio archives in order).
+# Prints the directory holding vmlinuz and the images.
 . "$(dirname "$0")/lib.sh"
 
 GUEST="$QRDMA_CACHE/guest"
@@ -51,6 +53,7 @@ build_root() {
 
 pack_base() {
     pack_root "$ROOT" "$GUEST/base.cpio"
+    pack_wireshark "$ROOT" "$GUEST/wireshark.cpio"
 }
 
 kernel_release() {
@@ -126,7 +129,9 @@ pack_overlay() {
     (cd "$o" && find . -print | cpio -o -H newc --quiet) > "$GUEST/overlay.cpio"
     mkdir -p "$OUT"
     cat "$GUEST/base.cpio" "$GUEST/overlay.cpio" > "$OUT/image.cpio.tmp"
+    cat "$GUEST/base.cpio" "$GUEST/wireshark.cpio" "$GUEST/overlay.cpio" > "$OUT/image-wireshark.cpio.tmp"
     mv "$OUT/image.cpio.tmp" "$OUT/image.cpio"
+    mv "$OUT/image-wireshark.cpio.tmp" "$OUT/image-wireshark.cpio"
     cp "$ROOT/boot/vmlinuz-$kver" "$OUT/vmlinuz"
     echo "$kver" > "$OUT/kernel-release"
 }
@@ -138,14 +143,17 @@ if [ "$(cat "$GUEST/root-key" 2>/dev/null)" != "$root_key" ] || [ ! -d "$ROOT/us
     stage guest-root build_root
     echo "$root_key" > "$GUEST/root-key"
 fi
-base_key="$root_key.$(printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" | sha256sum | cut -c1-16)"
-if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ]; then
+base_key="$root_key.$(printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" -- "${GUEST_WIRESHARK_PATHS[@]}" |
+    sha256sum | cut -c1-16)"
+if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ] ||
+    [ ! -e "$GUEST/wireshark.cpio" ]; then
     stage guest-pack-base pack_base
     echo "$base_key" > "$GUEST/base-key"
 fi
 
 parts_key="$base_key.$(hash_inputs include guest-kernel guest-provider tests/guest scripts/guest-init.sh scripts/build-guest.sh)"
-if [ "$(cat "$GUEST/parts-key" 2>/dev/null)" = "$parts_key" ] && [ -e "$OUT/image.cpio" ]; then
+if [ "$(cat "$GUEST/parts-key" 2>/dev/null)" = "$parts_key" ] && [ -e "$OUT/image.cpio" ] &&
+    [ -e "$OUT/image-wireshark.cpio" ]; then
     log "guest image up to date"
     echo "$OUT"
     exit 0

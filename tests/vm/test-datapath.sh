@@ -4,13 +4,14 @@
 # qrdma-bulk 1 GB), then "capture" with three: guests 0 and 1 run RDMA while
 # guest 2 captures the segment and decodes and checks the frames (the RoCE
 # frames never reach the peers' own netdevs, so the sniffer is a third
-# station on vm-run's flooding hub).
+# station on vm-run's flooding hub; the only run that needs tshark, so the
+# only one that boots the image with Wireshark in it).
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rc=0
 "$vmrun" --guests 2 --timeout 600 --share "$here" \
     --run 'bash guest-datapath.sh main' --run 'bash guest-datapath.sh main' || rc=1
-"$vmrun" --guests 3 --timeout 420 --share "$here" \
+"$vmrun" --guests 3 --timeout 420 --share "$here" --wireshark \
     --run 'bash guest-datapath.sh capture' --run 'bash guest-datapath.sh capture' \
     --run 'bash guest-datapath.sh capture' || rc=1
 exit "$rc"
