@@ -76,7 +76,7 @@ cp "$work/raw" "$results/raw.txt"
 cp "$work/limits" "$results/host-limits.txt"
 if [ -d "$work/native" ]; then
     cp "$work/native/native.md" "$work/native/native.txt" "$work/native/instructions.md" \
-        "$work/native/instructions.txt" "$results/"
+        "$work/native/instructions.txt" "$work/native/cpu-per-frame.txt" "$results/"
 fi
 [ -d "$work/logs" ] && cp -r "$work/logs" "$results/logs"
 stage report python3 bench/report.py "$work/raw" "$work/limits" "$results" "$machine" \

@@ -7,7 +7,8 @@
 # bench/report.py --native turns them into OUT/native.md. Then instructions
 # per message, counted by callgrind: the device's two ends
 # (count-instr.sh) and the provider's fast path (count-provider.sh), in
-# OUT/instructions.md and instructions.txt.
+# OUT/instructions.md and instructions.txt. (c)'s CPU time per frame against
+# its wire alone (cpu-per-frame.sh) goes to OUT/cpu-per-frame.txt.
 #
 # usage: run-native.sh BINDIR OUTDIR [SECONDS-PER-CASE]
 set -uo pipefail
@@ -33,6 +34,9 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
 run "native-a sw_bench" "$work/a" "$bin/sw_bench" "$secs" || exit 1
 run "native-b core_bench" "$work/b" "$bin/core_bench" -s "$secs" || exit 1
 run "native-c core_bench --dgram" "$work/c" "$bin/core_bench" --dgram -s "$secs" || exit 1
+# (c)'s 64 KB WRITE against its wire alone: CPU time per frame, user and system.
+stage "native-c cpu per frame" bash -c 'set -o pipefail; bash bench/native/cpu-per-frame.sh "$1" 3 "$2" | tee "$3"' \
+    _ "$bin/core_bench" "$secs" "$work/cpf" || exit 1
 
 machine="Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), \
 load average $load at the start. ${secs} s per case (plus 0.1 s of warm-up in (b) and (c)), \
@@ -48,6 +52,7 @@ stage "native-instr provider" bash bench/native/count-provider.sh "$work/instr-p
 
 mkdir -p "$out"
 cat "$work/a" "$work/b" "$work/c" | grep '^native ' > "$out/native.txt"
+cp "$work/cpf" "$out/cpu-per-frame.txt"
 { cat "$work/instr-core.md"; echo; sed 's/^# Instructions per message, libqrdma$/## libqrdma/' "$work/instr-prov.md"; } > "$out/instructions.md"
 sed -i '1s/.*/# Instructions per message\n\n## Device core + transport/' "$out/instructions.md"
 cat "$work/instr-core.txt" "$work/instr-prov.txt" > "$out/instructions.txt"
