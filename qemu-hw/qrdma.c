@@ -225,6 +225,26 @@ static bool qrdma_env_link_up(void *opaque)
 }
 
 /*
+ * The piece of guest memory at addr, at most *plen bytes (shortened to
+ * what one translation covers), when a read may copy it directly: RAM, or
+ * a ROM device reading as memory; NULL for anything else (MMIO, a RAM
+ * device, unassigned space, bus mastering off). Under the caller's RCU
+ * read lock.
+ */
+static MemoryRegion *qrdma_direct_piece(AddressSpace *as, uint64_t addr,
+                                        hwaddr *xlat, hwaddr *plen)
+{
+    MemoryRegion *mr = address_space_translate(as, addr, xlat, plen, false,
+                                               MEMTXATTRS_UNSPECIFIED);
+
+    if (!*plen ||
+        !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+        return NULL;
+    }
+    return mr;
+}
+
+/*
  * Guest memory for the core: only RAM, whole range, with bus mastering on
  * (the bus-master address space is disabled otherwise). Anything else
  * (MMIO, unassigned space) is refused, so a guest cannot aim the device at
@@ -269,10 +289,8 @@ static bool qrdma_dma_ram(QrdmaState *s, uint64_t addr, void *buf, size_t len,
             memcpy(ram, p, plen);
             address_space_unmap(as, ram, plen, true, plen);
         } else {
-            mr = address_space_translate(as, addr, &xlat, &plen, false,
-                                         MEMTXATTRS_UNSPECIFIED);
-            if (!plen ||
-                !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+            mr = qrdma_direct_piece(as, addr, &xlat, &plen);
+            if (!mr) {
                 return false;
             }
             ram = (uint8_t *)memory_region_get_ram_ptr(mr) + xlat;
@@ -298,7 +316,10 @@ static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
     return qrdma_dma_ram(opaque, addr, (void *)buf, len, true) ? 0 : -1;
 }
 
-/* The range is guest RAM now (the main loop's check before a mapping). */
+/*
+ * The range is guest memory a read may copy directly, now (the main loop's
+ * check before a mapping, which is then never a bounce buffer).
+ */
 static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
@@ -309,11 +330,8 @@ static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len)
     RCU_READ_LOCK_GUARD();
     while (len) {
         hwaddr xlat, plen = len;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &plen,
-                                                   false,
-                                                   MEMTXATTRS_UNSPECIFIED);
 
-        if (!plen || !memory_region_is_ram(mr)) {
+        if (!qrdma_direct_piece(as, addr, &xlat, &plen)) {
             return false;
         }
         addr += plen;
@@ -1126,7 +1144,10 @@ static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
         qrdma_env_kick(s, work);
     }
     qrdma_unlock(s);
-    qemu_bh_schedule(s->main_bh);
+    if (s->dp_ctx) {
+        /* what the data path's thread raised while the VM was stopped */
+        qemu_bh_schedule(s->main_bh);
+    }
     if (s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
     }
