@@ -148,6 +148,9 @@ GUEST_PACK_EXCLUDES=(
     './usr/lib/modules/*/kernel/drivers/isdn' './usr/lib/modules/*/kernel/drivers/hwmon'
     './usr/lib/modules/*/kernel/drivers/platform' './usr/lib/modules/*/kernel/drivers/net/can'
     './usr/lib/modules/*/kernel/drivers/net/ethernet'
+    # our module: the overlay brings it (build-guest.sh puts a copy in the
+    # root only for depmod)
+    './usr/lib/modules/*/extra'
     # udev's hardware database: no udevd runs in the guest
     # (scripts/guest-init.sh loads the modules itself)
     ./usr/lib/udev/hwdb.bin ./usr/lib/udev/hwdb.d
