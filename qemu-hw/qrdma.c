@@ -320,7 +320,7 @@ static int qrdma_env_dma_write(void *opaque, uint64_t addr, const void *buf,
  * The range is guest memory a read may copy directly, now (the main loop's
  * check before a mapping, which is then never a bounce buffer).
  */
-static bool qrdma_range_is_ram(QrdmaState *s, uint64_t addr, size_t len)
+static bool qrdma_range_is_direct(QrdmaState *s, uint64_t addr, size_t len)
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
 
@@ -358,7 +358,7 @@ static const void *qrdma_env_dma_map_read(void *opaque, uint64_t addr,
      * between the check and the mapping: map nothing there, the core
      * copies instead (qrdma_dma_ram).
      */
-    if (!bql_locked() || !qrdma_range_is_ram(s, addr, len)) {
+    if (!bql_locked() || !qrdma_range_is_direct(s, addr, len)) {
         return NULL;
     }
     p = pci_dma_map(PCI_DEVICE(s), addr, &plen, DMA_DIRECTION_TO_DEVICE);

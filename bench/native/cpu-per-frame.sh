@@ -19,6 +19,9 @@ set -euo pipefail
 bin=${1:?usage: cpu-per-frame.sh CORE_BENCH [REPS] [SECONDS]}
 reps=${2:-3}
 secs=${3:-2}
+# the device's case and its wire's: 64 KB WRITEs, and the frames they make
+device_case=write_bw:65536
+wire_case=wire_bw:4154
 work=$(mktemp -d "${TMPDIR:-/tmp}/qrdma-cpf.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -46,14 +49,14 @@ echo "core_bench --dgram, $reps alternating runs of $secs s per case; load avera
     "$(cut -d' ' -f1-3 /proc/loadavg) at the start"
 printf '%-14s %8s %10s %12s %12s %12s\n' case GB/s frames "user us/fr" "sys us/fr" "total us/fr"
 for _ in $(seq "$reps"); do
-    for case in write_bw:65536 wire_bw:4154; do
+    for case in "$device_case" "$wire_case"; do
         one "$case" | tee -a "$work/all" |
             awk '{ printf "%-14s %8.3f %10.0f %12.3f %12.3f %12.3f\n", $1, $2, $3, $4, $5, $4 + $5 }'
     done
 done
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 # Medians per case, and what the device adds per frame over the wire alone.
-sort -k1,1 -k2,2n "$work/all" | awk -v reps="$reps" '
+awk -v d="$device_case" -v w="$wire_case" '
     { n[$1]++; gb[$1, n[$1]] = $2; us[$1, n[$1]] = $4; sy[$1, n[$1]] = $5 }
     function med(a, c,   k, v, i, j, t) {
         for (i = 1; i <= n[c]; i++) v[i] = a[c, i]
@@ -61,9 +64,8 @@ sort -k1,1 -k2,2n "$work/all" | awk -v reps="$reps" '
         k = int((n[c] + 1) / 2); return v[k]
     }
     END {
-        w = "wire_bw:4154"; d = "write_bw:65536"
         printf "median %-7s %8.3f GB/s, %.3f us user + %.3f us system per frame\n", "(c)", med(gb, d), med(us, d), med(sy, d)
         printf "median %-7s %8.3f GB/s, %.3f us user + %.3f us system per frame\n", "wire", med(gb, w), med(us, w), med(sy, w)
         printf "(c) / wire: %.0f%% of the rate; the device adds %.3f us of user time per frame and %+.3f us of system time\n",
             100 * med(gb, d) / med(gb, w), med(us, d) - med(us, w), med(sy, d) - med(sy, w)
-    }'
+    }' "$work/all"
