@@ -717,10 +717,21 @@ struct qrdma_be_ops {
      * The core's MODIFY_QP has checked the transition and attributes
      * (the IB state machine); mask holds QRDMA_BE_QP_ATTR_STATE and bits
      * of QRDMA_BE_QP_ATTR_ALL. To RESET: the QP forgets its work and
-     * position with no completions and keeps its QPN. 0 or negative.
+     * position with no completions and keeps its QPN. To RESET or ERR: an
+     * acknowledgement the transport owes for messages it completed leaves
+     * first (the consumer may act on those completions at once: iSER's
+     * logout disconnects). 0 or negative.
      */
     int (*qp_modify)(struct qrdma_be *be, struct qrdma_be_qp *qp,
                      const struct qrdma_be_qp_attr *attr, uint32_t mask);
+    /*
+     * The core moves the QP to ERR for an error of its own (a completion
+     * it could not write, a WQE it cannot execute): as a modify to ERR,
+     * except that an owed acknowledgement is dropped, since it may cover
+     * a message whose completion was lost. Optional: without it the core
+     * modifies to ERR.
+     */
+    void (*qp_fail)(struct qrdma_be *be, struct qrdma_be_qp *qp);
     /* The QP's state now: a backend moves a QP to ERR or SQE by itself. */
     enum qrdma_be_qp_state (*qp_state)(struct qrdma_be *be,
                                        struct qrdma_be_qp *qp);

@@ -571,8 +571,18 @@ struct qsw_qp *qsw_qp_create(struct qsw_engine *eng, uint32_t qpn,
                              const struct qsw_qp_cap *cap, void *user);
 /* Destroys without completions (the embedder flushes its own queues). */
 void qsw_qp_destroy(struct qsw_qp *qp);
+/*
+ * The consumer's modify. To RESET or ERR, the ACK the responder owes for
+ * messages it has completed leaves first, as at destroy (docs/transport.md).
+ */
 int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *attr,
                   uint32_t mask);
+/*
+ * The embedder moves the QP to ERR for an error of its own (a completion
+ * it could not deliver): as a modify to ERR, but the ACK the responder owes
+ * is dropped, since it may cover the message whose completion was lost.
+ */
+void qsw_qp_fail(struct qsw_qp *qp);
 int qsw_qp_query(struct qsw_qp *qp, struct qsw_qp_attr *attr);
 void *qsw_qp_user(const struct qsw_qp *qp);
 uint32_t qsw_qp_num(const struct qsw_qp *qp);

@@ -649,6 +649,15 @@ static int sw_qp_modify(struct qrdma_be *be, struct qrdma_be_qp *handle,
     return qsw_qp_modify(qp->tp, &a, mask & QRDMA_BE_QP_ATTR_ALL) ? -EINVAL : 0;
 }
 
+static void sw_qp_fail(struct qrdma_be *be, struct qrdma_be_qp *handle)
+{
+    struct sw_be_qp *qp = qp_of(handle);
+
+    if (qp->tp) {
+        qsw_qp_fail(qp->tp);
+    }
+}
+
 static enum qrdma_be_qp_state sw_qp_state(struct qrdma_be *be,
                                           struct qrdma_be_qp *handle)
 {
@@ -873,6 +882,7 @@ const struct qrdma_be_ops qrdma_be_sw_ops = {
     .destroy = sw_destroy,
     .qp_create = sw_qp_create,
     .qp_modify = sw_qp_modify,
+    .qp_fail = sw_qp_fail,
     .qp_state = sw_qp_state,
     .qp_destroy = sw_qp_destroy,
     .post_send = sw_post_send,

@@ -551,6 +551,11 @@ void qsw_qp_to_error(struct qsw_qp *qp, enum qsw_event ev)
     }
 }
 
+void qsw_qp_fail(struct qsw_qp *qp)
+{
+    qsw_qp_to_error(qp, 0);
+}
+
 /* UC/UD send queue error: the receive side keeps working (IBTA 10.3). */
 void qsw_qp_to_sqe(struct qsw_qp *qp)
 {
@@ -694,6 +699,7 @@ int qsw_qp_modify(struct qsw_qp *qp, const struct qsw_qp_attr *a, uint32_t mask)
         qp->state = QSW_QPS_RESET;
         break;
     case QSW_QPS_ERR:
+        qsw_resp_stop(qp);
         qsw_qp_to_error(qp, 0);
         break;
     case QSW_QPS_SQD:

@@ -666,13 +666,14 @@ unsigned qsw_resp_run(struct qsw_qp *qp, unsigned budget)
 }
 
 /*
- * The consumer stops the QP (destroy, RESET): a pending ACK covers messages
- * whose completions the consumer may already hold, so it leaves now rather
- * than with the QP (the requester would retry them into RETRY_EXC_ERR);
- * not if READ/ATOMIC responses for earlier PSNs are still queued, which it
- * must not overtake. Not at ERR: that transition also follows local errors
- * (a completion the CQ could not take), where the newest message the ACK
- * would cover was not delivered.
+ * The consumer stops the QP (destroy, RESET, a modify to ERR): a pending
+ * ACK covers messages whose completions the consumer may already hold, so
+ * it leaves now rather than with the QP (the requester would retry them
+ * into RETRY_EXC_ERR, or flush them when the consumer's disconnect reaches
+ * it first: iSER's logout); not if READ/ATOMIC responses for earlier PSNs
+ * are still queued, which it must not overtake. Not when the engine moves
+ * the QP to ERR by itself, nor at qsw_qp_fail(): those follow errors where
+ * the newest message the ACK would cover was not delivered.
  */
 void qsw_resp_stop(struct qsw_qp *qp)
 {

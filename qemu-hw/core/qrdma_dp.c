@@ -355,14 +355,24 @@ static void qp_follow_state(struct qrdma_core *core, uint32_t id)
     }
 }
 
+/*
+ * The device's own error, not the consumer's modify: the transport drops
+ * the ACK it owes (qp_fail), which may cover a message whose completion
+ * was lost.
+ */
 static void qp_to_error(struct qrdma_core *core, uint32_t id)
 {
     struct qrdma_dp_qp *dq = dp_qp(core, id);
     struct qrdma_be_qp_attr attr = { .qp_state = QRDMA_BE_QPS_ERR };
+    const struct qrdma_be_ops *ops = core->dp.ops;
 
     if (dq && dq->be_qp) {
-        core->dp.ops->qp_modify(core->dp.be, dq->be_qp, &attr,
-                                QRDMA_BE_QP_ATTR_STATE);
+        if (ops->qp_fail) {
+            ops->qp_fail(core->dp.be, dq->be_qp);
+        } else {
+            ops->qp_modify(core->dp.be, dq->be_qp, &attr,
+                           QRDMA_BE_QP_ATTR_STATE);
+        }
         qp_follow_state(core, id);
     }
 }

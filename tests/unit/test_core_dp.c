@@ -1293,6 +1293,38 @@ static void test_cq_overflow_shared(void)
     CHECK(!poll_cq(SB, 3, &e));
 }
 
+/*
+ * The consumer moves its QP to ERR (MODIFY_QP) right after it saw a
+ * message's completion, before the device's next data-path pass would send
+ * the coalesced ACK for it: the ACK leaves with the modify, and the
+ * requester's SEND completes with success. iSER's logout does this: the
+ * initiator disconnects as soon as it has the logout response, and a
+ * target whose response was never acknowledged flushed it when the
+ * disconnect arrived (a kernel WARN in iscsit_release_cmd). The device's
+ * own error (test_cq_overflow) still acknowledges nothing.
+ */
+static void test_ack_before_consumer_error(void)
+{
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+
+    rc_pair();
+    post_recv(SB, QPN, 0x9000, 256);
+    post_send(SA, QPN, &w);
+    ring_sq(SA, QPN);
+    /* A sends the SEND; B takes it and completes it; B's data path has not run since. */
+    pump_some(1);
+    CHECK(SB->kicks & QRDMA_WORK_DP);
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 10);
+    modify_state(SB, QPN, QRDMA_QPS_ERR);
+    CHECK_EQ(qp_state(SB, QPN), QRDMA_QPS_ERR);
+    pump_ms(5000);
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    expect_no_cqe(SA, 1);
+    CHECK_EQ(qp_state(SA, QPN), QRDMA_QPS_RTS);
+    no_errors(SA);
+    no_errors(SB);
+}
+
 /* HEAD advances: the same small CQ takes any number of CQEs. */
 static void test_cq_head(void)
 {
@@ -2891,6 +2923,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_bad_doorbell),
     UNIT_TEST(test_cq_overflow),
     UNIT_TEST(test_cq_overflow_shared),
+    UNIT_TEST(test_ack_before_consumer_error),
     UNIT_TEST(test_cq_head),
     UNIT_TEST(test_rq_flush),
     UNIT_TEST(test_reset_while_kicked),

@@ -950,21 +950,25 @@ static void test_ack_coalescing(void)
 }
 
 /*
- * The consumer stops the responder's QP (destroy, RESET) after a message
- * completed there but before the poll that would send its coalesced ACK:
- * the ACK leaves with the stop, and the requester completes the SEND with
- * success instead of retrying it into RETRY_EXC_ERR. ERR acknowledges
- * nothing more (test_core_dp's test_cq_overflow: a message whose
- * completion was lost must not be acknowledged).
+ * The consumer stops the responder's QP (destroy, RESET, a modify to ERR)
+ * after a message completed there but before the poll that would send its
+ * coalesced ACK: the ACK leaves with the stop, and the requester completes
+ * the SEND with success instead of retrying it into RETRY_EXC_ERR (or, as
+ * iSER's logout did, flushing it when the disconnect that follows reaches
+ * it first). qsw_qp_fail(), the embedder's own error, acknowledges nothing
+ * more (test_core_dp's test_cq_overflow: a message whose completion was
+ * lost must not be acknowledged): the requester retries into
+ * RETRY_EXC_ERR.
  */
 static void test_ack_on_stop(void)
 {
-    static const char *const how[] = { "destroy", "RESET" };
+    static const char *const how[] = { "destroy", "RESET", "ERR", "qsw_qp_fail" };
 
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         struct qsw_send_wr wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED);
         const struct qsw_wc *wc;
-        struct qsw_qp_attr at = { .qp_state = QSW_QPS_RESET };
+        struct qsw_qp_attr at = { .qp_state = k == 2 ? QSW_QPS_ERR : QSW_QPS_RESET };
+        enum qsw_wc_status want = k == 3 ? QSW_WC_RETRY_EXC_ERR : QSW_WC_SUCCESS;
         struct qsw_stats st;
         struct rc r;
 
@@ -979,16 +983,25 @@ static void test_ack_on_stop(void)
         if (k == 0) {
             qsw_qp_destroy(r.b);
             r.b = NULL;
+        } else if (k == 3) {
+            qsw_qp_fail(r.b);
         } else {
             CHECK_EQ(qsw_qp_modify(r.b, &at, QSW_QP_STATE), 0);
         }
+        if (k >= 2) {
+            CHECK_EQ(qsw_qp_state(r.b), QSW_QPS_ERR);
+        }
         wc = wait_wc(&r, r.na, 1, false);
-        CHECK(wc && wc->status == QSW_WC_SUCCESS);
-        if (!wc || wc->status) {
+        CHECK(wc && wc->status == want);
+        if (!wc || wc->status != want) {
             fprintf(stderr, "  after %s: %s\n", how[k], wc ? qsw_wc_status_str(wc->status) : "none");
         }
         qsw_engine_stats(r.na->eng, &st);
-        CHECK_EQ(st.retransmits, 0);
+        if (k == 3) {
+            CHECK(st.retransmits > 0);
+        } else {
+            CHECK_EQ(st.retransmits, 0);
+        }
         rc_done(&r);
     }
 }
