@@ -25,8 +25,17 @@ finish() {
     echo "$1: $((fails + earlier)) failure(s)"
     [ "$fails" -eq 0 ] && [ "$earlier" -eq 0 ]
 }
-# no_oops: the kernel logged no WARN, BUG or oops in this boot.
-no_oops() { check "no kernel WARN/BUG/oops" sh -c '! dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace:"'; }
+# no_oops: the kernel logged no WARN, BUG or oops in this boot; if it did,
+# the first one and its call trace are shown (the log a diagnosis needs).
+no_oops() {
+    local re="WARNING:|BUG:|Oops|Call Trace:"
+    if dmesg | grep -qE "$re"; then
+        fail "no kernel WARN/BUG/oops"
+        dmesg | sed -En "/$re/,\$p" | head -n 60 | sed 's/^/  oops: /'
+    else
+        ok "no kernel WARN/BUG/oops"
+    fi
+}
 # no_rdma_errors WHAT ULP_ERE: no oops, and no error line from qrdma (its
 # messages name the PCI function, "qrdma 0000:00:01.0: ...") or from the
 # consumer whose messages match ULP_ERE; shows what it found.
