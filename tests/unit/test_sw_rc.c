@@ -960,15 +960,33 @@ static void test_ack_coalescing(void)
  * lost must not be acknowledged): the requester retries into
  * RETRY_EXC_ERR.
  */
+enum stop_how { STOP_DESTROY, STOP_MODIFY, STOP_FAIL };
+
 static void test_ack_on_stop(void)
 {
-    static const char *const how[] = { "destroy", "RESET", "ERR", "qsw_qp_fail" };
+    /*
+     * The consumer's stops (destroy, modify to RESET or ERR) send the ACK
+     * B owes, so A's SEND completes without a retransmit; the device's
+     * own failure of the QP (qsw_qp_fail) drops it, so A retries and
+     * gives up.
+     */
+    static const struct {
+        const char *name;
+        enum stop_how how;
+        enum qsw_qp_state to;           /* for STOP_MODIFY */
+        enum qsw_wc_status want;
+        bool retransmits;
+    } cases[] = {
+        { "destroy", STOP_DESTROY, 0, QSW_WC_SUCCESS, false },
+        { "RESET", STOP_MODIFY, QSW_QPS_RESET, QSW_WC_SUCCESS, false },
+        { "ERR", STOP_MODIFY, QSW_QPS_ERR, QSW_WC_SUCCESS, false },
+        { "qsw_qp_fail", STOP_FAIL, 0, QSW_WC_RETRY_EXC_ERR, true },
+    };
 
-    for (int k = 0; k < 4; k++) {
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         struct qsw_send_wr wr = tb_wr(1, QSW_WR_SEND, QSW_SEND_SIGNALED);
+        struct qsw_qp_attr at = { .qp_state = cases[k].to };
         const struct qsw_wc *wc;
-        struct qsw_qp_attr at = { .qp_state = k == 2 ? QSW_QPS_ERR : QSW_QPS_RESET };
-        enum qsw_wc_status want = k == 3 ? QSW_WC_RETRY_EXC_ERR : QSW_WC_SUCCESS;
         struct qsw_stats st;
         struct rc r;
 
@@ -980,24 +998,28 @@ static void test_ack_on_stop(void)
         tb_deliver(r.tb);                       /* b completes it, the ACK pending */
         wc = tb_find_wc(r.nb, 1, true);
         CHECK(wc && wc->status == QSW_WC_SUCCESS);
-        if (k == 0) {
+        switch (cases[k].how) {
+        case STOP_DESTROY:
             qsw_qp_destroy(r.b);
             r.b = NULL;
-        } else if (k == 3) {
-            qsw_qp_fail(r.b);
-        } else {
+            break;
+        case STOP_MODIFY:
             CHECK_EQ(qsw_qp_modify(r.b, &at, QSW_QP_STATE), 0);
-        }
-        if (k >= 2) {
+            CHECK_EQ(qsw_qp_state(r.b), cases[k].to);
+            break;
+        case STOP_FAIL:
+            qsw_qp_fail(r.b);
             CHECK_EQ(qsw_qp_state(r.b), QSW_QPS_ERR);
+            break;
         }
         wc = wait_wc(&r, r.na, 1, false);
-        CHECK(wc && wc->status == want);
-        if (!wc || wc->status != want) {
-            fprintf(stderr, "  after %s: %s\n", how[k], wc ? qsw_wc_status_str(wc->status) : "none");
+        CHECK(wc && wc->status == cases[k].want);
+        if (!wc || wc->status != cases[k].want) {
+            fprintf(stderr, "  after %s: %s\n", cases[k].name,
+                    wc ? qsw_wc_status_str(wc->status) : "none");
         }
         qsw_engine_stats(r.na->eng, &st);
-        if (k == 3) {
+        if (cases[k].retransmits) {
             CHECK(st.retransmits > 0);
         } else {
             CHECK_EQ(st.retransmits, 0);
