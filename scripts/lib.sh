@@ -181,7 +181,8 @@ pack_root() {
 # unpack after pack_root's (their directories are in that one already).
 pack_wireshark() {
     local root=$1 file=$2 sel=() e
-    compgen -G "$root/usr/lib/x86_64-linux-gnu/libwireshark.so*" > /dev/null ||
+    # The first path is the library: without it the layer would be empty.
+    compgen -G "$root/${GUEST_WIRESHARK_PATHS[0]#./}" > /dev/null ||
         die "no Wireshark in the guest root: tshark not installed?"
     for e in "${GUEST_WIRESHARK_PATHS[@]}"; do sel+=(-path "$e" -o -path "$e/*" -o); done
     (cd "$root" && find . \( "${sel[@]}" -false \) -print | cpio -o -H newc --quiet) > "$file.tmp"
