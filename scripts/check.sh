@@ -40,6 +40,20 @@ grep -E '^=== test-[a-z0-9-]+: (PASS|FAIL) in [0-9]+s$' "$out" |
 read -r passed failed < <(grep -E '^[A-Za-z0-9_-]+: [0-9]+ passed, [0-9]+ failed$' "$out" |
     awk '{ p += $2; f += $4 } END { print p + 0, f + 0 }')
 [ "$rc" -eq 0 ] || failed=$((failed + 1))
+# CI shows only the tail of this output: end with what failed and why, the
+# failing checks of each failed VM test and suite (at most 8 lines each).
+if [ "$rc" -ne 0 ]; then
+    echo "what failed:"
+    grep -E '^\[[0-9:]+\] stage [a-z0-9.-]+: [0-9]+s \(rc=[1-9][0-9]*\)' "$out" |
+        sed 's/^\[[0-9:]*\] /  /'
+    awk '/^=== test-[a-z0-9-]+$/ { name = $2; n = 0; delete why; next }
+         /^FAIL|^\[g[0-9]+\] FAIL|^vm-run: .*(TIMEOUT|did not|exited with [1-9]|panic|refused|FAILURE)/ {
+             if (n < 8) why[n++] = $0 }
+         /^=== test-[a-z0-9-]+: FAIL in / {
+             print "  " $2; for (i = 0; i < n; i++) print "    " substr(why[i], 1, 160) }' "$out"
+    grep -E '^ *not ok ' "$out" | head -n 8 | sed 's/^ */  /'
+    grep -E '^[A-Za-z0-9_-]+: [0-9]+ passed, [1-9][0-9]* failed$' "$out" | sed 's/^/  /'
+fi
 echo "make check took $(($(date +%s) - t0))s"
 echo "check: $passed passed, $failed failed"
 exit "$rc"
