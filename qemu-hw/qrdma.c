@@ -7,14 +7,16 @@
  * Threading: the core has one lock of its own (QrdmaState.lock), which
  * every entry into it holds. Without iothread=, everything runs with the
  * BQL held as well: MMIO, timers, bottom halves, the netdev, the backend's
- * fd. With iothread= (backend=verbs), the data path (QRDMA_WORK_DP, the
- * transport's timer, the backend's fd) runs in the IOThread's AioContext
- * without the BQL, so host completions are processed off the vCPUs and
- * the main loop; what needs the BQL is handed to the main loop
- * (qrdma_main_bh): interrupts, and the netdev's receive restart. There the
- * device touches guest memory only where it is RAM, in one translation
+ * fd. With iothread= (either backend), the data path (QRDMA_WORK_DP, the
+ * frames received, the transport's timer, the verbs backend's fd) runs in
+ * the IOThread's AioContext without the BQL, off the vCPUs and the main
+ * loop; what needs the BQL is handed to the main loop (qrdma_main_bh):
+ * interrupts, the frames to send, and the netdev's receive restart. Frames
+ * cross between the two in queues of their own ("frames" below). There
+ * the device touches guest memory only where it is RAM, in one translation
  * (qrdma_dma_ram), so no access of its dispatches to MMIO and takes the
- * BQL under the device's lock: the lock order is BQL, then the device's.
+ * BQL under the device's lock: the lock order is BQL, then the device's,
+ * then frames_lock.
  *
  * Lifetime: the core guards itself against re-entry (struct
  * qrdma_core_guard): an interrupt it raises is delivered when its outermost
@@ -38,6 +40,7 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qemu/lockable.h"
+#include "qemu/queue.h"
 #include "qemu/main-loop.h"
 #include "block/aio.h"
 #include "block/aio-wait.h"
@@ -66,6 +69,37 @@
 #define TYPE_QRDMA "qrdma"
 OBJECT_DECLARE_SIMPLE_TYPE(QrdmaState, QRDMA)
 
+/* One frame on its way between the data path's thread and the main loop. */
+struct qrdma_frame {
+    QSIMPLEQ_ENTRY(qrdma_frame) next;
+    size_t len;
+    uint8_t data[];
+};
+
+struct qrdma_frames {
+    QSIMPLEQ_HEAD(, qrdma_frame) head;
+    unsigned count;
+};
+
+/*
+ * Depths of the two queues, in frames. Transmit: from QRDMA_TX_FRAMES_PAUSE
+ * the core is told its frames are queued (QRDMA_TX_QUEUED) and stops, as at
+ * a netdev that cannot take more; beyond QRDMA_TX_FRAMES_MAX a frame is
+ * dropped as a full wire drops it (the transport's retransmission covers
+ * it), so that what the core sends regardless (ACKs) cannot grow the queue
+ * without bound. Receive: the netdev is told the device cannot receive
+ * from QRDMA_RX_FRAMES_MAX, and QEMU's net layer queues for it.
+ */
+#define QRDMA_TX_FRAMES_PAUSE   64
+#define QRDMA_TX_FRAMES_MAX     256
+#define QRDMA_RX_FRAMES_MAX     64
+/*
+ * The longest frame the core may send (it builds none longer than a LAN
+ * frame of the largest MTU); what the netdev delivers is bounded by QEMU's
+ * net layer (NET_BUFSIZE).
+ */
+#define QRDMA_FRAME_LEN_MAX     (64 * 1024)
+
 struct QrdmaState {
     PCIDevice parent_obj;
 
@@ -93,6 +127,19 @@ struct QrdmaState {
     QEMUBH *main_bh;
     uint64_t irq_raised;
     bool rx_ready_due;
+    /*
+     * iothread=: the frames between the core, in the data path's thread,
+     * and QEMU's net layer, in the main loop (see "frames" below). The
+     * lock guards these fields only and is taken last, after the BQL and
+     * the device's lock, for a few instructions at a time.
+     */
+    QemuMutex frames_lock;
+    struct qrdma_frames tx_frames;  /* core -> netdev, sent by main_bh */
+    struct qrdma_frames rx_frames;  /* netdev -> core, taken by dp_bh */
+    unsigned tx_owed;           /* QRDMA_TX_QUEUED answers not yet undone */
+    bool tx_room;               /* dp_bh owes the core its tx_ready calls */
+    bool tx_netdev_full;        /* the netdev holds one: wait for tx_sent */
+    bool rx_refused;            /* can_receive said no: flush once room */
     /*
      * The VM is not running (stopped, paused, or a destination waiting for
      * its guest to start): the device does no work. Kicks wait in
@@ -398,9 +445,172 @@ static void qrdma_env_msix_notify(void *opaque, unsigned vector)
     msix_notify(PCI_DEVICE(s), vector);
 }
 
+/* ---- frames: the data path's thread and the net layer -------------------- */
+
+/*
+ * With iothread=, the core runs its data path in the IOThread, but QEMU's
+ * net layer is the main loop's: a netdev is only called with the BQL held,
+ * and the data path's thread may not take the BQL under the device's lock
+ * (the lock order is BQL, then the device's). So frames cross in two
+ * queues of copies, each guarded by frames_lock:
+ *
+ *   transmit: the core's send_frame, in whichever thread, appends a copy
+ *   to tx_frames; main_bh sends them in order through the netdev
+ *   (qrdma_tx_drain). The core stops at QRDMA_TX_FRAMES_PAUSE frames
+ *   (QRDMA_TX_QUEUED), and when the main loop has sent them dp_bh calls
+ *   qrdma_core_tx_ready once for each such answer, under the device's lock.
+ *
+ *   receive: the netdev's frames are appended to rx_frames in the main
+ *   loop, without the device's lock; dp_bh hands them to the core in
+ *   order (qrdma_rx_drain). A full queue makes can_receive false and QEMU
+ *   queues the frames; once dp_bh has made room, main_bh flushes them.
+ *
+ * A frame in either queue is one the wire has in flight: a reset drops
+ * both (a reset NIC sends nothing it held), an incoming migration's load
+ * replaces the device's state and drops them too, and a VM that stops
+ * keeps them until it runs again.
+ */
+static struct qrdma_frame *qrdma_frame_new(const struct iovec *iov, unsigned n,
+                                           size_t len)
+{
+    struct qrdma_frame *f = g_malloc(sizeof(*f) + len);
+
+    f->len = len;
+    iov_to_buf(iov, n, 0, f->data, len);
+    return f;
+}
+
+static void qrdma_frames_drop(struct qrdma_frames *q)
+{
+    struct qrdma_frame *f;
+
+    while ((f = QSIMPLEQ_FIRST(&q->head))) {
+        QSIMPLEQ_REMOVE_HEAD(&q->head, next);
+        g_free(f);
+    }
+    q->count = 0;
+}
+
+static void qrdma_frames_push(struct qrdma_frames *q, struct qrdma_frame *f)
+{
+    QSIMPLEQ_INSERT_TAIL(&q->head, f, next);
+    q->count++;
+}
+
+static struct qrdma_frame *qrdma_frames_pop(struct qrdma_frames *q)
+{
+    struct qrdma_frame *f = QSIMPLEQ_FIRST(&q->head);
+
+    if (f) {
+        QSIMPLEQ_REMOVE_HEAD(&q->head, next);
+        q->count--;
+    }
+    return f;
+}
+
+/*
+ * Both queues emptied; returns the core's QRDMA_TX_QUEUED answers that
+ * were owed, which a caller with a live core undoes (qrdma_core_tx_ready),
+ * as a purged netdev's callbacks undo theirs.
+ */
+static unsigned qrdma_frames_reset(QrdmaState *s)
+{
+    unsigned owed;
+
+    QEMU_LOCK_GUARD(&s->frames_lock);
+    qrdma_frames_drop(&s->tx_frames);
+    qrdma_frames_drop(&s->rx_frames);
+    owed = s->tx_owed;
+    s->tx_owed = 0;
+    s->tx_room = false;
+    s->tx_netdev_full = false;
+    return owed;
+}
+
+/* At a reset and a load, device's lock held: nothing queued, nothing owed. */
+static void qrdma_frames_restart(QrdmaState *s)
+{
+    unsigned owed = qrdma_frames_reset(s);
+
+    while (owed--) {
+        qrdma_core_tx_ready(&s->core);
+    }
+}
+
+/*
+ * The core's frame, from any thread with the device's lock held: queued
+ * for main_bh in the order the core sent it (frames of the main loop's own
+ * work, LAN transmit, queue behind the thread's, never ahead of them).
+ */
+static int qrdma_tx_enqueue(QrdmaState *s, const struct iovec *iov,
+                            unsigned n)
+{
+    size_t len = iov_size(iov, n);
+    struct qrdma_frame *f;
+    int ret = QRDMA_TX_SENT;
+
+    if (len > QRDMA_FRAME_LEN_MAX) {
+        return QRDMA_TX_SENT;   /* the core builds none this long */
+    }
+    f = qrdma_frame_new(iov, n, len);
+    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+        if (s->tx_frames.count >= QRDMA_TX_FRAMES_MAX) {
+            trace_qrdma_tx_frame_dropped(s->tx_frames.count);
+            g_free(f);
+            break;
+        }
+        qrdma_frames_push(&s->tx_frames, f);
+        if (s->tx_frames.count >= QRDMA_TX_FRAMES_PAUSE) {
+            s->tx_owed++;
+            ret = QRDMA_TX_QUEUED;
+        }
+    }
+    qemu_bh_schedule(s->main_bh);
+    return ret;
+}
+
+static void qrdma_tx_sent(NetClientState *nc, ssize_t len);
+
+/*
+ * Main loop: send what the core queued, in order, until the netdev holds
+ * one (it calls qrdma_tx_sent once it has sent it) or the VM stops. Once
+ * the queue is empty, the core's QRDMA_TX_QUEUED answers are undone from
+ * the data path's thread (dp_bh), which holds the device's lock.
+ */
+static void qrdma_tx_drain(QrdmaState *s)
+{
+    NetClientState *nc = qemu_get_queue(s->nic);
+    bool room = false;
+
+    while (!s->held && !s->gone) {
+        struct qrdma_frame *f;
+        ssize_t ret;
+
+        WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+            f = s->tx_netdev_full ? NULL : qrdma_frames_pop(&s->tx_frames);
+            if (!f && !s->tx_netdev_full && s->tx_owed && !s->tx_room) {
+                s->tx_room = room = true;
+            }
+        }
+        if (!f) {
+            break;
+        }
+        ret = qemu_send_packet_async(nc, f->data, f->len, qrdma_tx_sent);
+        g_free(f);      /* a frame the net layer queues, it copied */
+        if (ret == 0) {
+            QEMU_LOCK_GUARD(&s->frames_lock);
+            s->tx_netdev_full = true;
+        }
+    }
+    if (room) {
+        qemu_bh_schedule(s->dp_bh);
+    }
+}
+
 /*
  * The netdev sent (or purged) a frame it had queued: the device's transmit
- * goes on once none is left (qrdma_core_tx_ready).
+ * goes on once none is left (qrdma_core_tx_ready); with iothread=, the
+ * queue of the thread's frames drains on.
  */
 static void qrdma_tx_sent(NetClientState *nc, ssize_t len)
 {
@@ -409,9 +619,71 @@ static void qrdma_tx_sent(NetClientState *nc, ssize_t len)
     if (s->gone) {
         return;
     }
+    if (s->dp_ctx) {
+        WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+            s->tx_netdev_full = false;
+        }
+        qrdma_tx_drain(s);
+        return;
+    }
     qrdma_lock(s);
     qrdma_core_tx_ready(&s->core);
     qrdma_unlock(s);
+}
+
+/*
+ * The data path's thread, device's lock held: undo the core's
+ * QRDMA_TX_QUEUED answers once the main loop has sent the queue out, and
+ * hand the core the frames received, in order. A frame the core cannot
+ * take now (its LAN backlog is full) stays first; the core's rx_ready
+ * brings this back. Room made in a queue that refused frames is flushed
+ * into it from the main loop.
+ */
+static void qrdma_rx_drain(QrdmaState *s)
+{
+    unsigned owed = 0, budget;
+    bool flush = false;
+
+    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+        if (s->tx_room) {
+            owed = s->tx_owed;
+            s->tx_owed = 0;
+            s->tx_room = false;
+        }
+    }
+    while (owed--) {
+        qrdma_core_tx_ready(&s->core);
+    }
+    for (budget = QRDMA_RX_FRAMES_MAX; budget && !s->held && !s->gone;
+         budget--) {
+        struct qrdma_frame *f;
+
+        if (!qrdma_core_lan_can_receive(&s->core)) {
+            break;
+        }
+        WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+            f = qrdma_frames_pop(&s->rx_frames);
+        }
+        if (!f) {
+            break;
+        }
+        qrdma_core_lan_receive(&s->core, f->data, f->len);
+        g_free(f);
+    }
+    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+        if (s->rx_refused && s->rx_frames.count < QRDMA_RX_FRAMES_MAX) {
+            s->rx_refused = false;
+            flush = true;
+        }
+        if (s->rx_frames.count && !budget) {
+            /* the budget ran out, not the frames: go on in a new pass */
+            qemu_bh_schedule(s->dp_bh);
+        }
+    }
+    if (flush) {
+        qatomic_set(&s->rx_ready_due, true);
+        qemu_bh_schedule(s->main_bh);
+    }
 }
 
 /*
@@ -431,6 +703,11 @@ static int qrdma_env_send_frame(void *opaque, const uint8_t *frame, size_t len)
 
     if (s->gone) {
         return QRDMA_TX_SENT;
+    }
+    if (s->dp_ctx) {
+        struct iovec iov = { .iov_base = (void *)frame, .iov_len = len };
+
+        return qrdma_tx_enqueue(s, &iov, 1);
     }
     return qrdma_tx_status(qemu_send_packet_async(qemu_get_queue(s->nic), frame,
                                                   len, qrdma_tx_sent));
@@ -452,6 +729,9 @@ static int qrdma_env_send_frame_iov(void *opaque, const struct iovec *iov,
 
     if (s->gone) {
         return QRDMA_TX_SENT;
+    }
+    if (s->dp_ctx) {
+        return qrdma_tx_enqueue(s, iov, n);
     }
     nc = qemu_get_queue(s->nic);
     if (nc->peer && nc->peer->info->receive_iov) {
@@ -537,6 +817,11 @@ static void qrdma_dp_bh(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    qrdma_hold(s);
+    qrdma_lock(s);
+    qrdma_rx_drain(s);
+    qrdma_unlock(s);
+    qrdma_release(s);
     qrdma_run_pending(s, QRDMA_WORK_DP);
 }
 
@@ -545,6 +830,11 @@ static void qrdma_env_rx_ready(void *opaque)
     QrdmaState *s = opaque;
 
     if (s->gone || s->held || !s->nic) {
+        return;
+    }
+    if (s->dp_ctx) {
+        /* the frames wait in rx_frames, which dp_bh hands over */
+        qemu_bh_schedule(s->dp_bh);
         return;
     }
     if (!bql_locked()) {
@@ -580,6 +870,9 @@ static void qrdma_main_bh(void *opaque)
     }
     if (qatomic_xchg(&s->rx_ready_due, false) && !s->gone && s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
+    if (!s->gone && s->nic) {
+        qrdma_tx_drain(s);
     }
     qrdma_release(s);
 }
@@ -714,10 +1007,44 @@ static bool qrdma_net_can_receive(NetClientState *nc)
     QrdmaState *s = qemu_get_nic_opaque(nc);
     bool can;
 
+    if (s->dp_ctx) {
+        QEMU_LOCK_GUARD(&s->frames_lock);
+        can = !s->held && s->rx_frames.count < QRDMA_RX_FRAMES_MAX;
+        s->rx_refused |= !can;
+        return can;
+    }
     qrdma_lock(s);
     can = !s->held && qrdma_core_lan_can_receive(&s->core);
     qrdma_unlock(s);
     return can;
+}
+
+/*
+ * With iothread=: the frame is queued for the data path's thread (dp_bh),
+ * or, when the queue is full, left to QEMU's net layer (0), which holds it
+ * and what follows until main_bh flushes them.
+ */
+static ssize_t qrdma_rx_enqueue(QrdmaState *s, const uint8_t *buf, size_t size)
+{
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = size };
+    struct qrdma_frame *f;
+
+    if (s->gone) {
+        return size;    /* unplugged: dp_bh may be gone too */
+    }
+    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+        if (s->held || s->rx_frames.count >= QRDMA_RX_FRAMES_MAX) {
+            s->rx_refused = true;
+            return 0;
+        }
+    }
+    f = qrdma_frame_new(&iov, 1, size);
+    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
+        qrdma_frames_push(&s->rx_frames, f);
+    }
+    qemu_bh_schedule(s->dp_bh);
+    /* an empty frame is counted by the core; QEMU must not hold it (below) */
+    return size ? size : -1;
 }
 
 /*
@@ -730,6 +1057,9 @@ static ssize_t qrdma_net_receive(NetClientState *nc, const uint8_t *buf,
     QrdmaState *s = qemu_get_nic_opaque(nc);
     size_t taken;
 
+    if (s->dp_ctx) {
+        return qrdma_rx_enqueue(s, buf, size);
+    }
     qrdma_hold(s);
     qrdma_lock(s);
     taken = qrdma_core_lan_receive(&s->core, buf, size);
@@ -1145,8 +1475,12 @@ static void qrdma_vm_state_change(void *opaque, bool running, RunState state)
     }
     qrdma_unlock(s);
     if (s->dp_ctx) {
-        /* what the data path's thread raised while the VM was stopped */
+        /*
+         * What the data path's thread raised while the VM was stopped, and
+         * the frames that waited in both queues.
+         */
         qemu_bh_schedule(s->main_bh);
+        qemu_bh_schedule(s->dp_bh);
     }
     if (s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
@@ -1225,13 +1559,6 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     }
     s->cfg.backend = ret;
     if (s->iothread) {
-        if (s->cfg.backend != QRDMA_BACKEND_VERBS) {
-            error_setg(errp,
-                       "qrdma: iothread= needs backend=verbs: the software "
-                       "transport sends its frames through QEMU's net layer, "
-                       "which runs in the main loop only");
-            return;
-        }
         s->dp_ctx = iothread_get_aio_context(s->iothread);
     }
     if (!qrdma_verbs_prepare(s, errp)) {
@@ -1341,6 +1668,7 @@ static void qrdma_exit(PCIDevice *pdev)
     s->nic = NULL;
     qemu_bh_delete(s->work_bh);
     qemu_bh_delete(s->main_bh);
+    qrdma_frames_reset(s);
     timer_free(s->pe_ready_timer);
     timer_free(s->dp_timer);
     msix_uninit_exclusive_bar(pdev);
@@ -1370,10 +1698,13 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     /* what the data path's thread raised before the reset is not sent */
     qatomic_set(&s->irq_raised, 0);
     /*
-     * A reset device's frames do not go out: a frame the netdev still
-     * queues for us is dropped, and its callback (qrdma_tx_sent) lets the
-     * device transmit again.
+     * A reset device's frames do not go out: those between the data
+     * path's thread and the netdev (iothread=) are dropped first, and the
+     * core told they have gone; then a frame the netdev still queues for
+     * us, whose callback (qrdma_tx_sent) lets the device transmit again
+     * (and with iothread= finds nothing left to send).
      */
+    qrdma_frames_restart(s);
     if (s->nic) {
         qemu_purge_queued_packets(qemu_get_queue(s->nic));
     }
@@ -1381,6 +1712,11 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     s->dp_timer_due = s->pe_ready_due = false;
     qrdma_core_reset(&s->core);
     qrdma_unlock(s);
+    if (s->dp_ctx && s->nic) {
+        /* frames the full queue refused before the reset come in again */
+        qatomic_set(&s->rx_ready_due, true);
+        qemu_bh_schedule(s->main_bh);
+    }
 }
 
 /* ---- live migration (docs/migration.md) ---------------------------------- */
@@ -1443,6 +1779,7 @@ static int qrdma_post_load(void *opaque, int version_id)
     timer_del(s->dp_timer);
     s->pending_work = 0;
     s->dp_timer_due = s->pe_ready_due = false;
+    qrdma_frames_restart(s);
     ret = qrdma_core_load(&s->core, s->mig_buf, s->mig_len, err, sizeof(err));
     qrdma_unlock(s);
     g_free(s->mig_buf);
@@ -1500,9 +1837,10 @@ static const Property qrdma_properties[] = {
     DEFINE_PROP_STRING("cm", QrdmaState, cm),
     DEFINE_PROP_STRING("cm-listen", QrdmaState, cm_listen),
     /*
-     * backend=verbs: the IOThread (-object iothread,id=...) the data path
-     * runs in, off the vCPUs and the main loop: host completions, the
-     * guest's work queues and CQs, the CM proxy. Unset: the main loop.
+     * The IOThread (-object iothread,id=...) the data path runs in, off
+     * the vCPUs and the main loop: the guest's work queues and CQs, and
+     * with sw the transport's frames and timer, with verbs the host
+     * completions and the CM proxy. Unset: the main loop.
      */
     DEFINE_PROP_LINK("iothread", QrdmaState, iothread, TYPE_IOTHREAD,
                      IOThread *),
@@ -1604,12 +1942,17 @@ static void qrdma_instance_init(Object *obj)
     /* Limits come from the properties; board-id, when set, overrides this. */
     pstrcpy(s->cfg.board_id, sizeof(s->cfg.board_id), QRDMA_DEFAULT_BOARD_ID);
     qemu_rec_mutex_init(&s->lock);
+    qemu_mutex_init(&s->frames_lock);
+    QSIMPLEQ_INIT(&s->tx_frames.head);
+    QSIMPLEQ_INIT(&s->rx_frames.head);
 }
 
 static void qrdma_instance_finalize(Object *obj)
 {
     QrdmaState *s = QRDMA(obj);
 
+    qrdma_frames_reset(s);
+    qemu_mutex_destroy(&s->frames_lock);
     qemu_rec_mutex_destroy(&s->lock);
 }
 
