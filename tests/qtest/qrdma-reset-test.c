@@ -18,6 +18,8 @@
 #include "libqos/qrdma.h"
 #include "qapi/error.h"
 #include "qobject/qjson.h"
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #define ECAM_BASE       0xb0000000ull           /* q35's MMCONFIG default */
 #define RP_DEVFN        QPCI_DEVFN(2, 0)        /* the root port: 00:02.0 */
@@ -60,15 +62,23 @@ static void bed_bridge(Bed *b)
     b->d.dev.devfn = DEV_BUS << 8;
 }
 
-static void bed_init(Bed *b)
+/*
+ * The device's options for each test's two runs: its data path in the main
+ * loop, and in an IOThread (iothread=, its frames crossing to the main
+ * loop's netdev in queues).
+ */
+static const char *const dp_modes[] = { "", ",iothread=io0" };
+
+static void bed_init(Bed *b, const char *dp_mode)
 {
     QPCIDevice mch;
 
     memset(b, 0, sizeof(*b));
-    b->qts = qtest_init("-machine q35 -nodefaults -m 256M "
-                        "-device pcie-root-port,id=rp0,bus=pcie.0,addr=2.0,chassis=1,slot=1 "
-                        "-netdev hubport,id=n0,hubid=0 "
-                        "-device qrdma,id=qrdma0,bus=rp0,netdev=n0,stall-floor-ms=0");
+    b->qts = qtest_initf("-machine q35 -nodefaults -m 256M -object iothread,id=io0 "
+                         "-device pcie-root-port,id=rp0,bus=pcie.0,addr=2.0,chassis=1,slot=1 "
+                         "-netdev hubport,id=n0,hubid=0 "
+                         "-device qrdma,id=qrdma0,bus=rp0,netdev=n0,stall-floor-ms=0%s",
+                         dp_mode);
     pc_alloc_init(&b->alloc, b->qts, ALLOC_NO_FLAGS);
     b->pcibus = qpci_new_pc(b->qts, &b->alloc);
     /* ECAM on, as firmware sets it: PCIEXBAR = 0xb0000000, 256 MB, enabled. */
@@ -94,9 +104,13 @@ static void bed_fini(Bed *b)
 /*
  * QP 1 -> QP 2 in loopback; CQ 1 armed with its events on CEQ 0, routed to
  * vector 0, whose MSI-X entry writes data at addr. Then a WRITE whose
- * completion raises that interrupt from the device's bottom half.
+ * completion raises that interrupt from the device's bottom half, and a
+ * wait (5 s at most) until fired says it did: with iothread= the data
+ * path's thread completes the WRITE in its own time and the main loop
+ * sends the interrupt after it.
  */
-static void write_with_irq_to(Bed *b, uint64_t addr, uint32_t data)
+static void write_with_irq_to(Bed *b, uint64_t addr, uint32_t data,
+                              bool (*fired)(Bed *b))
 {
     QRdma *d = &b->d;
 
@@ -112,6 +126,11 @@ static void write_with_irq_to(Bed *b, uint64_t addr, uint32_t data)
     qrdma_t_post_write(d, QP_A, 0, 0x80000, 0x10000);
     qrdma_t_post_write(d, QP_A, 0, 0x90000, 0x10000);
     qtest_clock_step(b->qts, 100 * 1000000);
+    for (unsigned i = 0; i < 5000 && !fired(b); i++) {
+        g_usleep(1000);
+        qtest_clock_step(b->qts, 1000000);
+    }
+    g_assert(fired(b));
 }
 
 /* After a reset: nothing open, nothing moving; then the device works again. */
@@ -143,36 +162,50 @@ static void expect_reset_then_usable(Bed *b)
     g_assert_cmphex(qtest_readb(b->qts, d->mem + QRDMA_T_DATA + 0x80000 + 4095), ==, 0x3c);
 }
 
+static bool bus_reset_set(Bed *b)
+{
+    return qpci_config_readw(&b->rp, PCI_BRIDGE_CONTROL) & PCI_BRIDGE_CTL_BUS_RESET;
+}
+
 /* The interrupt sets Secondary Bus Reset in the root port's Bridge Control. */
-static void test_irq_bus_reset(void)
+static void test_irq_bus_reset(const void *dp_mode)
 {
     Bed b;
 
-    bed_init(&b);
+    bed_init(&b, dp_mode);
     /* A dword at 0x3c: Interrupt Line, Pin (read-only), Bridge Control. */
     write_with_irq_to(&b, ecam(0, RP_DEVFN, PCI_INTERRUPT_LINE),
-                      (uint32_t)PCI_BRIDGE_CTL_BUS_RESET << 16);
-    g_assert_cmphex(qpci_config_readw(&b.rp, PCI_BRIDGE_CONTROL) & PCI_BRIDGE_CTL_BUS_RESET,
-                    !=, 0);
+                      (uint32_t)PCI_BRIDGE_CTL_BUS_RESET << 16, bus_reset_set);
     qpci_config_writew(&b.rp, PCI_BRIDGE_CONTROL, 0);
     expect_reset_then_usable(&b);
     bed_fini(&b);
 }
 
+/* An FLR clears the Command register bus mastering was on in. */
+static bool flr_done(Bed *b)
+{
+    return !(qpci_config_readw(&b->d.dev, PCI_COMMAND) & PCI_COMMAND_MASTER);
+}
+
 /* The interrupt sets Initiate FLR in the device's own Device Control. */
-static void test_irq_flr(void)
+static void test_irq_flr(const void *dp_mode)
 {
     Bed b;
     uint8_t exp;
 
-    bed_init(&b);
+    bed_init(&b, dp_mode);
     exp = qpci_find_capability(&b.d.dev, PCI_CAP_ID_EXP, 0);
     g_assert_cmphex(exp & 3, ==, 0);
     write_with_irq_to(&b, ecam(DEV_BUS, 0, exp + PCI_EXP_DEVCTL),
-                      PCI_EXP_DEVCTL_BCR_FLR);
-    g_assert_cmphex(qpci_config_readw(&b.d.dev, PCI_COMMAND) & PCI_COMMAND_MASTER, ==, 0);
+                      PCI_EXP_DEVCTL_BCR_FLR, flr_done);
     expect_reset_then_usable(&b);
     bed_fini(&b);
+}
+
+/* Unpowered, the device's config space reads as nothing. */
+static bool unpowered(Bed *b)
+{
+    return qpci_config_readw(&b->d.dev, PCI_VENDOR_ID) == 0xffff;
 }
 
 /*
@@ -180,21 +213,21 @@ static void test_irq_flr(void)
  * (QEMU resets it) from inside its own bottom half, with QPs open and a
  * WRITE in flight. Powered on again it is in its reset state and works.
  */
-static void test_irq_slot_power_off(void)
+static void test_irq_slot_power_off(const void *dp_mode)
 {
     Bed b;
     uint8_t exp;
     uint16_t sltctl;
 
-    bed_init(&b);
+    bed_init(&b, dp_mode);
     exp = qpci_find_capability(&b.rp, PCI_CAP_ID_EXP, 0);
     g_assert_cmphex((exp + PCI_EXP_SLTCTL) & 3, ==, 0);
     sltctl = qpci_config_readw(&b.rp, exp + PCI_EXP_SLTCTL);
     sltctl &= ~(PCI_EXP_SLTCTL_PCC | PCI_EXP_SLTCTL_PIC);
     write_with_irq_to(&b, ecam(0, RP_DEVFN, exp + PCI_EXP_SLTCTL),
-                      sltctl | PCI_EXP_SLTCTL_PWR_OFF | PCI_EXP_SLTCTL_PWR_IND_OFF);
-    /* Unpowered: its config space reads as nothing; QEMU runs on. */
-    g_assert_cmphex(qpci_config_readw(&b.d.dev, PCI_VENDOR_ID), ==, 0xffff);
+                      sltctl | PCI_EXP_SLTCTL_PWR_OFF | PCI_EXP_SLTCTL_PWR_IND_OFF,
+                      unpowered);
+    /* QEMU runs on. */
     qtest_clock_step(b.qts, 1000ll * 1000000);
     qtest_qmp_assert_success(b.qts, "{ 'execute': 'query-status' }");
     qpci_config_writew(&b.rp, exp + PCI_EXP_SLTCTL, sltctl | PCI_EXP_SLTCTL_PWR_IND_ON);
@@ -208,7 +241,7 @@ static void test_irq_slot_power_off(void)
  * DEVICE_DELETED comes once the device is finalized, so no reference the
  * device's glue takes outlives it.
  */
-static void test_unplug_with_qps(void)
+static void test_unplug_with_qps(const void *dp_mode)
 {
     QTestState *qts;
     QGuestAllocator alloc;
@@ -216,8 +249,9 @@ static void test_unplug_with_qps(void)
     QRdma d = { 0 };
     QRdmaCqe e;
 
-    qts = qtest_init("-machine pc -nodefaults -m 256M -netdev hubport,id=n0,hubid=0 "
-                     "-device qrdma,id=qrdma0,addr=4.0,netdev=n0");
+    qts = qtest_initf("-machine pc -nodefaults -m 256M -netdev hubport,id=n0,hubid=0 "
+                      "-object iothread,id=io0 "
+                      "-device qrdma,id=qrdma0,addr=4.0,netdev=n0%s", (const char *)dp_mode);
     pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
     pcibus = qpci_new_pc(qts, &alloc);
     d.dev.bus = pcibus;
@@ -236,6 +270,215 @@ static void test_unplug_with_qps(void)
     qpci_free_pc(pcibus);
     alloc_destroy(&alloc);
     qtest_quit(qts);
+}
+
+/*
+ * Two devices on one hub, each QP's peer on the other device: unlike the
+ * loopback pair, every frame crosses the netdev, so with iothread= each
+ * goes through both queues between the data path's thread and the main
+ * loop, many more than either holds (256 frames of 1 KB a pass). 256 KB
+ * written from A into B, compared byte for byte; then an FLR of A with
+ * WRITEs in flight drops what A had queued. A, brought up again, writes
+ * into B again through a new pair of QPs: a reset that left the core
+ * waiting for frames it was told were queued would leave A unable to
+ * send, and the second compare would fail.
+ */
+#define XFER_CHUNK      0x10000
+#define XFER_CHUNKS     4
+#define XFER_LEN        (XFER_CHUNK * XFER_CHUNKS)
+#define XFER_DST        0x80000
+
+static void two_devices_post(QRdma *a, uint32_t qp)
+{
+    for (unsigned i = 0; i < XFER_CHUNKS; i++) {
+        qrdma_t_post_write(a, qp, i * XFER_CHUNK, XFER_DST + i * XFER_CHUNK, XFER_CHUNK);
+    }
+}
+
+static void two_devices_write(QRdma *a, uint32_t qp, QRdma *b, uint8_t seed)
+{
+    g_autofree uint8_t *pat = g_malloc(XFER_LEN);
+    g_autofree uint8_t *got = g_malloc(XFER_LEN);
+    QRdmaCqe e;
+
+    for (unsigned i = 0; i < XFER_LEN; i++) {
+        pat[i] = seed + i * 7 + (i >> 10);  /* differs in every 1 KB frame */
+    }
+    qtest_memwrite(a->qts, a->mem + QRDMA_T_DATA, pat, XFER_LEN);
+    qtest_memset(b->qts, b->mem + QRDMA_T_DATA + XFER_DST, 0, XFER_LEN);
+    two_devices_post(a, qp);
+    for (unsigned i = 0; i < XFER_CHUNKS; i++) {
+        g_assert(qrdma_t_wait_cq(a, 1, &e, 5000));
+        g_assert_cmpuint(e.status, ==, CQE_SUCCESS);
+        g_assert_cmpuint(e.qp, ==, qp);
+    }
+    qtest_memread(b->qts, b->mem + QRDMA_T_DATA + XFER_DST, got, XFER_LEN);
+    g_assert(!memcmp(pat, got, XFER_LEN));
+}
+
+static void test_two_devices(const void *dp_mode)
+{
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *pcibus;
+    QRdma a = { 0 }, b = { 0 };
+    uint8_t exp;
+    unsigned t;
+
+    qts = qtest_initf("-machine pc -nodefaults -m 256M -object iothread,id=io0 "
+                      "-netdev hubport,id=n0,hubid=0 -netdev hubport,id=n1,hubid=0 "
+                      "-device qrdma,id=a,addr=4.0,netdev=n0,mac=52:54:00:12:34:01%s "
+                      "-device qrdma,id=b,addr=5.0,netdev=n1,mac=52:54:00:12:34:02%s",
+                      (const char *)dp_mode, (const char *)dp_mode);
+    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    pcibus = qpci_new_pc(qts, &alloc);
+    a.dev.bus = b.dev.bus = pcibus;
+    a.dev.devfn = QPCI_DEVFN(4, 0);
+    b.dev.devfn = QPCI_DEVFN(5, 0);
+    qrdma_t_start(&a, qts, &alloc);
+    qrdma_t_start(&b, qts, &alloc);
+    qrdma_t_bringup(&a, false);
+    qrdma_t_bringup(&b, false);
+    qrdma_t_create_cq(&a, 1, false);
+    qrdma_t_create_cq(&a, 2, false);
+    qrdma_t_create_cq(&b, 1, false);
+    qrdma_t_create_cq(&b, 2, false);
+    qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
+    qrdma_t_create_rc_qp(&b, QP_B, 2, 2);
+    qrdma_t_rc_to_rts(&a, QP_A, b.gid, b.mac, QP_B, 7);
+    qrdma_t_rc_to_rts(&b, QP_B, a.gid, a.mac, QP_A, 7);
+    two_devices_write(&a, QP_A, &b, 0x11);
+    two_devices_write(&a, QP_A, &b, 0x22);
+
+    /* An FLR of A with its WRITEs in flight. */
+    two_devices_post(&a, QP_A);
+    exp = qpci_find_capability(&a.dev, PCI_CAP_ID_EXP, 0);
+    qpci_config_writew(&a.dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+    qtest_clock_step(qts, 1000ll * 1000000);
+    for (t = 0; t < QRDMA_HMC_PBLE; t++) {
+        g_assert_cmpuint(qrdma_t_reg_read(&a, QRDMA_REG_OBJ_COUNT(t)), ==, 0);
+    }
+
+    /* A again, with a new QP at B (B's first saw PSNs the new one reuses). */
+    qrdma_t_stop(&a);
+    qrdma_t_start(&a, qts, &alloc);
+    qrdma_t_bringup(&a, false);
+    qrdma_t_create_cq(&a, 1, false);
+    qrdma_t_create_cq(&a, 2, false);
+    qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
+    qrdma_t_create_rc_qp(&b, QP_B + 1, 2, 2);
+    qrdma_t_rc_to_rts(&a, QP_A, b.gid, b.mac, QP_B + 1, 7);
+    qrdma_t_rc_to_rts(&b, QP_B + 1, a.gid, a.mac, QP_A, 7);
+    two_devices_write(&a, QP_A, &b, 0x33);
+
+    qpci_free_pc(pcibus);
+    alloc_destroy(&alloc);
+    qtest_quit(qts);
+}
+
+/*
+ * A reset while the netdev cannot take the device's frames: the netdev is
+ * a Unix datagram socket (QEMU's dgram netdev, as vm-run's segment) whose
+ * reader, this test, reads nothing, so it fills and the device's frames
+ * wait: in QEMU's queue, and with iothread= in the device's own queue too,
+ * until the core is told to stop sending. An FLR drops them all. Then the
+ * reader drains the socket, the device is brought up again and a WRITE of
+ * four frames must go out on the wire: a reset that left the core waiting
+ * for frames it had been told were queued would stop it after one.
+ */
+/* Read every frame the socket holds; whether one of them has marker in it. */
+static bool recv_marker(int fd, const uint8_t *marker, size_t len)
+{
+    uint8_t frame[9216];
+    bool seen = false;
+    ssize_t n;
+
+    while ((n = recv(fd, frame, sizeof(frame), MSG_DONTWAIT)) >= 0) {
+        seen |= marker && memmem(frame, n, marker, len);
+    }
+    return seen;
+}
+
+static void test_reset_under_backpressure(const void *dp_mode)
+{
+    g_autofree char *dir = g_dir_make_tmp("qrdma-bp-XXXXXX", NULL);
+    g_autofree char *qemu_end = g_strdup_printf("%s/qemu", dir);
+    g_autofree char *test_end = g_strdup_printf("%s/test", dir);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    static const uint8_t peer_gid[16] = { [10] = 0xff, [11] = 0xff, [12] = 10, [15] = 99 };
+    static const uint8_t peer_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 99 };
+    uint8_t marker[64];
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *pcibus;
+    QRdma a = { 0 };
+    uint8_t exp;
+    bool seen = false;
+    int fd;
+
+    fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    g_assert(fd >= 0);
+    g_assert(strlen(test_end) < sizeof(sa.sun_path));
+    strcpy(sa.sun_path, test_end);
+    g_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    qts = qtest_initf("-machine pc -nodefaults -m 256M -object iothread,id=io0 "
+                      "-netdev dgram,id=n0,local.type=unix,local.path=%s,"
+                      "remote.type=unix,remote.path=%s "
+                      "-device qrdma,id=a,addr=4.0,netdev=n0%s",
+                      qemu_end, test_end, (const char *)dp_mode);
+    pc_alloc_init(&alloc, qts, ALLOC_NO_FLAGS);
+    pcibus = qpci_new_pc(qts, &alloc);
+    a.dev.bus = pcibus;
+    a.dev.devfn = QPCI_DEVFN(4, 0);
+    qrdma_t_start(&a, qts, &alloc);
+    qrdma_t_bringup(&a, false);
+    qrdma_t_create_cq(&a, 1, false);
+    qrdma_t_create_cq(&a, 2, false);
+    qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
+    qrdma_t_rc_to_rts(&a, QP_A, peer_gid, peer_mac, QP_B, 7);
+    /* 256 KB: the whole first window, far more than the socket holds. */
+    two_devices_post(&a, QP_A);
+    for (unsigned i = 0; i < 200; i++) {
+        g_usleep(1000);
+        qtest_clock_step(qts, 100000);
+    }
+    exp = qpci_find_capability(&a.dev, PCI_CAP_ID_EXP, 0);
+    qpci_config_writew(&a.dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+    g_assert_cmpuint(qrdma_t_reg_read(&a, QRDMA_REG_OBJ_COUNT_QP), ==, 0);
+    recv_marker(fd, NULL, 0);       /* the socket drained: room again */
+
+    qrdma_t_stop(&a);
+    qrdma_t_start(&a, qts, &alloc);
+    qrdma_t_bringup(&a, false);
+    qrdma_t_create_cq(&a, 1, false);
+    qrdma_t_create_cq(&a, 2, false);
+    qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
+    qrdma_t_rc_to_rts(&a, QP_A, peer_gid, peer_mac, QP_B, 7);
+    /*
+     * 4 KB, 4 frames, the marker in the last: a core that still counts a
+     * queued frame stops after the first frame it sends.
+     */
+    for (unsigned i = 0; i < sizeof(marker); i++) {
+        marker[i] = 0xc0 ^ i;
+    }
+    qtest_memset(qts, a.mem + QRDMA_T_DATA, 0, 4096);
+    qtest_memwrite(qts, a.mem + QRDMA_T_DATA + 4096 - sizeof(marker), marker,
+                   sizeof(marker));
+    qrdma_t_post_write(&a, QP_A, 0, XFER_DST, 4096);
+    for (unsigned i = 0; i < 5000 && !seen; i++) {
+        g_usleep(1000);
+        qtest_clock_step(qts, 1000000);
+        seen = recv_marker(fd, marker, sizeof(marker));
+    }
+    g_assert(seen);
+
+    qpci_free_pc(pcibus);
+    alloc_destroy(&alloc);
+    qtest_quit(qts);
+    close(fd);
+    unlink(test_end);
+    unlink(qemu_end);
+    rmdir(dir);
 }
 
 /*
@@ -302,10 +545,10 @@ static void refused(QTestState *qts, const char *props, const char *says,
  * device). A device refused after it blocked migration leaves no
  * blocker behind: a migration then starts (it would fail naming the
  * host NIC's QP numbers otherwise); and a sw device after it works.
- * iothread= (the data path in an IOThread) is for verbs only: with sw it
- * is refused saying why; with verbs it reaches the host device's check;
- * an IOThread that does not exist is refused by name. In a QEMU built
- * without libibverbs the refusal says that instead.
+ * iothread= (the data path in an IOThread): with verbs it reaches the
+ * host device's check; an IOThread that does not exist is refused by
+ * name. In a QEMU built without libibverbs the refusal says that instead.
+ * (With sw it works: the "iothread" tests above.)
  */
 static void test_verbs_refusals(void)
 {
@@ -338,8 +581,6 @@ static void test_verbs_refusals(void)
                      "-object iothread,id=io0");
     refused(qts, "{ 'id': 'v2', 'backend': 'verbs', 'ibdev': 'qrdma-no-such-dev0' }",
             "host RDMA device 'qrdma-no-such-dev0' not found", NULL);
-    refused(qts, "{ 'id': 'i0', 'iothread': 'io0' }",
-            "iothread= needs backend=verbs", "main loop only");
     refused(qts, "{ 'id': 'i1', 'backend': 'verbs', 'iothread': 'io0', "
             "'ibdev': 'qrdma-no-such-dev0' }",
             "host RDMA device 'qrdma-no-such-dev0' not found", NULL);
@@ -637,10 +878,23 @@ static void test_announce(void)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    qtest_add_func("/qrdma/irq/bus-reset", test_irq_bus_reset);
-    qtest_add_func("/qrdma/irq/flr", test_irq_flr);
-    qtest_add_func("/qrdma/irq/slot-power-off", test_irq_slot_power_off);
-    qtest_add_func("/qrdma/unplug/with-qps", test_unplug_with_qps);
+    for (unsigned m = 0; m < G_N_ELEMENTS(dp_modes); m++) {
+        const char *where = m ? "/iothread" : "";
+        g_autofree char *bus_reset = g_strdup_printf("/qrdma%s/irq/bus-reset", where);
+        g_autofree char *flr = g_strdup_printf("/qrdma%s/irq/flr", where);
+        g_autofree char *power_off = g_strdup_printf("/qrdma%s/irq/slot-power-off", where);
+        g_autofree char *unplug = g_strdup_printf("/qrdma%s/unplug/with-qps", where);
+        g_autofree char *two = g_strdup_printf("/qrdma%s/two-devices", where);
+        g_autofree char *backpressure =
+            g_strdup_printf("/qrdma%s/reset-under-backpressure", where);
+
+        qtest_add_data_func(bus_reset, dp_modes[m], test_irq_bus_reset);
+        qtest_add_data_func(flr, dp_modes[m], test_irq_flr);
+        qtest_add_data_func(power_off, dp_modes[m], test_irq_slot_power_off);
+        qtest_add_data_func(unplug, dp_modes[m], test_unplug_with_qps);
+        qtest_add_data_func(two, dp_modes[m], test_two_devices);
+        qtest_add_data_func(backpressure, dp_modes[m], test_reset_under_backpressure);
+    }
     qtest_add_func("/qrdma/backend-property", test_backend_property);
     qtest_add_func("/qrdma/verbs-refusals", test_verbs_refusals);
     qtest_add_func("/qrdma/migrate", test_migrate);

@@ -342,6 +342,11 @@ bool qrdma_t_wait_cq(QRdma *d, uint32_t cq, QRdmaCqe *e, unsigned ms)
         if (qrdma_t_poll_cq(d, cq, e)) {
             return true;
         }
+        /*
+         * Real time too: with iothread= the device's data path runs in a
+         * thread of its own, which virtual time does not wait for.
+         */
+        g_usleep(200);
         qtest_clock_step(d->qts, 1000000);
     }
     return false;

@@ -102,7 +102,8 @@ void qrdma_t_loopback_pair(QRdma *d, uint32_t qa, uint32_t qb, bool ceq);
 /* An RDMA WRITE of len bytes from DATA + src to the peer's IOVA of DATA + dst. */
 void qrdma_t_post_write(QRdma *d, uint32_t qp, uint64_t src, uint64_t dst, uint32_t len);
 bool qrdma_t_poll_cq(QRdma *d, uint32_t cq, QRdmaCqe *e);
-/* Step the virtual clock until cq has a CQE or ms pass. */
+/* Step the virtual clock 1 ms at a time (0.2 ms of real time between) until cq
+ * has a CQE or ms pass. */
 bool qrdma_t_wait_cq(QRdma *d, uint32_t cq, QRdmaCqe *e, unsigned ms);
 
 /* Program MSI-X entry v: address, data, unmasked. */
