@@ -32,6 +32,17 @@
 # verify the ICRC).
 . "$(dirname "$0")/guest-lib.sh"
 mode=${1:-main}
+# check_dp_thread MIN: with QRDMA_DP_IOTHREAD=ID the device runs its data
+# path in the IOThread ID (test-datapath.sh's main run, test-backpressure.sh's
+# second), which must then have done the work: at least MIN clock ticks of
+# CPU time by the end (an IOThread the device does not use has next to none).
+check_dp_thread() {
+    local ticks
+    [ -n "${QRDMA_DP_IOTHREAD:-}" ] || return 0
+    ticks=$(vm_thread_ticks "$mode-end" "IO $QRDMA_DP_IOTHREAD")
+    check "iothread=$QRDMA_DP_IOTHREAD: its thread did the data path's work (${ticks:-no such thread} ticks of CPU time, at least $1)" \
+        test "${ticks:-0}" -ge "$1"
+}
 me=$QRDMA_GUEST server=10.0.0.1 dev=qrdma0 n=0
 start=$(date +%s)
 case $me in 0) role=server ;; 1) role=client ;; *) role=sniffer ;; esac
@@ -127,6 +138,7 @@ if [ "$mode" = main ]; then
             grep -q 'XRC Domain 95' /tmp/xsrq.log
     fi
     echo "data path steps took $(($(date +%s) - start))s"
+    check_dp_thread 100
     finish guest-datapath
     exit
 fi
@@ -224,6 +236,7 @@ if [ "$mode" = backpressure ]; then
         echo "  $c $(cat $hw/$c 2>/dev/null)"
     done
     echo "backpressure steps took $(($(date +%s) - start))s"
+    check_dp_thread 5
     finish guest-datapath
     exit
 fi

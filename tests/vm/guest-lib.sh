@@ -143,6 +143,15 @@ vm_rss() {
 # (QEMU's heap, the device's state): what a device leak would grow. Call it
 # after vm_rss NAME.
 vm_rss_qemu() { cat "$QRDMA_JOB/rss-qemu-$1-$QRDMA_GUEST"; }
+# vm_thread_ticks NAME THREAD: the CPU time, in clock ticks, that the thread
+# named THREAD ("IO dp0": the IOThread dp0) of this guest's QEMU has used so
+# far (vm-run reads it at NAME); nothing if there is no such thread.
+vm_thread_ticks() {
+    local f=$QRDMA_JOB/threads-$1-$QRDMA_GUEST
+    vm_signal "threads-$1-$QRDMA_GUEST"
+    wait_for 30 test -e "$f" &&
+        awk -v t="$2" '{ n = $1; sub(/^[0-9]+ /, ""); if ($0 == t) print n }' "$f"
+}
 
 # Lives (scripts/vm-run header): $QRDMA_BOOT is this guest's boot number,
 # 1 in its first life; the command runs again in every life.
