@@ -94,11 +94,11 @@ struct qrdma_frames {
 #define QRDMA_TX_FRAMES_MAX     256
 #define QRDMA_RX_FRAMES_MAX     64
 /*
- * The longest frame the core may send (it builds none longer than a LAN
- * frame of the largest MTU); what the netdev delivers is bounded by QEMU's
- * net layer (NET_BUFSIZE).
+ * The longest frame the core sends: a LAN frame of the largest MTU (RoCE
+ * frames are shorter). What the netdev delivers is bounded by QEMU's net
+ * layer (NET_BUFSIZE).
  */
-#define QRDMA_FRAME_LEN_MAX     (64 * 1024)
+#define QRDMA_FRAME_LEN_MAX     (QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD)
 
 struct QrdmaState {
     PCIDevice parent_obj;
