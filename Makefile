@@ -16,6 +16,7 @@
 #   make fuzz-qemu  QEMU's generic-fuzz on -device qrdma (also part of make fuzz)
 #   make fuzz-cov  line coverage of the data-path files by the fuzz corpora
 #   make check-asan  VM tests against an ASan+UBSan build of QEMU
+#   make check-tsan  the glue's qtests against a ThreadSanitizer build of QEMU
 #   make check-nested  the device in verbs mode on soft-RoCE with the guest
 #                driver on top: QEMU inside a TCG guest (minutes; not in check)
 #   make stress  long lifecycle stress in a guest (kills, driver reloads, resets)
@@ -77,7 +78,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-verbs bench-native bench-tails stress check check-migration check-asan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-verbs bench-native bench-tails stress check check-migration check-asan check-tsan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -374,6 +375,11 @@ lint: setup
 check-asan: setup guest
 	@bash scripts/vm-test-asan.sh
 
+# The qtests of the glue against QEMU built with ThreadSanitizer (the data
+# path's IOThread and the main loop; slow first build).
+check-tsan: setup
+	@bash scripts/qtest-tsan.sh
+
 # The device with backend=verbs on a real RDMA device (soft-RoCE) and the
 # guest driver on top: our QEMU run inside a TCG guest that has rxe0, its
 # inner guest (a small initramfs) doing ibv_devinfo, an RC ping-pong and a
@@ -391,11 +397,12 @@ stress: qemu guest
 
 # Live migration as the issue counts it: guest 0 moved away and back 5 times
 # during each of the four transfers, with a qrdma peer, a soft-RoCE peer, a
-# lossy link, and with the peer moving too (three guests: both ends of each
-# connection migrated alternately). make check runs one round trip with the
+# lossy link, with the peer moving too (three guests: both ends of each
+# connection migrated alternately), and with the data path in an IOThread
+# (iothread=). make check runs one round trip with the
 # qrdma peer during the two byte-checked transfers: 4 migrations.
 check-migration: qemu guest
-	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe lossy both" \
+	@QRDMA_MIG_ROUNDS=5 QRDMA_MIG_VARIANT_ROUNDS=5 QRDMA_MIG_VARIANTS="sw rxe lossy both iothread" \
 		QRDMA_MIG_PHASES="bulk write_bw rc_pp qrdma_pp" \
 		bash tests/vm/test-migrate.sh
 

@@ -17,7 +17,8 @@ exec 9>"$QRDMA_CACHE/.lock-qemu"
 flock 9
 SRC="$QEMU_DIR/src"
 # QRDMA_QEMU_VARIANT=asan builds a second binary with QEMU's
-# --enable-asan --enable-ubsan in its own build directory; =fuzz builds
+# --enable-asan --enable-ubsan in its own build directory; =tsan one with
+# --enable-tsan (ThreadSanitizer: the data path's IOThread); =fuzz builds
 # QEMU's libFuzzer binary qemu-fuzz-x86_64 with clang, ASan and UBSan, and
 # adds the generic-fuzz configuration "qrdma" (tests/fuzz/qemu/).
 VARIANT=${QRDMA_QEMU_VARIANT:-}
@@ -31,11 +32,12 @@ CONFIGURE_ARGS=(
 case "$VARIANT" in
     "") ;;
     asan) CONFIGURE_ARGS+=(--enable-asan --enable-ubsan) ;;
+    tsan) CONFIGURE_ARGS+=(--enable-tsan) ;;
     fuzz)
         CONFIGURE_ARGS+=(--cc=clang --cxx=clang++ --enable-fuzzing --enable-asan --enable-ubsan)
         TARGET=qemu-fuzz-x86_64
         ;;
-    *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan, fuzz)" ;;
+    *) die "unknown QRDMA_QEMU_VARIANT '$VARIANT' (asan, tsan, fuzz)" ;;
 esac
 BIN="$BUILD/$TARGET"
 PATCHES_KEY=$(hash_inputs qemu-patches)

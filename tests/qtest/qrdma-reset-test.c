@@ -288,6 +288,24 @@ static void test_unplug_with_qps(const void *dp_mode)
 #define XFER_LEN        (XFER_CHUNK * XFER_CHUNKS)
 #define XFER_DST        0x80000
 
+/* d started (again: its memory freed first) and brought up, with CQs 1 and 2. */
+static void up_with_cqs(QRdma *d, QTestState *qts, QGuestAllocator *alloc)
+{
+    qrdma_t_stop(d);
+    qrdma_t_start(d, qts, alloc);
+    qrdma_t_bringup(d, false);
+    qrdma_t_create_cq(d, 1, false);
+    qrdma_t_create_cq(d, 2, false);
+}
+
+/* An FLR written into d's Device Control, as setpci would. */
+static void flr(QRdma *d)
+{
+    uint8_t exp = qpci_find_capability(&d->dev, PCI_CAP_ID_EXP, 0);
+
+    qpci_config_writew(&d->dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+}
+
 static void two_devices_post(QRdma *a, uint32_t qp)
 {
     for (unsigned i = 0; i < XFER_CHUNKS; i++) {
@@ -322,7 +340,6 @@ static void test_two_devices(const void *dp_mode)
     QGuestAllocator alloc;
     QPCIBus *pcibus;
     QRdma a = { 0 }, b = { 0 };
-    uint8_t exp;
     unsigned t;
 
     qts = qtest_initf("-machine pc -nodefaults -m 256M -object iothread,id=io0 "
@@ -335,14 +352,8 @@ static void test_two_devices(const void *dp_mode)
     a.dev.bus = b.dev.bus = pcibus;
     a.dev.devfn = QPCI_DEVFN(4, 0);
     b.dev.devfn = QPCI_DEVFN(5, 0);
-    qrdma_t_start(&a, qts, &alloc);
-    qrdma_t_start(&b, qts, &alloc);
-    qrdma_t_bringup(&a, false);
-    qrdma_t_bringup(&b, false);
-    qrdma_t_create_cq(&a, 1, false);
-    qrdma_t_create_cq(&a, 2, false);
-    qrdma_t_create_cq(&b, 1, false);
-    qrdma_t_create_cq(&b, 2, false);
+    up_with_cqs(&a, qts, &alloc);
+    up_with_cqs(&b, qts, &alloc);
     qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
     qrdma_t_create_rc_qp(&b, QP_B, 2, 2);
     qrdma_t_rc_to_rts(&a, QP_A, b.gid, b.mac, QP_B, 7);
@@ -352,19 +363,14 @@ static void test_two_devices(const void *dp_mode)
 
     /* An FLR of A with its WRITEs in flight. */
     two_devices_post(&a, QP_A);
-    exp = qpci_find_capability(&a.dev, PCI_CAP_ID_EXP, 0);
-    qpci_config_writew(&a.dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+    flr(&a);
     qtest_clock_step(qts, 1000ll * 1000000);
     for (t = 0; t < QRDMA_HMC_PBLE; t++) {
         g_assert_cmpuint(qrdma_t_reg_read(&a, QRDMA_REG_OBJ_COUNT(t)), ==, 0);
     }
 
     /* A again, with a new QP at B (B's first saw PSNs the new one reuses). */
-    qrdma_t_stop(&a);
-    qrdma_t_start(&a, qts, &alloc);
-    qrdma_t_bringup(&a, false);
-    qrdma_t_create_cq(&a, 1, false);
-    qrdma_t_create_cq(&a, 2, false);
+    up_with_cqs(&a, qts, &alloc);
     qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
     qrdma_t_create_rc_qp(&b, QP_B + 1, 2, 2);
     qrdma_t_rc_to_rts(&a, QP_A, b.gid, b.mac, QP_B + 1, 7);
@@ -412,7 +418,6 @@ static void test_reset_under_backpressure(const void *dp_mode)
     QGuestAllocator alloc;
     QPCIBus *pcibus;
     QRdma a = { 0 };
-    uint8_t exp;
     bool seen = false;
     int fd;
 
@@ -430,10 +435,7 @@ static void test_reset_under_backpressure(const void *dp_mode)
     pcibus = qpci_new_pc(qts, &alloc);
     a.dev.bus = pcibus;
     a.dev.devfn = QPCI_DEVFN(4, 0);
-    qrdma_t_start(&a, qts, &alloc);
-    qrdma_t_bringup(&a, false);
-    qrdma_t_create_cq(&a, 1, false);
-    qrdma_t_create_cq(&a, 2, false);
+    up_with_cqs(&a, qts, &alloc);
     qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
     qrdma_t_rc_to_rts(&a, QP_A, peer_gid, peer_mac, QP_B, 7);
     /* 256 KB: the whole first window, far more than the socket holds. */
@@ -442,16 +444,11 @@ static void test_reset_under_backpressure(const void *dp_mode)
         g_usleep(1000);
         qtest_clock_step(qts, 100000);
     }
-    exp = qpci_find_capability(&a.dev, PCI_CAP_ID_EXP, 0);
-    qpci_config_writew(&a.dev, exp + PCI_EXP_DEVCTL, PCI_EXP_DEVCTL_BCR_FLR);
+    flr(&a);
     g_assert_cmpuint(qrdma_t_reg_read(&a, QRDMA_REG_OBJ_COUNT_QP), ==, 0);
     recv_marker(fd, NULL, 0);       /* the socket drained: room again */
 
-    qrdma_t_stop(&a);
-    qrdma_t_start(&a, qts, &alloc);
-    qrdma_t_bringup(&a, false);
-    qrdma_t_create_cq(&a, 1, false);
-    qrdma_t_create_cq(&a, 2, false);
+    up_with_cqs(&a, qts, &alloc);
     qrdma_t_create_rc_qp(&a, QP_A, 1, 2);
     qrdma_t_rc_to_rts(&a, QP_A, peer_gid, peer_mac, QP_B, 7);
     /*

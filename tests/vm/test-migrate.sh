@@ -26,6 +26,10 @@
 #           clients) and guest 1 (the servers) are each migrated 2*ROUNDS
 #           times per phase, alternately, while guest 2 drives,
 #           QRDMA_MIG_VARIANT_ROUNDS; make check-migration runs it
+#   iothread  as sw, each device's data path in an IOThread
+#           (iothread=dp0: frames still queued between the thread and the
+#           netdev at the switchover are lost as on a wire),
+#           QRDMA_MIG_VARIANT_ROUNDS; make check-migration runs it
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rounds=${QRDMA_MIG_ROUNDS:-1} vrounds=${QRDMA_MIG_VARIANT_ROUNDS:-1}
@@ -48,6 +52,10 @@ for v in ${QRDMA_MIG_VARIANTS:-sw}; do
             --device-opts 'x-fault-loss-ppm=20000,x-fault-dup-ppm=10000,x-fault-reorder-ppm=10000' \
             --run "exec bash guest-migrate.sh lossy $vrounds" \
             --run "$phases ${QRDMA_MIG_LOSSY_SIZES:-} bash guest-migrate.sh lossy $vrounds" ;;
+    iothread)
+        "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" \
+            --qemu-arg -object --qemu-arg iothread,id=dp0 --device-opts iothread=dp0 \
+            --run "exec bash guest-migrate.sh sw $vrounds" --run "$phases bash guest-migrate.sh sw $vrounds" ;;
     both)
         "$vmrun" --guests 3 --timeout $((900 + vrounds * 1500)) --share "$here" \
             --run "exec bash guest-migrate.sh both $vrounds" \
