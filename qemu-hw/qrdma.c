@@ -527,14 +527,21 @@ static unsigned qrdma_frames_reset(QrdmaState *s)
     return owed;
 }
 
-/* At a reset and a load, device's lock held: nothing queued, nothing owed. */
-static void qrdma_frames_restart(QrdmaState *s)
+/*
+ * Device's lock held: undo owed QRDMA_TX_QUEUED answers, one tx_ready each,
+ * as a netdev's completion callback undoes its own.
+ */
+static void qrdma_tx_resume(QrdmaState *s, unsigned owed)
 {
-    unsigned owed = qrdma_frames_reset(s);
-
     while (owed--) {
         qrdma_core_tx_ready(&s->core);
     }
+}
+
+/* At a reset and a load, device's lock held: nothing queued, nothing owed. */
+static void qrdma_frames_restart(QrdmaState *s)
+{
+    qrdma_tx_resume(s, qrdma_frames_reset(s));
 }
 
 /*
@@ -632,28 +639,33 @@ static void qrdma_tx_sent(NetClientState *nc, ssize_t len)
 }
 
 /*
- * The data path's thread, device's lock held: undo the core's
- * QRDMA_TX_QUEUED answers once the main loop has sent the queue out, and
- * hand the core the frames received, in order. A frame the core cannot
- * take now (its LAN backlog is full) stays first; the core's rx_ready
- * brings this back. Room made in a queue that refused frames is flushed
- * into it from the main loop.
+ * The data path's thread: the core's QRDMA_TX_QUEUED answers to undo,
+ * once the main loop has sent the transmit queue out (tx_room), else 0.
+ */
+static unsigned qrdma_tx_owed_take(QrdmaState *s)
+{
+    unsigned owed = 0;
+
+    QEMU_LOCK_GUARD(&s->frames_lock);
+    if (s->tx_room) {
+        owed = s->tx_owed;
+        s->tx_owed = 0;
+        s->tx_room = false;
+    }
+    return owed;
+}
+
+/*
+ * The data path's thread, device's lock held: hand the core the frames
+ * received, in order. A frame the core cannot take now (its LAN backlog
+ * is full) stays first; the core's rx_ready brings this back. Room made
+ * in a queue that refused frames is flushed into it from the main loop.
  */
 static void qrdma_rx_drain(QrdmaState *s)
 {
-    unsigned owed = 0, budget;
+    unsigned budget;
     bool flush = false;
 
-    WITH_QEMU_LOCK_GUARD(&s->frames_lock) {
-        if (s->tx_room) {
-            owed = s->tx_owed;
-            s->tx_owed = 0;
-            s->tx_room = false;
-        }
-    }
-    while (owed--) {
-        qrdma_core_tx_ready(&s->core);
-    }
     for (budget = QRDMA_RX_FRAMES_MAX; budget && !s->held && !s->gone;
          budget--) {
         struct qrdma_frame *f;
@@ -790,18 +802,25 @@ static void qrdma_release(QrdmaState *s)
     object_unref(OBJECT(s));
 }
 
-/* Run the kicked work of mask (QRDMA_WORK_*) unless the VM is stopped. */
-static void qrdma_run_pending(QrdmaState *s, unsigned mask)
+/*
+ * Device's lock held: run the kicked work of mask (QRDMA_WORK_*) unless
+ * the VM is stopped.
+ */
+static void qrdma_run_pending_locked(QrdmaState *s, unsigned mask)
 {
-    unsigned what;
+    unsigned what = s->pending_work & mask;
 
-    qrdma_hold(s);
-    qrdma_lock(s);
-    what = s->pending_work & mask;
     if (!s->held && what) {     /* held: scheduled before the VM stopped */
         s->pending_work &= ~what;
         qrdma_core_run(&s->core, what);
     }
+}
+
+static void qrdma_run_pending(QrdmaState *s, unsigned mask)
+{
+    qrdma_hold(s);
+    qrdma_lock(s);
+    qrdma_run_pending_locked(s, mask);
     qrdma_unlock(s);
     qrdma_release(s);
 }
@@ -817,12 +836,14 @@ static void qrdma_dp_bh(void *opaque)
 {
     QrdmaState *s = opaque;
 
+    /* one pass under the device's lock: transmit undone, receive, work */
     qrdma_hold(s);
     qrdma_lock(s);
+    qrdma_tx_resume(s, qrdma_tx_owed_take(s));
     qrdma_rx_drain(s);
+    qrdma_run_pending_locked(s, QRDMA_WORK_DP);
     qrdma_unlock(s);
     qrdma_release(s);
-    qrdma_run_pending(s, QRDMA_WORK_DP);
 }
 
 static void qrdma_env_rx_ready(void *opaque)
@@ -837,12 +858,7 @@ static void qrdma_env_rx_ready(void *opaque)
         qemu_bh_schedule(s->dp_bh);
         return;
     }
-    if (!bql_locked()) {
-        /* the net layer is the main loop's */
-        qatomic_set(&s->rx_ready_due, true);
-        qemu_bh_schedule(s->main_bh);
-        return;
-    }
+    /* the main loop's own core, the BQL held: the net layer is ours */
     qemu_flush_queued_packets(qemu_get_queue(s->nic));
 }
 
