@@ -16,7 +16,7 @@ rc=0
 QRDMA_DGRAM_QLEN=10 "$vmrun" --guests 2 --timeout 900 --share "$here" \
     --run 'bash guest-datapath.sh backpressure' --run 'bash guest-datapath.sh backpressure' || rc=1
 QRDMA_DGRAM_QLEN=10 "$vmrun" --guests 2 --timeout 900 --share "$here" \
-    --qemu-arg -object --qemu-arg iothread,id=dp0 --device-opts iothread=dp0 \
-    --run 'QRDMA_DP_IOTHREAD=dp0 bash guest-datapath.sh backpressure' \
-    --run 'QRDMA_DP_IOTHREAD=dp0 bash guest-datapath.sh backpressure' || rc=1
+    --iothread dp0 \
+    --run 'bash guest-datapath.sh backpressure' \
+    --run 'bash guest-datapath.sh backpressure' || rc=1
 exit "$rc"

@@ -12,9 +12,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rc=0
 "$vmrun" --guests 2 --timeout 600 --share "$here" \
-    --qemu-arg -object --qemu-arg iothread,id=dp0 --device-opts iothread=dp0 \
-    --run 'QRDMA_DP_IOTHREAD=dp0 bash guest-datapath.sh main' \
-    --run 'QRDMA_DP_IOTHREAD=dp0 bash guest-datapath.sh main' || rc=1
+    --iothread dp0 \
+    --run 'bash guest-datapath.sh main' \
+    --run 'bash guest-datapath.sh main' || rc=1
 "$vmrun" --guests 3 --timeout 420 --share "$here" --wireshark \
     --run 'bash guest-datapath.sh capture' --run 'bash guest-datapath.sh capture' \
     --run 'bash guest-datapath.sh capture' || rc=1

@@ -40,9 +40,12 @@ rc=0
 for v in ${QRDMA_MIG_VARIANTS:-sw}; do
     echo "=== test-migrate: $v"
     case $v in
-    sw)
-        "$vmrun" --guests 2 --timeout $((600 + rounds * 400)) --share "$here" \
-            --run "exec bash guest-migrate.sh sw $rounds" --run "$phases bash guest-migrate.sh sw $rounds" ;;
+    sw|iothread)
+        # the same run; iothread moves both devices' data path to dp0
+        r=$rounds opts=()
+        [ "$v" = sw ] || r=$vrounds opts=(--iothread dp0)
+        "$vmrun" --guests 2 --timeout $((600 + r * 400)) --share "$here" "${opts[@]}" \
+            --run "exec bash guest-migrate.sh sw $r" --run "$phases bash guest-migrate.sh sw $r" ;;
     rxe)
         "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" --nic qrdma,virtio-rxe \
             --run "exec bash guest-migrate.sh rxe $vrounds rxe0" \
@@ -52,10 +55,6 @@ for v in ${QRDMA_MIG_VARIANTS:-sw}; do
             --device-opts 'x-fault-loss-ppm=20000,x-fault-dup-ppm=10000,x-fault-reorder-ppm=10000' \
             --run "exec bash guest-migrate.sh lossy $vrounds" \
             --run "$phases ${QRDMA_MIG_LOSSY_SIZES:-} bash guest-migrate.sh lossy $vrounds" ;;
-    iothread)
-        "$vmrun" --guests 2 --timeout $((600 + vrounds * 400)) --share "$here" \
-            --qemu-arg -object --qemu-arg iothread,id=dp0 --device-opts iothread=dp0 \
-            --run "exec bash guest-migrate.sh sw $vrounds" --run "$phases bash guest-migrate.sh sw $vrounds" ;;
     both)
         "$vmrun" --guests 3 --timeout $((900 + vrounds * 1500)) --share "$here" \
             --run "exec bash guest-migrate.sh both $vrounds" \
