@@ -4,15 +4,14 @@
 # Three layers, each cached under $QRDMA_CACHE/guest/ by its own inputs:
 #  1. root/     an mmdebstrap trixie root with rdma-core, perftest, the kernel,
 #               its headers and build tools (key: the package list).
-#     base.cpio that root packed as an initramfs, without compilers, headers
-#               and docs, nor Wireshark's dissectors, which go to
-#               wireshark.cpio (key: the root and the two path lists).
 #  2. our parts built INSIDE the root with its own compiler and kernel
 #     headers: guest-kernel/ -> qrdma.ko, guest-provider/ in the rdma-core
 #     56.1 source tree -> libqrdma, tests/guest/ -> test programs.
-#  3. overlay.cpio with those parts and /init; image.cpio = base + overlay,
-#     image-wireshark.cpio = base + wireshark + overlay (vm-run --wireshark;
-#     the kernel unpacks concatenated cpio archives in order).
+#  3. out/, what vm-run boots (pack_guest in lib.sh): root.img, the root
+#     without compilers, headers and docs, with overlay/ (those parts and
+#     /init, scripts/guest-init.sh) over it, a read-only ext4 image;
+#     boot.cpio, the initramfs that mounts it (scripts/guest-boot.c);
+#     vmlinuz.
 # Prints the directory holding vmlinuz and the images.
 . "$(dirname "$0")/lib.sh"
 
@@ -49,11 +48,6 @@ build_root() {
         "$GUEST_SUITE" "$tmp" > "$GUEST/mmdebstrap.log" 2>&1 ||
         { tail -30 "$GUEST/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
     rm -rf "$ROOT" && mv "$tmp" "$ROOT"
-}
-
-pack_base() {
-    pack_root "$ROOT" "$GUEST/base.cpio"
-    pack_wireshark "$ROOT" "$GUEST/wireshark.cpio"
 }
 
 kernel_release() {
@@ -126,34 +120,26 @@ pack_overlay() {
     cp "$o/usr/lib/modules/$kver/extra/qrdma.ko" "$ROOT/usr/lib/modules/$kver/extra/"
     chroot "$ROOT" depmod "$kver"
     cp "$ROOT/usr/lib/modules/$kver"/modules.* "$o/usr/lib/modules/$kver/"
-    (cd "$o" && find . -print | cpio -o -H newc --quiet) > "$GUEST/overlay.cpio"
-    mkdir -p "$OUT"
-    cat "$GUEST/base.cpio" "$GUEST/overlay.cpio" > "$OUT/image.cpio.tmp"
-    cat "$GUEST/base.cpio" "$GUEST/wireshark.cpio" "$GUEST/overlay.cpio" > "$OUT/image-wireshark.cpio.tmp"
-    mv "$OUT/image.cpio.tmp" "$OUT/image.cpio"
-    mv "$OUT/image-wireshark.cpio.tmp" "$OUT/image-wireshark.cpio"
-    cp "$ROOT/boot/vmlinuz-$kver" "$OUT/vmlinuz"
-    echo "$kver" > "$OUT/kernel-release"
+    pack_guest "$ROOT" "$o" "$OUT"
+    # the images of the initramfs boot, before the disk root
+    rm -f "$GUEST/base.cpio" "$GUEST/wireshark.cpio" "$GUEST/overlay.cpio" "$GUEST/base-key" \
+        "$OUT/image.cpio" "$OUT/image-wireshark.cpio"
 }
 
 root_key=$(printf '%s\n' "$GUEST_SUITE" "${GUEST_PACKAGES[@]}" | sha256sum | cut -c1-16)
 if [ "$(cat "$GUEST/root-key" 2>/dev/null)" != "$root_key" ] || [ ! -d "$ROOT/usr" ]; then
     mkdir -p "$GUEST"
-    rm -f "$GUEST/root-key" "$GUEST/base-key"
+    rm -f "$GUEST/root-key"
     stage guest-root build_root
     echo "$root_key" > "$GUEST/root-key"
 fi
-base_key="$root_key.$(printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" -- "${GUEST_WIRESHARK_PATHS[@]}" |
-    sha256sum | cut -c1-16)"
-if [ "$(cat "$GUEST/base-key" 2>/dev/null)" != "$base_key" ] || [ ! -e "$GUEST/base.cpio" ] ||
-    [ ! -e "$GUEST/wireshark.cpio" ]; then
-    stage guest-pack-base pack_base
-    echo "$base_key" > "$GUEST/base-key"
-fi
-
-parts_key="$base_key.$(hash_inputs include guest-kernel guest-provider tests/guest scripts/guest-init.sh scripts/build-guest.sh)"
-if [ "$(cat "$GUEST/parts-key" 2>/dev/null)" = "$parts_key" ] && [ -e "$OUT/image.cpio" ] &&
-    [ -e "$OUT/image-wireshark.cpio" ]; then
+# lib.sh's part: how pack_guest packs, and what
+pack_key=$( { declare -f pack_guest; printf '%s\n' "${GUEST_PACK_EXCLUDES[@]}" -- "${GUEST_BOOT_MODULES[@]}"; } |
+    sha256sum | cut -c1-16)
+parts_key="$root_key.$pack_key.$(hash_inputs include guest-kernel guest-provider tests/guest \
+    scripts/guest-init.sh scripts/guest-boot.c scripts/build-guest.sh)"
+if [ "$(cat "$GUEST/parts-key" 2>/dev/null)" = "$parts_key" ] && [ -e "$OUT/root.img" ] &&
+    [ -e "$OUT/boot.cpio" ]; then
     log "guest image up to date"
     echo "$OUT"
     exit 0
@@ -162,6 +148,6 @@ stage guest-sync sync_sources
 stage guest-module build_module
 stage guest-provider build_provider
 stage guest-tests build_tests
-stage guest-pack-overlay pack_overlay
+stage guest-pack pack_overlay
 echo "$parts_key" > "$GUEST/parts-key"
 echo "$OUT"

@@ -1,5 +1,6 @@
 #!/bin/bash
-# PID 1 of a qrdma test guest (booted as an initramfs by scripts/vm-run).
+# PID 1 of a qrdma test guest: the root image's /init, which the initramfs
+# (scripts/guest-boot.c) runs once it has mounted the root.
 #
 # Kernel command line words it reads:
 #   vmrun.guest=I    this guest's index (0-based)
@@ -29,6 +30,9 @@ mount -t tmpfs tmpfs /tmp
 exec </dev/console >/dev/console 2>&1
 
 log() { echo "qrdma-guest[$(cut -d' ' -f1 /proc/uptime)]: $*"; }
+# The root is a disk that power-off shuts down: power off in this process,
+# which then runs no more (scripts/guest-boot.c says why).
+power_off() { exec /usr/local/sbin/qrdma-boot poweroff; }
 
 QRDMA_GUEST=0 QRDMA_GUESTS=1 share=0 mac="" nic=qrdma
 for w in $(cat /proc/cmdline); do
@@ -48,7 +52,7 @@ ip link set lo up
 
 modprobe 9pnet_virtio && modprobe 9p || log "ERROR: no 9p modules"
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none job /job ||
-    { log "ERROR: cannot mount the job share"; echo o > /proc/sysrq-trigger; }
+    { log "ERROR: cannot mount the job share"; power_off; }
 
 QRDMA_BOOT=1
 while [ -e "/job/life-$QRDMA_GUEST-$QRDMA_BOOT" ]; do QRDMA_BOOT=$((QRDMA_BOOT + 1)); done
@@ -128,5 +132,4 @@ fi
 sync
 umount /mnt/host 2>/dev/null
 umount /job
-echo o > /proc/sysrq-trigger
-sleep 30
+power_off

@@ -128,7 +128,7 @@ copy_guest_root() {
     cp -L /etc/resolv.conf "$dst/etc/resolv.conf"
 }
 
-# Left out of a guest root packed as an initramfs: only builds need them.
+# Left out of the guest's root image (pack_guest): only builds need them.
 GUEST_PACK_EXCLUDES=(
     ./usr/src ./usr/include ./usr/lib/gcc ./usr/libexec/gcc ./usr/share/doc
     ./usr/share/man ./usr/share/info ./usr/share/locale ./var/cache/apt
@@ -156,35 +156,60 @@ GUEST_PACK_EXCLUDES=(
     ./usr/lib/udev/hwdb.bin ./usr/lib/udev/hwdb.d
 )
 
-# Wireshark's dissectors, a third of the root (130 of 420 MB), which only the
-# capture check of guest-datapath.sh uses (tshark): packed as a layer of their
-# own, wireshark.cpio, that a run asks for with vm-run --wireshark. The
-# kernel unpacks the initramfs at about 50 MB/s under TCG, so every other
-# boot is seconds shorter without them.
-GUEST_WIRESHARK_PATHS=(
-    './usr/lib/x86_64-linux-gnu/libwireshark.so*' ./usr/lib/x86_64-linux-gnu/wireshark
-    ./usr/share/wireshark
-)
+# The kernel modules the guest's first init (scripts/guest-boot.c) loads to
+# mount its root: the disk, its file system, the overlay (the Debian kernel
+# builds them as modules), with their dependencies.
+GUEST_BOOT_MODULES=(virtio_blk ext4 overlay)
 
-# pack_root ROOT FILE: the guest root ROOT as an uncompressed initramfs
-# (cpio newc) without GUEST_PACK_EXCLUDES and GUEST_WIRESHARK_PATHS.
-pack_root() {
-    local root=$1 file=$2 ex=() e
-    for e in "${GUEST_PACK_EXCLUDES[@]}" "${GUEST_WIRESHARK_PATHS[@]}"; do
-        ex+=(-path "$e" -prune -o)
-    done
-    (cd "$root" && find . "${ex[@]}" -print | cpio -o -H newc --quiet) > "$file.tmp"
-    mv "$file.tmp" "$file"
-}
-
-# pack_wireshark ROOT FILE: only GUEST_WIRESHARK_PATHS of ROOT, a layer to
-# unpack after pack_root's (their directories are in that one already).
-pack_wireshark() {
-    local root=$1 file=$2 sel=() e
-    # The first path is the library: without it the layer would be empty.
-    compgen -G "$root/${GUEST_WIRESHARK_PATHS[0]#./}" > /dev/null ||
-        die "no Wireshark in the guest root: tshark not installed?"
-    for e in "${GUEST_WIRESHARK_PATHS[@]}"; do sel+=(-path "$e" -o -path "$e/*" -o); done
-    (cd "$root" && find . \( "${sel[@]}" -false \) -print | cpio -o -H newc --quiet) > "$file.tmp"
-    mv "$file.tmp" "$file"
+# pack_guest ROOT LAYER OUT: what scripts/vm-run boots, in OUT:
+#   root.img   ROOT without GUEST_PACK_EXCLUDES, with LAYER's files over it
+#              (LAYER may be empty), as an ext4 image the guests share
+#              read-only (no journal: nothing writes it once made)
+#   boot.cpio  the initramfs: scripts/guest-boot.c, built static in ROOT by
+#              its own compiler, as /init, and GUEST_BOOT_MODULES (the image
+#              has the program too, /usr/local/sbin/qrdma-boot, to power off)
+#   vmlinuz    ROOT's kernel
+# Each file is replaced whole, so a guest still running keeps the old one.
+pack_guest() {
+    local root=$1 layer=$2 out=$3 kver stage boot e n=0 f mb
+    kver=$(basename "$(ls -d "$root"/usr/lib/modules/*/ | head -n1)")
+    stage="$(dirname "$root")/pack-stage" boot="$(dirname "$root")/pack-boot"
+    rm -rf "$stage" "$boot"
+    mkdir -p "$out" "$boot/modules" "$boot/dev"
+    # hard links: a copy of the tree costs no data; files LAYER replaces
+    # are unlinked first, never written through to ROOT
+    cp "$QRDMA_TOP/scripts/guest-boot.c" "$root/tmp/qrdma-boot.c"
+    chroot "$root" gcc -static -O2 -Wall -Wextra -Werror -o /tmp/qrdma-boot /tmp/qrdma-boot.c ||
+        die "the guest's boot init failed to build"
+    mv "$root/tmp/qrdma-boot" "$boot/init"
+    rm -f "$root/tmp/qrdma-boot.c"
+    cp -al "$root" "$stage"
+    # shellcheck disable=SC2086 # the patterns expand here, in the copy
+    (cd "$stage" && for e in "${GUEST_PACK_EXCLUDES[@]}"; do rm -rf $e; done)
+    [ -z "$layer" ] || cp -a --remove-destination "$layer/." "$stage/"
+    mkdir -p "$stage/usr/local/sbin"
+    cp "$boot/init" "$stage/usr/local/sbin/qrdma-boot"
+    mb=$(du -sm "$stage" | cut -f1)
+    rm -f "$out/root.img.tmp"
+    mke2fs -q -t ext4 -O ^has_journal,^metadata_csum -m 0 -L qrdma-root \
+        -d "$stage" "$out/root.img.tmp" "$((mb + mb / 5 + 64))M" > /dev/null ||
+        die "mke2fs of the guest's root image failed"
+    rm -rf "$stage"
+    for e in "${GUEST_BOOT_MODULES[@]}"; do
+        chroot "$root" modprobe -S "$kver" --show-depends "$e" ||
+            die "no module $e for $kver in the guest root"
+    done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }' > "$boot/order"
+    while read -r f; do
+        n=$((n + 1))
+        cp "$root$f" "$boot/modules/$(printf %02d "$n")-$(basename "$f")"
+    done < "$boot/order"
+    rm "$boot/order"
+    mknod "$boot/dev/console" c 5 1
+    (cd "$boot" && find . -print | cpio -o -H newc --quiet) > "$out/boot.cpio.tmp"
+    rm -rf "$boot"
+    cp "$root/boot/vmlinuz-$kver" "$out/vmlinuz.tmp"
+    echo "$kver" > "$out/kernel-release"
+    mv "$out/root.img.tmp" "$out/root.img"
+    mv "$out/boot.cpio.tmp" "$out/boot.cpio"
+    mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 }

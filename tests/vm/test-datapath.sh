@@ -6,8 +6,7 @@
 # "capture" with three: guests 0 and 1 run RDMA while
 # guest 2 captures the segment and decodes and checks the frames (the RoCE
 # frames never reach the peers' own netdevs, so the sniffer is a third
-# station on vm-run's flooding hub; the only run that needs tshark, so the
-# only one that boots the image with Wireshark in it).
+# station on vm-run's flooding hub).
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun=$here/../../scripts/vm-run
 rc=0
@@ -15,7 +14,7 @@ rc=0
     --iothread dp0 \
     --run 'bash guest-datapath.sh main' \
     --run 'bash guest-datapath.sh main' || rc=1
-"$vmrun" --guests 3 --timeout 420 --share "$here" --wireshark \
+"$vmrun" --guests 3 --timeout 420 --share "$here" \
     --run 'bash guest-datapath.sh capture' --run 'bash guest-datapath.sh capture' \
     --run 'bash guest-datapath.sh capture' || rc=1
 exit "$rc"

@@ -13,8 +13,9 @@
 #    dkms builds qrdma.ko for the guest's kernel;
 #  - dkms refuses a kernel we do not support (a 6.13 with headers) with its
 #    BUILD_EXCLUSIVE message, building nothing for it.
-# That root is then packed as the image (base only: no overlay.cpio; the
-# one file added is vm-run's /init) and booted as two guests, which run
+# That root is then packed as the guests' root image (pack_guest: none of
+# build-guest.sh's overlay; the one file added is vm-run's /init) and
+# booted as two guests, which run
 # guest-packages.sh: the packaged module and provider in use, then
 # ibv_rc_pingpong, ib_write_bw and rping -V (every ping's bytes compared)
 # between them.
@@ -112,13 +113,9 @@ rm -rf "${ROOT:?}/usr/lib/modules/$bad"
 
 # ---- boot two guests from that root --------------------------------------------
 # vm-run's /init is the only file added: the harness, not a part of ours.
-mkdir -p "$T/out" "$T/init"
+rm -rf "$T/init" && mkdir -p "$T/init"
 install -m 0755 "$QRDMA_TOP/scripts/guest-init.sh" "$T/init/init"
-stage pkgtest-pack pack_root "$ROOT" "$T/base.cpio"
-(cd "$T/init" && echo ./init | cpio -o -H newc --quiet) > "$T/init.cpio"
-cat "$T/base.cpio" "$T/init.cpio" > "$T/out/image.cpio"
-cp "$ROOT/boot/vmlinuz-$kver" "$T/out/vmlinuz"
-rm -f "$T/base.cpio"
+stage pkgtest-pack pack_guest "$ROOT" "$T/init" "$T/out"
 
 if [ "$fails" -eq 0 ]; then
     QRDMA_GUEST_DIR="$T/out" "$QRDMA_TOP/scripts/vm-run" --guests 2 --timeout 420 --share "$here" \
@@ -126,6 +123,6 @@ if [ "$fails" -eq 0 ]; then
 else
     fail "host-side checks failed: the guests were not booted"
 fi
-rm -f "$T/out/image.cpio"
+rm -f "$T/out/root.img"
 echo "test-packages: $fails failure(s)"
 [ "$fails" -eq 0 ]
