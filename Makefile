@@ -27,6 +27,8 @@
 #                in a guest; bench/results/verbs.md
 #   make bench-tails  the latency tail and the host's scheduling of QEMU's
 #                threads; bench/results/tails.md
+#   make bench-netdev  system calls per frame of the guests' QEMUs on the
+#                dgram netdev (perf), docs/performance.md
 #
 # Builds of QEMU and of the guest are cached outside the repo (see
 # scripts/lib.sh); `make clean` removes only this tree's build/.
@@ -78,7 +80,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-verbs bench-native bench-tails stress check check-migration check-asan check-tsan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-verbs bench-native bench-tails bench-netdev stress check check-migration check-asan check-tsan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -420,6 +422,13 @@ bench-verbs:
 # scheduling delays (perf sched); bench/results/tails.md.
 bench-tails:
 	@bash bench/tails.sh
+
+# System calls per frame of each guest's QEMU on the dgram netdev during a
+# fixed transfer (perf's syscall tracepoints): counts, steadier than times.
+# BENCH_NETDEV_MESSAGES WRITEs of 64 KB; QRDMA_QEMU picks the binary.
+BENCH_NETDEV_MESSAGES ?= 5000
+bench-netdev: qemu guest
+	@bash bench/netdev-syscalls.sh $(BENCH_NETDEV_MESSAGES)
 
 # Native microbenchmarks, no VM (bench/native/README.md): (a) the transport
 # alone, (b) device core and transport, two cores in one process, (c) the
