@@ -51,7 +51,7 @@ build_root() {
 }
 
 kernel_release() {
-    basename "$(ls -d "$ROOT"/lib/modules/*/ | head -n1)"
+    guest_kernel_release "$ROOT"
 }
 
 # Runs a command inside the root with /proc and the sources bound in.

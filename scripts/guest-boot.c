@@ -44,6 +44,14 @@
 #define ROOT_DISK       "/dev/vda"
 #define DISK_WAIT_MS    20000           /* the disk's probe, under TCG */
 
+static int power_off(void)
+{
+    sync();
+    reboot(RB_POWER_OFF);
+    fprintf(stderr, "qrdma-boot: power-off failed: %s\n", strerror(errno));
+    return 1;
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
@@ -53,8 +61,7 @@ static void die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("; powering off\n", stderr);
-    sync();
-    reboot(RB_POWER_OFF);
+    power_off();
     for (;;) {
         pause();
     }
@@ -128,14 +135,6 @@ static void mount_or_die(const char *src, const char *dst, const char *type,
     }
 }
 
-static int power_off(void)
-{
-    sync();
-    reboot(RB_POWER_OFF);
-    fprintf(stderr, "qrdma-boot: power-off failed: %s\n", strerror(errno));
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     char *const init_argv[] = { "/init", NULL };
@@ -168,7 +167,7 @@ int main(int argc, char **argv)
     if (umount2("/dev", MNT_DETACH)) {
         die("cannot unmount /dev: %s", strerror(errno));
     }
-    /* switch_root without the deletion: this initramfs is 3 MB */
+    /* switch_root without the deletion: this initramfs is 1.3 MB */
     if (chdir("/root") || mount("/root", "/", NULL, MS_MOVE, NULL) ||
         chroot(".") || chdir("/")) {
         die("cannot move the root to /: %s", strerror(errno));

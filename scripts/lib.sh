@@ -123,9 +123,14 @@ copy_guest_root() {
     rm -rf "$dst"
     mkdir -p "$dst"
     rsync -aH --exclude '/build/*' --exclude '/usr/lib/modules/*/extra/qrdma.ko' "$src/" "$dst/"
-    kver=$(basename "$(ls -d "$dst"/usr/lib/modules/*/ | head -n1)")
+    kver=$(guest_kernel_release "$dst")
     chroot "$dst" depmod "$kver"
     cp -L /etc/resolv.conf "$dst/etc/resolv.conf"
+}
+
+# guest_kernel_release ROOT: the release of the (one) kernel in guest root ROOT.
+guest_kernel_release() {
+    basename "$(ls -d "$1"/usr/lib/modules/*/ | head -n1)"
 }
 
 # Left out of the guest's root image (pack_guest): only builds need them.
@@ -172,17 +177,17 @@ GUEST_BOOT_MODULES=(virtio_blk ext4 overlay)
 # Each file is replaced whole, so a guest still running keeps the old one.
 pack_guest() {
     local root=$1 layer=$2 out=$3 kver stage boot e n=0 f mb
-    kver=$(basename "$(ls -d "$root"/usr/lib/modules/*/ | head -n1)")
+    kver=$(guest_kernel_release "$root")
     stage="$(dirname "$root")/pack-stage" boot="$(dirname "$root")/pack-boot"
     rm -rf "$stage" "$boot"
     mkdir -p "$out" "$boot/modules" "$boot/dev"
-    # hard links: a copy of the tree costs no data; files LAYER replaces
-    # are unlinked first, never written through to ROOT
     cp "$QRDMA_TOP/scripts/guest-boot.c" "$root/tmp/qrdma-boot.c"
     chroot "$root" gcc -static -O2 -Wall -Wextra -Werror -o /tmp/qrdma-boot /tmp/qrdma-boot.c ||
         die "the guest's boot init failed to build"
     mv "$root/tmp/qrdma-boot" "$boot/init"
     rm -f "$root/tmp/qrdma-boot.c"
+    # hard links: a copy of the tree costs no data; files LAYER replaces
+    # are unlinked first, never written through to ROOT
     cp -al "$root" "$stage"
     # shellcheck disable=SC2086 # the patterns expand here, in the copy
     (cd "$stage" && for e in "${GUEST_PACK_EXCLUDES[@]}"; do rm -rf $e; done)

@@ -392,15 +392,26 @@ static void test_two_devices(const void *dp_mode)
  * four frames must go out on the wire: a reset that left the core waiting
  * for frames it had been told were queued would stop it after one.
  */
+/* The largest frame the tests read from a netdev's socket (a jumbo frame). */
+#define FRAME_MAX       9216
+
+/* The address of the Unix socket DIR/NAME. */
+static struct sockaddr_un dgram_addr(const char *dir, const char *name)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+    g_assert(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) <
+             sizeof(sa.sun_path));
+    return sa;
+}
+
 /* A datagram socket bound at DIR/NAME. */
 static int dgram_socket(const char *dir, const char *name)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa = dgram_addr(dir, name);
     int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
 
     g_assert(fd >= 0);
-    g_assert(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) <
-             sizeof(sa.sun_path));
     g_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
     return fd;
 }
@@ -408,7 +419,7 @@ static int dgram_socket(const char *dir, const char *name)
 /* Read every frame the socket holds; whether one of them has marker in it. */
 static bool recv_marker(int fd, const uint8_t *marker, size_t len)
 {
-    uint8_t frame[9216];
+    uint8_t frame[FRAME_MAX];
     bool seen = false;
     ssize_t n;
 
@@ -528,7 +539,7 @@ static unsigned burst_send(int fd, const struct sockaddr_un *to,
     unsigned i, waited = 0;
 
     for (i = first; i < n && waited < 100; ) {
-        ssize_t r = sendto(fd, frames + i * 9216, len[i], MSG_DONTWAIT,
+        ssize_t r = sendto(fd, frames + i * FRAME_MAX, len[i], MSG_DONTWAIT,
                            (const struct sockaddr *)to, sizeof(*to));
 
         if (r < 0 && errno == EAGAIN) {
@@ -549,9 +560,9 @@ static void test_dgram_burst(const void *dp_mode)
     g_autofree char *dir = g_dir_make_tmp("qrdma-burst-XXXXXX", NULL);
     g_autofree uint8_t *pat = g_malloc(BURST_LEN);
     g_autofree uint8_t *got = g_malloc(BURST_LEN);
-    g_autofree uint8_t *frames = g_malloc(BURST_FRAMES * 9216);
+    g_autofree uint8_t *frames = g_malloc(BURST_FRAMES * FRAME_MAX);
     size_t len[BURST_FRAMES];
-    struct sockaddr_un to = { .sun_family = AF_UNIX };
+    struct sockaddr_un to = dgram_addr(dir, "qb");
     QGuestAllocator alloc_a, alloc_b;
     QPCIBus *bus_a, *bus_b;
     QTestState *qa, *qb;
@@ -579,7 +590,7 @@ static void test_dgram_burst(const void *dp_mode)
                            XFER_DST + i * BURST_LEN / 2, BURST_LEN / 2);
     }
     for (quiet = 0; quiet < 200 && n < BURST_FRAMES; ) {
-        ssize_t r = recv(ta, frames + n * 9216, 9216, MSG_DONTWAIT);
+        ssize_t r = recv(ta, frames + n * FRAME_MAX, FRAME_MAX, MSG_DONTWAIT);
 
         if (r < 0) {
             g_usleep(1000);
@@ -598,8 +609,6 @@ static void test_dgram_burst(const void *dp_mode)
      * in order, once it runs.
      */
     qtest_qmp_assert_success(qb, "{ 'execute': 'stop' }");
-    g_assert(snprintf(to.sun_path, sizeof(to.sun_path), "%s/qb", dir) <
-             sizeof(to.sun_path));
     i = burst_send(tb, &to, frames, len, 0, n);
     g_assert_cmpuint(i, >, 16);         /* a burst met a stopped VM */
     qtest_qmp_assert_success(qb, "{ 'execute': 'cont' }");

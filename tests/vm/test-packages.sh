@@ -35,7 +35,7 @@ exec 9>"$QRDMA_CACHE/.lock-pkgtest"
 flock 9
 
 stage pkgtest-root copy_guest_root "$QRDMA_CACHE/guest/root" "$ROOT"
-kver=$(basename "$(ls -d "$ROOT"/usr/lib/modules/*/ | head -n1)")
+kver=$(guest_kernel_release "$ROOT")
 ours=$(cd "$ROOT" && find . -path ./proc -prune -o \( -name 'qrdma*.ko*' -o -name 'libqrdma*' \
     -o -name qrdma.driver -o -path './var/lib/dkms/qrdma' \) -print)
 [ -z "$ours" ] || die "the guest root copy already holds our parts: $ours"
