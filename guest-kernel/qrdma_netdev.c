@@ -3,7 +3,7 @@
  * qrdma.ko: the Ethernet netdev of the function. One TX and one RX ring of
  * 16-byte descriptors (docs/hw-spec.md, "LAN function"), one NAPI context
  * on one MSI-X vector, scatter-gather transmit with checksum offload,
- * link state from the device, ethtool info and counters.
+ * link state from the device, ethtool info, counters and ring sizes.
  *
  * Ring ownership: the driver owns next_to_use (it posts there and writes
  * TAIL); the device owns everything from its HEAD up to TAIL; the driver
@@ -18,6 +18,7 @@
 
 #include "qrdma.h"
 
+/* Ring sizes until ethtool -G sets others (QRDMA_LAN_RING_MIN..MAX). */
 #define QRDMA_TX_RING_LEN	512
 #define QRDMA_RX_RING_LEN	512
 #define QRDMA_LINK_POLL_MS	500
@@ -49,6 +50,8 @@ struct qrdma_netdev {
 	struct napi_struct napi;
 	int vector;
 	struct qrdma_ring tx, rx;
+	u32 tx_ring_len, rx_ring_len;	/* what the next open allocates */
+	bool up;			/* rings allocated and programmed */
 	struct qrdma_tx_slot *tx_slots;
 	struct qrdma_rx_slot *rx_slots;
 	u32 rx_buf_len;
@@ -453,10 +456,10 @@ static int qrdma_open(struct net_device *netdev)
 	int ret;
 
 	qn->rx_buf_len = netdev->mtu + ETH_HLEN + VLAN_HLEN;
-	ret = qrdma_ring_alloc(qn, &qn->tx, QRDMA_TX_RING_LEN);
+	ret = qrdma_ring_alloc(qn, &qn->tx, qn->tx_ring_len);
 	if (ret)
 		return ret;
-	ret = qrdma_ring_alloc(qn, &qn->rx, QRDMA_RX_RING_LEN);
+	ret = qrdma_ring_alloc(qn, &qn->rx, qn->rx_ring_len);
 	if (ret)
 		goto err_free_tx_ring;
 	qn->tx_slots = kcalloc(qn->tx.len, sizeof(*qn->tx_slots), GFP_KERNEL);
@@ -489,6 +492,7 @@ static int qrdma_open(struct net_device *netdev)
 	if (netif_carrier_ok(netdev))
 		netif_start_queue(netdev);
 	schedule_delayed_work(&qn->link_work, msecs_to_jiffies(QRDMA_LINK_POLL_MS));
+	qn->up = true;
 	return 0;
 
 err_unprogram:
@@ -508,6 +512,10 @@ static int qrdma_stop(struct net_device *netdev)
 {
 	struct qrdma_netdev *qn = netdev_priv(netdev);
 
+	/* Already down: a reconfiguration could not bring the rings back. */
+	if (!qn->up)
+		return 0;
+	qn->up = false;
 	cancel_delayed_work_sync(&qn->link_work);
 	netif_stop_queue(netdev);
 	netif_carrier_off(netdev);
@@ -526,15 +534,46 @@ static int qrdma_stop(struct net_device *netdev)
 	return 0;
 }
 
-static int qrdma_change_mtu(struct net_device *netdev, int mtu)
+/*
+ * Receive buffers are sized by the MTU and the rings by ethtool -G: a
+ * running interface gets new rings. If they cannot be had, it goes back
+ * to the settings it had (and the caller gets the error); if even those
+ * cannot be had, it goes down rather than stay up with no rings.
+ */
+static int qrdma_reconfigure(struct net_device *netdev, unsigned int mtu, u32 tx_len,
+			     u32 rx_len)
 {
+	struct qrdma_netdev *qn = netdev_priv(netdev);
+	unsigned int old_mtu = netdev->mtu;
+	u32 old_tx = qn->tx_ring_len, old_rx = qn->rx_ring_len;
 	bool running = netif_running(netdev);
+	int ret;
 
-	/* Receive buffers are sized by the MTU: rebuild the rings. */
 	if (running)
 		qrdma_stop(netdev);
 	WRITE_ONCE(netdev->mtu, mtu);
-	return running ? qrdma_open(netdev) : 0;
+	qn->tx_ring_len = tx_len;
+	qn->rx_ring_len = rx_len;
+	if (!running)
+		return 0;
+	ret = qrdma_open(netdev);
+	if (!ret)
+		return 0;
+	WRITE_ONCE(netdev->mtu, old_mtu);
+	qn->tx_ring_len = old_tx;
+	qn->rx_ring_len = old_rx;
+	if (qrdma_open(netdev)) {
+		netdev_err(netdev, "cannot rebuild its rings: interface down\n");
+		dev_close(netdev);
+	}
+	return ret;
+}
+
+static int qrdma_change_mtu(struct net_device *netdev, int mtu)
+{
+	struct qrdma_netdev *qn = netdev_priv(netdev);
+
+	return qrdma_reconfigure(netdev, mtu, qn->tx_ring_len, qn->rx_ring_len);
 }
 
 static int qrdma_set_mac_address(struct net_device *netdev, void *p)
@@ -657,8 +696,55 @@ static int qrdma_get_link_ksettings(struct net_device *netdev, struct ethtool_li
 	return 0;
 }
 
+static void qrdma_get_ringparam(struct net_device *netdev, struct ethtool_ringparam *ring,
+				struct kernel_ethtool_ringparam *kring,
+				struct netlink_ext_ack *extack)
+{
+	struct qrdma_netdev *qn = netdev_priv(netdev);
+
+	ring->rx_max_pending = QRDMA_LAN_RING_MAX;
+	ring->tx_max_pending = QRDMA_LAN_RING_MAX;
+	ring->rx_pending = qn->rx_ring_len;
+	ring->tx_pending = qn->tx_ring_len;
+}
+
+/* The device takes rings of a power of two: a request is rounded up to one. */
+static u32 qrdma_ring_len_of(u32 pending)
+{
+	return roundup_pow_of_two(max_t(u32, pending, QRDMA_LAN_RING_MIN));
+}
+
+static int qrdma_set_ringparam(struct net_device *netdev, struct ethtool_ringparam *ring,
+			       struct kernel_ethtool_ringparam *kring,
+			       struct netlink_ext_ack *extack)
+{
+	struct qrdma_netdev *qn = netdev_priv(netdev);
+	u32 tx_len, rx_len;
+
+	if (ring->rx_mini_pending || ring->rx_jumbo_pending) {
+		NL_SET_ERR_MSG_MOD(extack, "no mini or jumbo receive ring");
+		return -EINVAL;
+	}
+	if (!ring->rx_pending || !ring->tx_pending ||
+	    ring->rx_pending > QRDMA_LAN_RING_MAX || ring->tx_pending > QRDMA_LAN_RING_MAX) {
+		NL_SET_ERR_MSG_MOD(extack, "rings take 1 to " __stringify(QRDMA_LAN_RING_MAX)
+				   " descriptors");
+		return -EINVAL;
+	}
+	tx_len = qrdma_ring_len_of(ring->tx_pending);
+	rx_len = qrdma_ring_len_of(ring->rx_pending);
+	if (tx_len != ring->tx_pending || rx_len != ring->rx_pending)
+		netdev_info(netdev, "rings rounded up to a power of two: rx %u, tx %u\n",
+			    rx_len, tx_len);
+	if (tx_len == qn->tx_ring_len && rx_len == qn->rx_ring_len)
+		return 0;
+	return qrdma_reconfigure(netdev, netdev->mtu, tx_len, rx_len);
+}
+
 static const struct ethtool_ops qrdma_ethtool_ops = {
 	.get_drvinfo = qrdma_get_drvinfo,
+	.get_ringparam = qrdma_get_ringparam,
+	.set_ringparam = qrdma_set_ringparam,
 	.get_link = ethtool_op_get_link,
 	.get_link_ksettings = qrdma_get_link_ksettings,
 	.get_sset_count = qrdma_get_sset_count,
@@ -708,6 +794,8 @@ int qrdma_netdev_create(struct qrdma_dev *dev)
 	qn->netdev = netdev;
 	/* Vector 0 is the control path's; the LAN takes vector 1 when there is one. */
 	qn->vector = dev->num_vectors > 1 ? 1 : 0;
+	qn->tx_ring_len = QRDMA_TX_RING_LEN;
+	qn->rx_ring_len = QRDMA_RX_RING_LEN;
 	u64_stats_init(&qn->syncp);
 	INIT_DELAYED_WORK(&qn->link_work, qrdma_link_work);
 	INIT_WORK(&qn->announce_work, qrdma_announce_work);
