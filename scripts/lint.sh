@@ -47,6 +47,9 @@ QEMU_ALLOWED=(
 )
 
 CHECKERS="$QRDMA_CACHE/checkers"
+# This run's scratch files: the checkpatch passes run at the same time.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 qemu_checkpatch() {
     local dir="$CHECKERS/qemu-$QEMU_VERSION" tarball
@@ -76,35 +79,37 @@ kernel_checkpatch() {
 }
 
 run_qemu_checkpatch() {
-    local cp out=0 f report st
+    local cp out=0 f report st w="$work/qemu"
     cp=$(qemu_checkpatch)
+    mkdir -p "$w"
     # a checker that reports nothing on a bad line is not running
-    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$CHECKERS/bad.c"
-    perl "$cp" --no-tree --terse -f "$CHECKERS/bad.c" > "$CHECKERS/report" || true
-    grep -q ERROR "$CHECKERS/report" || die "QEMU's checkpatch.pl finds nothing in a known-bad file"
+    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$w/bad.c"
+    perl "$cp" --no-tree --terse -f "$w/bad.c" > "$w/report" || true
+    grep -q ERROR "$w/report" || die "QEMU's checkpatch.pl finds nothing in a known-bad file"
     # checkpatch -f takes one file at a time
     for f in $(git ls-files qemu-hw host-backend | grep -E '\.[ch]$|(^|/)trace-events$'); do
         # exit 1 is "errors found", more is a checker that did not run; it
         # exits 0 on warnings: any report not allowed above fails here
         st=0
-        perl "$cp" --no-tree --no-summary --terse --color=never -f "$f" > "$CHECKERS/report" || st=$?
+        perl "$cp" --no-tree --no-summary --terse --color=never -f "$f" > "$w/report" || st=$?
         [ "$st" -le 1 ] || die "QEMU's checkpatch.pl failed on $f (exit $st)"
-        report=$(sed -E 's/^([^:]+):[0-9]+: /\1: /' "$CHECKERS/report" |
+        report=$(sed -E 's/^([^:]+):[0-9]+: /\1: /' "$w/report" |
             grep -vxF -f <(printf '%s\n' "${QEMU_ALLOWED[@]}") || true)
         [ -z "$report" ] || { echo "$report"; grep -F -f <(echo "$report" | cut -d' ' -f2-) \
-            "$CHECKERS/report"; out=1; }
+            "$w/report"; out=1; }
     done
     [ "$out" -eq 0 ] && log "QEMU checkpatch: qemu-hw/ and host-backend/ clean"
     return "$out"
 }
 
 run_kernel_checkpatch() {
-    local cp ignores
+    local cp ignores w="$work/kernel"
     cp=$(kernel_checkpatch)
+    mkdir -p "$w"
     ignores=$(IFS=,; echo "${KERNEL_IGNORES[*]}")
-    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$CHECKERS/bad.c"
-    perl "$cp" --no-tree --terse -f "$CHECKERS/bad.c" > "$CHECKERS/report" || true
-    grep -q ERROR "$CHECKERS/report" || die "the kernel's checkpatch.pl finds nothing in a known-bad file"
+    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$w/bad.c"
+    perl "$cp" --no-tree --terse -f "$w/bad.c" > "$w/report" || true
+    grep -q ERROR "$w/report" || die "the kernel's checkpatch.pl finds nothing in a known-bad file"
     perl "$cp" --no-tree --strict --terse --show-types --no-summary --color=never \
         --ignore "$ignores" -f guest-kernel/*.[ch] || return 1
     log "kernel checkpatch --strict: guest-kernel/ clean"
@@ -128,8 +133,8 @@ run_kbuild_host() {
     command -v sparse > /dev/null || die "no sparse (scripts/setup-host.sh installs it)"
     tmp=$(mktemp -d)
     cp -r guest-kernel/. "$tmp/"
-    kbuild_check "$tmp/build.log" make -C "$kdir" M="$tmp" QRDMA_INCLUDE="$QRDMA_TOP/include" \
-        C=1 W=1 modules || rc=1
+    kbuild_check "$tmp/build.log" make -j"$(nproc)" -C "$kdir" M="$tmp" \
+        QRDMA_INCLUDE="$QRDMA_TOP/include" C=1 W=1 modules || rc=1
     rm -rf "$tmp"
     [ "$rc" -eq 0 ] && log "sparse and W=1 against $(basename "$kdir"): clean"
     return "$rc"
@@ -154,7 +159,7 @@ run_kbuild_guest() {
     cp -r guest-kernel/. "$tmp/guest-kernel/"
     cp -r include "$tmp/include"
     cp "$(command -v sparse)" "$tmp/sparse"
-    kbuild_check "$tmp/build.log" chroot_run "$root" "$tmp" make -C "/usr/src/linux-headers-$kver" \
+    kbuild_check "$tmp/build.log" chroot_run "$root" "$tmp" make -j"$(nproc)" -C "/usr/src/linux-headers-$kver" \
         M=/build/guest-kernel QRDMA_INCLUDE=/build/include C=1 CHECK=/build/sparse W=1 \
         cmd_checkdoc=: modules || rc=1
     rm -rf "$tmp"
@@ -164,9 +169,14 @@ run_kbuild_guest() {
 }
 
 rc=0
-run_qemu_checkpatch || rc=1
+# QEMU's checkpatch, a perl run a file on one CPU, runs beside the rest;
+# what it reports is shown once they are done.
+run_qemu_checkpatch > "$work/qemu.log" 2>&1 &
+qemu_pid=$!
 run_kernel_checkpatch || rc=1
 [ -n "${QRDMA_LINT_SKIP_KBUILD:-}" ] || run_kbuild_host || rc=1
 [ -n "${QRDMA_LINT_SKIP_KBUILD:-}" ] || run_kbuild_guest || rc=1
+wait "$qemu_pid" || rc=1
+cat "$work/qemu.log"
 [ "$rc" -eq 0 ] || log "lint: see the reports above"
 exit "$rc"

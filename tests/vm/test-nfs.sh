@@ -2,7 +2,8 @@
 # VM test: a kernel RDMA consumer. NFS over RDMA between two guests (knfsd
 # with an RDMA listener, the NFS client with proto=rdma), NFS 4.2 and 3,
 # data written, read back and compared (guest-nfs.sh); then the same with
-# both devices dropping 1% of the RoCE frames they send (less data).
+# both devices dropping 1% of the RoCE frames they send (less data, NFS
+# 4.2 only).
 here=$(cd "$(dirname "$0")" && pwd)
 vmrun="$here/../../scripts/vm-run"
 "$vmrun" --guests 2 --timeout 900 --share "$here" \
