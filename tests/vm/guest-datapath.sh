@@ -166,7 +166,6 @@ if [ "$mode" = faults ]; then
     # exceeded" (qrdma-bulk sets timeout 14 = 67 ms and retry_cnt 7: about
     # 0.5 s of retries) or "remote access error", not hang; then a new QP
     # to a restarted server works.
-    roce_frames() { ethtool -S eth0 | awk '/hw_roce_frames/ { print $2 }'; }
     case $me in
     0)
         qrdma-bulk -d $dev -g 1 -m 256 -c 256 -t 120 > /tmp/victim.log 2>&1 &
@@ -175,11 +174,11 @@ if [ "$mode" = faults ]; then
         vm_signal victim-up
         vm_wait client-up 120
         # Kill once the WRITEs are flowing (the client fills 256 MB first).
-        r0=$(roce_frames)
-        wait_for 120 bash -c "[ \$(ethtool -S eth0 | awk '/hw_roce_frames/ { print \$2 }') -gt $((r0 + 2000)) ]"
+        r0=$(nic_stat hw_roce_frames)
+        wait_for 120 nic_stat_above hw_roce_frames $((r0 + 2000))
         kill -9 "$victim"
         wait "$victim" 2>/dev/null
-        echo "server killed after $(( $(roce_frames) - r0 )) RoCE frames"
+        echo "server killed after $(( $(nic_stat hw_roce_frames) - r0 )) RoCE frames"
         vm_signal victim-killed
         vm_wait client-done 120
         qrdma-bulk -d $dev -g 1 -m 16 -c 16 -w 256 -t 60 > /tmp/restart.log 2>&1 &
@@ -244,7 +243,6 @@ if [ "$mode" = backpressure ]; then
 fi
 
 # ---- capture mode -------------------------------------------------------------
-roce_frames() { ethtool -S eth0 | awk '/hw_roce_frames/ { print $2 }'; }
 cap=/tmp/cap.pcap
 case $me in
 0)  # Our own netdev, not promiscuous: RoCE must not reach the LAN stack.
@@ -253,7 +251,7 @@ case $me in
     td=$!
     wait_for 30 grep -q 'listening on' /tmp/tcpdump.err || fail "tcpdump on eth0 did not start"
     check "ping the peer while capturing" ping -c 3 -i 0.2 -W 2 -q 10.0.0.2
-    r0=$(roce_frames) ;;
+    r0=$(nic_stat hw_roce_frames) ;;
 2)  # A NIC out of receive descriptors drops (hw_rx_dropped), and under TCG
     # a sniffer that also writes every frame falls behind: give it a ring
     # that holds the whole capture (about 2,600 frames). ethtool -G while
@@ -266,8 +264,7 @@ case $me in
     check "ethtool -G rx 4096" ethtool -G eth0 rx 4096
     expect_eq "receive ring" "$(rx_ring)" 4096
     wait_for 10 sh -c "ip link show eth0 | grep -q LOWER_UP" || fail "eth0's link did not come back"
-    dropped() { ethtool -S eth0 | awk '/hw_rx_dropped/ { print $2 }'; }
-    d0=$(dropped)
+    d0=$(nic_stat hw_rx_dropped)
     tcpdump -i eth0 -n -U -w "$cap" udp port 4791 2> /tmp/tcpdump.err &
     td=$!
     wait_for 30 grep -q 'listening on' /tmp/tcpdump.err || fail "tcpdump on eth0 did not start" ;;
@@ -297,7 +294,7 @@ stop_capture() {
 case $me in
 0)
     stop_capture
-    r1=$(roce_frames)
+    r1=$(nic_stat hw_roce_frames)
     check "the device steered the RoCE frames to its engine (hw_roce_frames +$((r1 - r0)))" \
         test "$((r1 - r0))" -gt 500
     check "guest 0's capture is readable" sh -c "tcpdump -r $cap -n > /tmp/cap.txt 2> /tmp/cap.err"
@@ -308,7 +305,7 @@ case $me in
     grep '\.4791[: ]' /tmp/cap.txt | head -n 3 | sed 's/^/  roce: /' ;;
 2)
     stop_capture
-    expect_eq "frames the sniffer's device dropped (hw_rx_dropped)" "$(($(dropped) - d0))" 0
+    expect_eq "frames the sniffer's device dropped (hw_rx_dropped)" "$(($(nic_stat hw_rx_dropped) - d0))" 0
     # Wireshark's InfiniBand heuristics would take random payloads for
     # RPC-over-RDMA, iSER... and call them malformed: dissect payloads as data.
     heur=()

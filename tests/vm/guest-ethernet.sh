@@ -93,7 +93,6 @@ vm_barrier gids
 # steers RoCEv2 (UDP 4791) frames for its GIDs to the RDMA engine
 # (hw_roce_frames) and everything else to the LAN. Guest 1 sends, guest 0
 # adds and removes 10.9.0.1.
-roce_frames() { ethtool -S $ifc | awk '/hw_roce_frames/ { print $2 }'; }
 send_roce() { for _ in 1 2 3; do echo roce | nc -u -w 1 -q 0 "$1" 4791; done; }
 if [ "$me" = 1 ]; then
     ip route add 10.9.0.0/24 dev $ifc
@@ -104,18 +103,18 @@ if [ "$me" = 1 ]; then
     vm_wait steer-phase3; send_roce 10.9.0.1; vm_signal steer-sent3
 else
     vm_wait steer-ready
-    r0=$(roce_frames)
+    r0=$(nic_stat hw_roce_frames "$ifc")
     vm_signal steer-phase1; vm_wait steer-sent1; sleep 1
     expect_eq "RoCE frames to our GID 10.0.0.1 steered, to unknown 10.9.0.1 not" \
-        "$(roce_frames)" "$((r0 + 3))"
+        "$(nic_stat hw_roce_frames "$ifc")" "$((r0 + 3))"
     ip addr add 10.9.0.1/24 dev $ifc
     check "GID 10.9.0.1 added" wait_for 10 sh -c "ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.0.1, RoCE v2'"
     vm_signal steer-phase2; vm_wait steer-sent2; sleep 1
-    expect_eq "after ADD_GID, RoCE frames to 10.9.0.1 are steered" "$(roce_frames)" "$((r0 + 6))"
+    expect_eq "after ADD_GID, RoCE frames to 10.9.0.1 are steered" "$(nic_stat hw_roce_frames "$ifc")" "$((r0 + 6))"
     ip addr del 10.9.0.1/24 dev $ifc
     check "GID 10.9.0.1 removed" wait_for 10 sh -c "! ibv_devinfo -v -d qrdma0 | grep -q '::ffff:10.9.0.1,'"
     vm_signal steer-phase3; vm_wait steer-sent3; sleep 1
-    expect_eq "after DEL_GID, RoCE frames to 10.9.0.1 reach the LAN again" "$(roce_frames)" "$((r0 + 6))"
+    expect_eq "after DEL_GID, RoCE frames to 10.9.0.1 reach the LAN again" "$(nic_stat hw_roce_frames "$ifc")" "$((r0 + 6))"
     check "no CQP command failed" sh -c "! dmesg | grep -q 'CQP .* failed'"
 fi
 vm_barrier steered

@@ -15,6 +15,10 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
 expect_eq() { if [ "$2" = "$3" ]; then ok "$1: '$2'"; else fail "$1: '$2', expected '$3'"; fi; }
 # wait_for SECONDS CMD...: poll CMD until it succeeds
 wait_for() { local t=$1 i; shift; for i in $(seq $((t * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
+# nic_stat NAME [IFACE]: the ethtool -S counter NAME of IFACE (eth0)
+nic_stat() { ethtool -S "${2:-eth0}" | awk -v n="$1:" '$1 == n { print $2 }'; }
+# nic_stat_above NAME N [IFACE]: that counter is past N (for wait_for)
+nic_stat_above() { local v; v=$(nic_stat "$1" "${3:-eth0}"); [ -n "$v" ] && [ "$v" -gt "$2" ]; }
 # finish NAME: the verdict, counting this guest's failures in earlier lives.
 finish() {
     local f=${QRDMA_JOB:-/nonexistent}/fails-${QRDMA_GUEST:-0} earlier=0

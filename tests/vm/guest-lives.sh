@@ -39,12 +39,11 @@ budget=$(awk -v t=$T -v r=$R 'BEGIN { printf "%.3f", (r + 1) * 4.096e-6 * 2 ^ t 
 slack=3.5
 bulk() { qrdma-bulk -d $dev -g 1 -T $T -r $R "$@"; }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
-roce_frames() { ethtool -S eth0 | awk '/hw_roce_frames/ { print $2 }'; }
 # traffic_flowing N: this device has steered N more RoCE frames since now.
 traffic_flowing() {
     local r0
-    r0=$(roce_frames)
-    wait_for 120 bash -c "[ \$(ethtool -S eth0 | awk '/hw_roce_frames/ { print \$2 }') -gt $((r0 + $1)) ]"
+    r0=$(nic_stat hw_roce_frames)
+    wait_for 120 nic_stat_above hw_roce_frames $((r0 + $1))
 }
 # field LOG SED_REGEX: the first group of the regex in the error report line.
 field() { grep -m1 'error completion at uptime' "$1" | sed -E "s/.*$2.*/\\1/"; }

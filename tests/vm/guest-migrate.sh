@@ -66,7 +66,7 @@ if [ "$mode" = sub ]; then
             echo "guest 0 counters at idle: $(counters)" ;;
         announcements)
             # The driver's count of AE ANNOUNCE handled (ethtool -S).
-            ethtool -S "$(seg_dev)" | awk '/announcements/ { print $2 }' ;;
+            nic_stat announcements "$(seg_dev)" ;;
         ipv6)
             # Has the segment interface an IPv6 address to announce?
             ip -6 addr show dev "$(seg_dev)" scope link | grep -q inet6 ;;
