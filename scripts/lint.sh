@@ -78,14 +78,19 @@ kernel_checkpatch() {
     echo "$dir/scripts/checkpatch.pl"
 }
 
+# checkpatch_runs CHECKPATCH DIR WHOSE: a checker that reports nothing on a
+# known-bad file is not running; DIR is the caller's scratch directory.
+checkpatch_runs() {
+    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$2/bad.c"
+    perl "$1" --no-tree --terse -f "$2/bad.c" > "$2/report" || true
+    grep -q ERROR "$2/report" || die "$3 checkpatch.pl finds nothing in a known-bad file"
+}
+
 run_qemu_checkpatch() {
     local cp out=0 f report st w="$work/qemu"
     cp=$(qemu_checkpatch)
     mkdir -p "$w"
-    # a checker that reports nothing on a bad line is not running
-    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$w/bad.c"
-    perl "$cp" --no-tree --terse -f "$w/bad.c" > "$w/report" || true
-    grep -q ERROR "$w/report" || die "QEMU's checkpatch.pl finds nothing in a known-bad file"
+    checkpatch_runs "$cp" "$w" "QEMU's"
     # checkpatch -f takes one file at a time
     for f in $(git ls-files qemu-hw host-backend | grep -E '\.[ch]$|(^|/)trace-events$'); do
         # exit 1 is "errors found", more is a checker that did not run; it
@@ -107,9 +112,7 @@ run_kernel_checkpatch() {
     cp=$(kernel_checkpatch)
     mkdir -p "$w"
     ignores=$(IFS=,; echo "${KERNEL_IGNORES[*]}")
-    printf 'int f(int x)\n{\n    if (x) return 1;\n    return 0;\n}\n' > "$w/bad.c"
-    perl "$cp" --no-tree --terse -f "$w/bad.c" > "$w/report" || true
-    grep -q ERROR "$w/report" || die "the kernel's checkpatch.pl finds nothing in a known-bad file"
+    checkpatch_runs "$cp" "$w" "the kernel's"
     perl "$cp" --no-tree --strict --terse --show-types --no-summary --color=never \
         --ignore "$ignores" -f guest-kernel/*.[ch] || return 1
     log "kernel checkpatch --strict: guest-kernel/ clean"
