@@ -51,7 +51,6 @@ struct qrdma_netdev {
 	int vector;
 	struct qrdma_ring tx, rx;
 	u32 tx_ring_len, rx_ring_len;	/* what the next open allocates */
-	bool up;			/* rings allocated and programmed */
 	struct qrdma_tx_slot *tx_slots;
 	struct qrdma_rx_slot *rx_slots;
 	u32 rx_buf_len;
@@ -492,7 +491,6 @@ static int qrdma_open(struct net_device *netdev)
 	if (netif_carrier_ok(netdev))
 		netif_start_queue(netdev);
 	schedule_delayed_work(&qn->link_work, msecs_to_jiffies(QRDMA_LINK_POLL_MS));
-	qn->up = true;
 	return 0;
 
 err_unprogram:
@@ -512,10 +510,12 @@ static int qrdma_stop(struct net_device *netdev)
 {
 	struct qrdma_netdev *qn = netdev_priv(netdev);
 
-	/* Already down: a reconfiguration could not bring the rings back. */
-	if (!qn->up)
+	/*
+	 * No rings (open frees them when it fails): a reconfiguration could
+	 * not bring them back and the interface is already down.
+	 */
+	if (!qn->tx.desc)
 		return 0;
-	qn->up = false;
 	cancel_delayed_work_sync(&qn->link_work);
 	netif_stop_queue(netdev);
 	netif_carrier_off(netdev);

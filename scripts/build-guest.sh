@@ -50,10 +50,6 @@ build_root() {
     rm -rf "$ROOT" && mv "$tmp" "$ROOT"
 }
 
-kernel_release() {
-    guest_kernel_release "$ROOT"
-}
-
 # Runs a command inside the root with /proc and the sources bound in.
 in_root() {
     local rc=0
@@ -77,7 +73,7 @@ sync_sources() {
 
 build_module() {
     local kver
-    kver=$(kernel_release)
+    kver=$(guest_kernel_release "$ROOT")
     in_root make -C "/usr/src/linux-headers-$kver" M=/build/guest-kernel \
         QRDMA_INCLUDE=/build/include modules > "$GUEST/module.log" 2>&1 ||
         { cat "$GUEST/module.log" >&2; die "qrdma.ko build failed"; }
@@ -103,7 +99,7 @@ build_tests() {
 
 pack_overlay() {
     local kver o="$GUEST/overlay"
-    kver=$(kernel_release)
+    kver=$(guest_kernel_release "$ROOT")
     # usr/lib, not lib: in the merged-/usr root /lib is a symlink, and the
     # kernel's cpio unpacker replaces a symlink by a directory of that name.
     rm -rf "$o" && mkdir -p "$o/usr/lib/modules/$kver/extra" "$o/usr/lib/x86_64-linux-gnu/libibverbs" \
