@@ -86,7 +86,7 @@ case "$me.$QRDMA_BOOT" in
 0.1)
     vm_barrier up 150
     # The victim: serves a long transfer until vm-run kills this VM.
-    bulk -m 256 -c 128 -t 120 > /tmp/a.log 2>&1 &
+    bulk -m 256 -c 256 -t 120 > /tmp/a.log 2>&1 &
     s=$!
     wait_serving "$s"
     vm_signal a-srv
@@ -100,7 +100,7 @@ case "$me.$QRDMA_BOOT" in
     # Reboot under traffic: WRITEs stream into this guest's memory when the
     # machine resets.
     echo "$(vm_rss before-reboot) $(vm_rss_qemu before-reboot)" > "$QRDMA_JOB/rss-g0-before"
-    bulk -m 256 -c 128 -t 60 > /tmp/c.log 2>&1 &
+    bulk -m 256 -c 256 -t 60 > /tmp/c.log 2>&1 &
     wait_serving $!
     vm_signal c-srv
     traffic_flowing 2000 || fail "no WRITE traffic to reboot under"
@@ -136,7 +136,7 @@ case "$me.$QRDMA_BOOT" in
     vm_barrier up 150
     # A: the peer VM dies mid-transfer.
     vm_wait a-srv 120
-    bulk -m 256 -c 128 -t 60 10.0.0.1 > /tmp/a.log 2>&1 &
+    bulk -m 256 -c 256 -t 60 10.0.0.1 > /tmp/a.log 2>&1 &
     c=$!
     wait_for 60 grep -q 'sending' /tmp/a.log && traffic_flowing 50 ||
         fail "the transfer to kill did not start"
@@ -158,7 +158,7 @@ case "$me.$QRDMA_BOOT" in
     client_run b-srv 32
     vm_signal b-client-done
     vm_wait c-srv 120
-    bulk -m 256 -c 128 -t 60 10.0.0.1 > /tmp/c.log 2>&1 &
+    bulk -m 256 -c 256 -t 60 10.0.0.1 > /tmp/c.log 2>&1 &
     c=$!
     # Guest 0 announces the end of its life just before the reset: the last
     # look that did not find the announcement is a time before the reset.
