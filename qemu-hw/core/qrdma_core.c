@@ -913,6 +913,9 @@ static void db_write(struct qrdma_core *core, uint64_t offset, unsigned size,
                           (uint32_t)value, page);
         return;
     }
+    if (offset % QRDMA_DB_PAGE_SIZE == QRDMA_DB_SQ) {
+        core->stats.sq_doorbells++;
+    }
     qrdma_dp_doorbell(core, page, offset % QRDMA_DB_PAGE_SIZE, value);
 }
 
@@ -924,6 +927,29 @@ void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset,
         core_refuse(core, "doorbell write", offset);
     } else {
         db_write(core, offset, size, value);
+    }
+    core_exit(core);
+}
+
+void qrdma_core_db_notify(struct qrdma_core *core, uint32_t page)
+{
+    core_enter(core);
+    if (core_nested(core)) {
+        core_refuse(core, "SQ doorbell notification", page);
+    } else if (page >= core->cfg.db_pages) {
+        /* the embedding watches only the BAR's pages */
+        qrdma_guest_error(core, "SQ doorbell notification of page %u, "
+                          "beyond the doorbell BAR", page);
+    } else if (!core->pe_ready) {
+        /*
+         * The embedding drops notifications at a reset (they were for the
+         * device before it): this one was rung after it, too early.
+         */
+        qrdma_guest_error(core, "SQ doorbell on page %u before the engine "
+                          "is ready", page);
+    } else {
+        core->stats.sq_notifications++;
+        qrdma_dp_sq_notify(core, page);
     }
     core_exit(core);
 }

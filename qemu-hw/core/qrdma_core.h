@@ -37,6 +37,8 @@ enum qrdma_trace_kind {
     QRDMA_TRACE_AEQ_POST,
     QRDMA_TRACE_CQ_OVERFLOW,    /* a CQ ID, b the ring's size */
     QRDMA_TRACE_BAD_DOORBELL,   /* a page, b offset, c value; name: why */
+    /* a page: an SQ notification (qrdma_core_db_notify) found no QP there */
+    QRDMA_TRACE_SQ_NOTIFY_IDLE,
     /* a QPN, b the first PSN sent again; name: why (timeout, nak, rnr) */
     QRDMA_TRACE_TP_RETRANSMIT,
     /* a QPN, b PSN, c AETH syndrome; name: kind, name2: sent or received */
@@ -245,6 +247,12 @@ struct qrdma_core_stats {
     uint64_t reg_reads;
     uint64_t reg_writes;
     uint64_t doorbells;
+    /*
+     * SQ doorbells: written to the BAR (the QP ID seen), and notified
+     * (qrdma_core_db_notify: only the page known); the QPs the
+     * notifications kicked, and the notifications that found no QP.
+     */
+    uint64_t sq_doorbells, sq_notifications, sq_notify_kicks, sq_notify_idle;
     uint64_t cqp_commands;
     /* BAR accesses and frames refused while busy */
     uint64_t reentries_refused;
@@ -720,6 +728,14 @@ uint32_t qrdma_core_db_read(struct qrdma_core *core, uint64_t offset,
                             unsigned size);
 void qrdma_core_db_write(struct qrdma_core *core, uint64_t offset,
                          unsigned size, uint64_t value);
+/*
+ * An SQ doorbell (offset QRDMA_DB_SQ) of @page was rung and its value not
+ * seen: the embedding's notification of a write it did not dispatch (an
+ * ioeventfd, which carries no data). Every QP of the page is looked at;
+ * each finds its new SQ WQEs by their VALID bits (docs/hw-spec.md, "SQ
+ * notifications"). Called from any thread, the device's lock held.
+ */
+void qrdma_core_db_notify(struct qrdma_core *core, uint32_t page);
 
 /* Name of a BAR0 register, or NULL for a hole. For traces and tests. */
 const char *qrdma_core_reg_name(uint64_t offset);

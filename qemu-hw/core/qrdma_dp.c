@@ -123,21 +123,29 @@ static bool dp_sized(struct qrdma_core *core)
     free(dp->qp);
     free(dp->cq);
     free(dp->fifo);
+    free(dp->page_first);
     dp->qp = calloc(nqp ? nqp : 1, sizeof(*dp->qp));
     dp->cq = calloc(ncq ? ncq : 1, sizeof(*dp->cq));
     dp->fifo = calloc(nqp ? nqp : 1, sizeof(*dp->fifo));
+    dp->page_first = malloc(core->cfg.db_pages * sizeof(*dp->page_first));
     dp->nqp = nqp;
     dp->ncq = ncq;
     dp->fifo_head = dp->fifo_len = 0;
-    if (!dp->qp || !dp->cq || !dp->fifo) {
+    if (!dp->qp || !dp->cq || !dp->fifo || !dp->page_first) {
         free(dp->qp);
         free(dp->cq);
         free(dp->fifo);
+        free(dp->page_first);
         dp->qp = NULL;
         dp->cq = NULL;
         dp->fifo = NULL;
+        dp->page_first = NULL;
         dp->nqp = dp->ncq = 0;
         return false;
+    }
+    /* no backend QP yet, so no page has one */
+    for (uint32_t p = 0; p < core->cfg.db_pages; p++) {
+        dp->page_first[p] = QRDMA_DP_NO_QP;
     }
     return true;
 }
@@ -145,6 +153,50 @@ static bool dp_sized(struct qrdma_core *core)
 static struct qrdma_dp_qp *dp_qp(struct qrdma_core *core, uint32_t id)
 {
     return core->dp.qp && id < core->dp.nqp ? &core->dp.qp[id] : NULL;
+}
+
+/*
+ * The doorbell pages' lists of QPs, which an SQ notification walks
+ * (qrdma_dp_sq_notify). A QP is on its page's list exactly while its
+ * backend QP exists: dp_qp_set_be is the one place be_qp changes.
+ */
+static void dp_page_unlink(struct qrdma_dp *dp, struct qrdma_dp_qp *dq)
+{
+    if (!dq->on_page) {
+        return;
+    }
+    if (dq->page_prev != QRDMA_DP_NO_QP) {
+        dp->qp[dq->page_prev].page_next = dq->page_next;
+    } else {
+        dp->page_first[dq->page] = dq->page_next;
+    }
+    if (dq->page_next != QRDMA_DP_NO_QP) {
+        dp->qp[dq->page_next].page_prev = dq->page_prev;
+    }
+    dq->on_page = false;
+}
+
+static void dp_qp_set_be(struct qrdma_core *core, uint32_t id,
+                         struct qrdma_be_qp *be_qp)
+{
+    struct qrdma_dp *dp = &core->dp;
+    struct qrdma_dp_qp *dq = &dp->qp[id];
+    struct qrdma_qp *qp = qrdma_qp_get(core, id);
+
+    dp_page_unlink(dp, dq);
+    dq->be_qp = be_qp;
+    if (!be_qp || !qp || qp->db_page >= core->cfg.db_pages) {
+        /* (CREATE_QP checked the page: a QP without one is not notified) */
+        return;
+    }
+    dq->page = qp->db_page;
+    dq->page_prev = QRDMA_DP_NO_QP;
+    dq->page_next = dp->page_first[dq->page];
+    if (dq->page_next != QRDMA_DP_NO_QP) {
+        dp->qp[dq->page_next].page_prev = id;
+    }
+    dp->page_first[dq->page] = id;
+    dq->on_page = true;
 }
 
 static void dp_kick_qp(struct qrdma_core *core, uint32_t id)
@@ -1546,14 +1598,17 @@ static uint32_t port_mtu(struct qrdma_core *core)
  */
 static void dp_qp_forget(struct qrdma_dp_qp *dq)
 {
-    struct qrdma_be_qp *be_qp = dq->be_qp;
-    uint32_t wire_qpn = dq->wire_qpn;
-    bool kicked = dq->kicked;
+    struct qrdma_dp_qp kept = *dq;
 
     memset(dq, 0, sizeof(*dq));
-    dq->kicked = kicked;
-    dq->be_qp = be_qp;
-    dq->wire_qpn = wire_qpn;
+    dq->kicked = kept.kicked;
+    dq->be_qp = kept.be_qp;
+    dq->wire_qpn = kept.wire_qpn;
+    /* and its place on the doorbell page's list, which goes with be_qp */
+    dq->on_page = kept.on_page;
+    dq->page = kept.page;
+    dq->page_prev = kept.page_prev;
+    dq->page_next = kept.page_next;
 }
 
 int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
@@ -1562,6 +1617,7 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
     struct qrdma_qp *qp = qrdma_qp_get(core, qp_id);
     struct qrdma_dp *dp = &core->dp;
     struct qrdma_be_qp_init init;
+    struct qrdma_be_qp *be_qp = NULL;
     struct qrdma_dp_qp *dq;
     uint32_t stride, qpn;
     int ret;
@@ -1613,12 +1669,11 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
     }
     if (dq->be_qp) {
         dp->ops->qp_destroy(dp->be, dq->be_qp);
-        dq->be_qp = NULL;
+        dp_qp_set_be(core, qp_id, NULL);
     }
     dp_qp_forget(dq);
-    ret = dp->ops->qp_create(dp->be, &init, &dq->be_qp, &qpn);
+    ret = dp->ops->qp_create(dp->be, &init, &be_qp, &qpn);
     if (ret) {
-        dq->be_qp = NULL;
         return ret;
     }
     if (qpn > QRDMA_OBJ_ID_MASK) {
@@ -1628,10 +1683,10 @@ int qrdma_dp_qp_create(struct qrdma_core *core, uint32_t qp_id,
          * docs/hw-spec.md section 17.1): one that does not fit is the
          * backend's bug, and the command fails rather than hand it out.
          */
-        dp->ops->qp_destroy(dp->be, dq->be_qp);
-        dq->be_qp = NULL;
+        dp->ops->qp_destroy(dp->be, be_qp);
         return -ENOTSUP;
     }
+    dp_qp_set_be(core, qp_id, be_qp);
     dq->wire_qpn = qpn;
     *wire_qpn = qpn;
     return 0;
@@ -1694,7 +1749,7 @@ void qrdma_dp_qp_modify(struct qrdma_core *core, uint32_t qp_id, uint32_t mask)
         dp_qp_forget(dq);
         if (dp->ops->qp_modify(dp->be, dq->be_qp, &attr, qmask)) {
             dp->ops->qp_destroy(dp->be, dq->be_qp);
-            dq->be_qp = NULL;
+            dp_qp_set_be(core, qp_id, NULL);
         }
         qp->sq_head = qp->rq_head = 0;
         return;
@@ -1720,7 +1775,7 @@ void qrdma_dp_qp_destroy(struct qrdma_core *core, uint32_t qp_id)
 
     if (dq && dq->be_qp) {
         core->dp.ops->qp_destroy(core->dp.be, dq->be_qp);
-        dq->be_qp = NULL;
+        dp_qp_set_be(core, qp_id, NULL);
         dq->rq_flush = false;
         /* A stale FIFO entry finds no QP and is dropped. */
     }
@@ -1931,6 +1986,36 @@ void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
     }
 }
 
+void qrdma_dp_sq_notify(struct qrdma_core *core, uint32_t page)
+{
+    struct qrdma_dp *dp = &core->dp;
+    uint64_t kicked = 0;
+    uint32_t id;
+
+    if (!dp->page_first || page >= core->cfg.db_pages) {
+        id = QRDMA_DP_NO_QP;
+    } else {
+        id = dp->page_first[page];
+    }
+    /* each QP of the page is on its list once: at most nqp kicks */
+    for (; id != QRDMA_DP_NO_QP; id = dp->qp[id].page_next) {
+        dp_kick_qp(core, id);
+        kicked++;
+    }
+    core->stats.sq_notify_kicks += kicked;
+    if (!kicked) {
+        /*
+         * Not the guest's error as far as the device can tell: the QP the
+         * doorbell was for may have been destroyed (by a CQP command that
+         * overtook the notification) since. The value, which would say,
+         * was not seen.
+         */
+        core->stats.sq_notify_idle++;
+        qrdma_trace(core, QRDMA_TRACE_SQ_NOTIFY_IDLE, page, 0, 0, 0, NULL,
+                    NULL);
+    }
+}
+
 void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame,
                        size_t len)
 {
@@ -2121,6 +2206,7 @@ static void dp_forget(struct qrdma_dp *dp)
     free(dp->qp);
     free(dp->cq);
     free(dp->fifo);
+    free(dp->page_first);
     memset(dp, 0, sizeof(*dp));
     dp->ops = ops;
     dp->be = be;

@@ -15,6 +15,9 @@
 
 struct qrdma_core;
 
+/* No QP: the end of a doorbell page's list. */
+#define QRDMA_DP_NO_QP  UINT32_MAX
+
 /* Per QP, beside the object's working copy (indexed by QP ID). */
 struct qrdma_dp_qp {
     struct qrdma_be_qp *be_qp;  /* the backend's QP while the object exists */
@@ -38,6 +41,14 @@ struct qrdma_dp_qp {
      * receive CQEs stay in ring order.
      */
     uint32_t rq_held;
+    /*
+     * On its doorbell page's list (qrdma_dp.page_first) while the backend
+     * QP exists: an SQ notification (qrdma_dp_sq_notify), which names
+     * only the page, kicks every QP on it.
+     */
+    bool on_page;
+    uint16_t page;
+    uint32_t page_prev, page_next;  /* QP IDs, QRDMA_DP_NO_QP at the ends */
 };
 
 /*
@@ -77,6 +88,11 @@ struct qrdma_dp {
     struct qrdma_dp_qp *qp;
     struct qrdma_dp_cq *cq;
     uint32_t *fifo;             /* QP IDs with SQ or RQ work, nqp slots */
+    /*
+     * Per doorbell page (cfg.db_pages entries): the first QP of the page's
+     * list (qrdma_dp_qp.page_next), QRDMA_DP_NO_QP if none.
+     */
+    uint32_t *page_first;
     uint32_t fifo_head, fifo_len;
     /* the backend's next timer, UINT64_MAX if none */
     uint64_t deadline;
@@ -154,6 +170,11 @@ void qrdma_dp_mr_deregister(struct qrdma_core *core, uint32_t stag);
 /* Doorbells (page, offset inside the page, value). */
 void qrdma_dp_doorbell(struct qrdma_core *core, uint32_t page, uint32_t offset,
                        uint32_t value);
+/*
+ * An SQ doorbell of @page whose value was not seen (qrdma_core_db_notify):
+ * every QP of the page is kicked, and finds its new WQEs by their VALID bits.
+ */
+void qrdma_dp_sq_notify(struct qrdma_core *core, uint32_t page);
 /* A RoCEv2 frame for one of our GIDs arrived. */
 void qrdma_dp_rx_frame(struct qrdma_core *core, const uint8_t *frame,
                        size_t len);

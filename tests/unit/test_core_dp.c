@@ -1097,6 +1097,81 @@ static void test_bad_doorbell(void)
 }
 
 /*
+ * SQ notifications (qrdma_core_db_notify): an SQ doorbell whose value the
+ * embedding did not see (an ioeventfd) names only its page, and every QP of
+ * that page is kicked, each finding its new WQEs by their VALID bits. The
+ * pages' lists follow CREATE_QP, DESTROY_QP (head and middle of a list),
+ * the device's reset; a page without QPs is only counted (the QP may have
+ * been destroyed since the doorbell), a page beyond the BAR and a
+ * notification before the engine is ready are guest errors.
+ */
+static uint64_t notify(struct side *s, uint32_t page)
+{
+    uint64_t kicks = s->core.stats.sq_notify_kicks;
+
+    qrdma_core_db_notify(&s->core, page);
+    return s->core.stats.sq_notify_kicks - kicks;
+}
+
+static void test_sq_notify(void)
+{
+    struct qp_spec on2 = rc_spec, on5 = rc_spec;
+    struct wqe w = { .op = QRDMA_SQ_OP_SEND, .nsge = 1, .sge = { { 0x5000, 10, 0 } } };
+
+    on2.db_page = 2;
+    on5.db_page = 5;
+    rc_pair_spec(&on2, &rc_spec, 7);
+    create_qp(SA, 3, &on2);
+    create_qp(SA, 4, &on5);
+    create_qp(SA, 6, &on2);             /* page 2's list: 6, 3, 2 */
+    post_recv(SB, QPN, 0x9000, 256);
+    post_send(SA, QPN, &w);
+    /* Page 0 has no QP: counted, not an error; nothing moves. */
+    CHECK_EQ(notify(SA, 0), 0);
+    CHECK_EQ(SA->core.stats.sq_notify_idle, 1);
+    /* Page 5 has QP 4 only, which has no WQE. */
+    CHECK_EQ(notify(SA, 5), 1);
+    pump();
+    CHECK_EQ(SA->frames_sent, 0);
+    expect_no_cqe(SA, 1);
+    /* Page 2: QP 2's SEND goes, with its QPs 3 and 6 looked at too. */
+    CHECK_EQ(notify(SA, 2), 3);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 0, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 0, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 10);
+    CHECK_EQ(SA->core.stats.sq_notifications, 3);
+    CHECK_EQ(SA->core.stats.sq_doorbells, 0);
+    /* Off the lists with their QPs: the middle one, then the first. */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, 3, 0, 0, 0, 0, 0));
+    CHECK_EQ(notify(SA, 2), 2);
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, 6, 0, 0, 0, 0, 0));
+    post_recv(SB, QPN, 0x9000, 256);
+    post_send(SA, QPN, &w);
+    CHECK_EQ(notify(SA, 2), 1);
+    pump();
+    EXPECT_CQE(SA, 1, QPN, 1, QSW_WC_SEND, QSW_WC_SUCCESS, QRDMA_CQE_FLAG_SQ, ~0u);
+    EXPECT_CQE(SB, 2, QPN, 1, QSW_WC_RECV, QSW_WC_SUCCESS, 0, 10);
+    /* A QP made again on another page leaves page 5 for it. */
+    CQP_OK(cqp(SA, QRDMA_CQP_OP_DESTROY_QP, 4, 0, 0, 0, 0, 0));
+    create_qp(SA, 4, &on2);
+    CHECK_EQ(notify(SA, 5), 0);
+    CHECK_EQ(notify(SA, 2), 2);
+    no_errors(SA);
+    /* A page beyond the BAR. */
+    CHECK_EQ(notify(SA, SA->core.cfg.db_pages), 0);
+    CHECK(logged(SA, "SQ doorbell notification of page 256, beyond the doorbell BAR"));
+    /* After a reset no page has a QP, and before PE ready it is too early. */
+    log_clear(SA);
+    reg_w(SA, QRDMA_REG_DEV_CTRL, QRDMA_DEV_CTRL_RESET);
+    CHECK_EQ(notify(SA, 2), 0);
+    CHECK(logged(SA, "SQ doorbell on page 2 before the engine is ready"));
+    log_clear(SA);
+    side_bringup(SA);
+    CHECK_EQ(notify(SA, 2), 0);
+    no_errors(SA);
+}
+
+/*
  * A CQ whose consumer reads nothing overflows (IBTA vol. 1 11.6.3): the
  * device writes the CQEs that fit and then nothing more, not even after
  * the consumer made room, so the unread CQEs stay as they were; it raises
@@ -2921,6 +2996,7 @@ static const struct unit_test tests[] = {
     UNIT_TEST(test_bad_wqe_order),
     UNIT_TEST(test_too_many_sges),
     UNIT_TEST(test_bad_doorbell),
+    UNIT_TEST(test_sq_notify),
     UNIT_TEST(test_cq_overflow),
     UNIT_TEST(test_cq_overflow_shared),
     UNIT_TEST(test_ack_before_consumer_error),

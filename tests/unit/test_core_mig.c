@@ -143,7 +143,19 @@ static void test_migrate_mid_traffic(void)
         w = (struct wqe){ .op = QRDMA_SQ_OP_RDMA_WRITE, .remote_off = W_BA_DST, .nsge = 1,
                           .sge = { { W_BA_SRC, blen, 0 } } };
         post_send(SB, QPN, &w);
-        ring_sq(SA, QPN);
+        if (round & 1) {
+            /*
+             * An SQ notification (an ioeventfd: the page only) to a core
+             * loaded in the round before: the loaded QP is on its page's
+             * list again.
+             */
+            uint64_t kicks = SA->core.stats.sq_notify_kicks;
+
+            qrdma_core_db_notify(&SA->core, 0);
+            CHECK_EQ(SA->core.stats.sq_notify_kicks - kicks, 1);
+        } else {
+            ring_sq(SA, QPN);
+        }
         ring_sq(SB, QPN);
 
         /* Mid-traffic: some frames go by, then the switchover. */
