@@ -4,19 +4,19 @@
  * The device itself lives in core/ and knows nothing of QEMU; this file
  * only forwards to it.
  *
- * Threading: the core has one lock of its own (QrdmaState.lock), which
- * every entry into it holds. Without iothread=, everything runs with the
- * BQL held as well: MMIO, timers, bottom halves, the netdev, the backend's
- * fd. With iothread= (either backend), the data path (QRDMA_WORK_DP, the
- * frames received, the transport's timer, the verbs backend's fd) runs in
- * the IOThread's AioContext without the BQL, off the vCPUs and the main
- * loop; what needs the BQL is handed to the main loop (qrdma_main_bh):
- * interrupts, the frames to send, and the netdev's receive restart. Frames
- * cross between the two in queues of their own ("frames" below). There
- * the device touches guest memory only where it is RAM, in one translation
- * (qrdma_dma_ram), so no access of its dispatches to MMIO and takes the
- * BQL under the device's lock: the lock order is BQL, then the device's,
- * then frames_lock.
+ * Threading: the core has one lock of its own (QrdmaState.lock), which every
+ * entry into it holds. Without iothread=, everything runs with the BQL held as
+ * well: MMIO, timers, bottom halves, the netdev, the backend's fd. With
+ * iothread= (either backend), the data path (QRDMA_WORK_DP, the frames
+ * received, the transport's timer, the verbs backend's fd, and the SQ doorbells
+ * of the first pages as eventfds: "SQ doorbells as eventfds" below) runs in the
+ * IOThread's AioContext without the BQL, off the vCPUs and the main loop; what
+ * needs the BQL is handed to the main loop (qrdma_main_bh): interrupts, the
+ * frames to send, and the netdev's receive restart. Frames cross between the
+ * two in queues of their own ("frames" below). There the device touches guest
+ * memory only where it is RAM, in one translation (qrdma_dma_ram), so no access
+ * of its dispatches to MMIO and takes the BQL under the device's lock: the lock
+ * order is BQL, then the device's, then frames_lock.
  *
  * Lifetime: the core guards itself against re-entry (struct
  * qrdma_core_guard): an interrupt it raises is delivered when its outermost
@@ -33,6 +33,7 @@
  */
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "qemu/cutils.h"
 #include "qemu/iov.h"
 #include "qemu/error-report.h"
@@ -42,6 +43,7 @@
 #include "qemu/lockable.h"
 #include "qemu/queue.h"
 #include "qemu/main-loop.h"
+#include "qemu/event_notifier.h"
 #include "block/aio.h"
 #include "block/aio-wait.h"
 #include "system/iothread.h"
@@ -100,6 +102,20 @@ struct qrdma_frames {
  */
 #define QRDMA_FRAME_LEN_MAX     (QRDMA_LAN_MTU_MAX + QRDMA_LAN_FRAME_OVERHEAD)
 
+/*
+ * Doorbell pages whose SQ doorbell is an eventfd with iothread=: the
+ * kernel's (page 0) and the first user contexts'. Each costs an fd and one
+ * of KVM's ioeventfd slots (about 1000 a VM, shared with every device);
+ * the pages beyond keep the MMIO doorbell.
+ */
+#define QRDMA_SQ_NOTIFY_PAGES   64
+
+struct qrdma_sq_notifier {
+    EventNotifier e;
+    struct QrdmaState *s;
+    uint32_t page;
+};
+
 struct QrdmaState {
     PCIDevice parent_obj;
 
@@ -123,6 +139,17 @@ struct QrdmaState {
      */
     IOThread *iothread;
     AioContext *dp_ctx;
+    /*
+     * iothread= with ioeventfd= (on unless off): the SQ doorbells of the
+     * first nsq_notifiers pages are eventfds QEMU signals (KVM itself,
+     * without leaving the guest) instead of MMIO writes dispatched under
+     * the BQL; each page's is handled in dp_ctx (qrdma_sq_notified). An
+     * eventfd carries no value: each says only "an SQ doorbell of this
+     * page" (docs/backends.md, "Doorbells without the BQL").
+     */
+    OnOffAuto ioeventfd;
+    struct qrdma_sq_notifier *sq_notifiers;
+    uint32_t nsq_notifiers;
     QEMUBH *dp_bh;
     QEMUBH *main_bh;
     uint64_t irq_raised;
@@ -238,6 +265,9 @@ static void qrdma_env_trace(void *opaque, const struct qrdma_trace_ev *ev)
         break;
     case QRDMA_TRACE_BAD_DOORBELL:
         trace_qrdma_bad_doorbell(ev->a, ev->b, ev->c, ev->name);
+        break;
+    case QRDMA_TRACE_SQ_NOTIFY_IDLE:
+        trace_qrdma_sq_notify_idle(ev->a);
         break;
     case QRDMA_TRACE_TP_RETRANSMIT:
         trace_qrdma_tp_retransmit(ev->a, ev->b, ev->name);
@@ -1016,6 +1046,117 @@ static const MemoryRegionOps qrdma_db_ops = {
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
+/* ---- SQ doorbells as eventfds (iothread=, ioeventfd=) -------------------- */
+
+/*
+ * The eventfd is read (cleared) under the device's lock, so a reset or a
+ * save that drained it first (qrdma_sq_notifiers_drain) leaves this
+ * handler nothing to take.
+ */
+static void qrdma_sq_notified(EventNotifier *e)
+{
+    struct qrdma_sq_notifier *n = container_of(e, struct qrdma_sq_notifier, e);
+    QrdmaState *s = n->s;
+
+    qrdma_hold(s);
+    qrdma_lock(s);
+    if (event_notifier_test_and_clear(e) && !s->gone) {
+        trace_qrdma_sq_notify(n->page);
+        /* while the VM is stopped this only queues the kicks */
+        qrdma_core_db_notify(&s->core, n->page);
+    }
+    qrdma_unlock(s);
+    qrdma_release(s);
+}
+
+/*
+ * Device's lock held: take what the eventfds hold. A reset drops it (the
+ * doorbells were rung for the device before it); a save hands it to the
+ * core (deliver), whose kicked QPs travel in the stream.
+ */
+static void qrdma_sq_notifiers_drain(QrdmaState *s, bool deliver)
+{
+    for (uint32_t p = 0; p < s->nsq_notifiers; p++) {
+        EventNotifier *e = &s->sq_notifiers[p].e;
+
+        if (event_notifier_test_and_clear(e) && deliver) {
+            qrdma_core_db_notify(&s->core, p);
+        }
+    }
+}
+
+/*
+ * Realize, after the doorbell region and dp_ctx: the first pages' SQ
+ * doorbell offsets become eventfds, their handlers in the IOThread.
+ * false with errp set if an eventfd cannot be made (nothing is left).
+ */
+static bool qrdma_sq_notifiers_start(QrdmaState *s, Error **errp)
+{
+    uint32_t n = MIN(s->cfg.db_pages, QRDMA_SQ_NOTIFY_PAGES), p;
+    int ret;
+
+    s->sq_notifiers = g_new0(struct qrdma_sq_notifier, n);
+    for (p = 0; p < n; p++) {
+        ret = event_notifier_init(&s->sq_notifiers[p].e, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret,
+                             "qrdma: cannot make the eventfd of doorbell "
+                             "page %u (ioeventfd=off goes without)", p);
+            while (p--) {
+                event_notifier_cleanup(&s->sq_notifiers[p].e);
+            }
+            g_free(s->sq_notifiers);
+            s->sq_notifiers = NULL;
+            return false;
+        }
+        s->sq_notifiers[p].s = s;
+        s->sq_notifiers[p].page = p;
+    }
+    s->nsq_notifiers = n;
+    memory_region_transaction_begin();
+    for (p = 0; p < n; p++) {
+        /* any 32-bit value: the QP ID is not matched (no datamatch) */
+        memory_region_add_eventfd(&s->doorbells,
+                                  (hwaddr)p * QRDMA_DB_PAGE_SIZE + QRDMA_DB_SQ,
+                                  4, false, 0, &s->sq_notifiers[p].e);
+    }
+    memory_region_transaction_commit();
+    for (p = 0; p < n; p++) {
+        aio_set_event_notifier(s->dp_ctx, &s->sq_notifiers[p].e,
+                               qrdma_sq_notified, NULL, NULL);
+    }
+    return true;
+}
+
+/* In the IOThread (qrdma_dp_stop_bh): no handler runs after this. */
+static void qrdma_sq_notifiers_unwatch(QrdmaState *s)
+{
+    for (uint32_t p = 0; p < s->nsq_notifiers; p++) {
+        aio_set_event_notifier(s->dp_ctx, &s->sq_notifiers[p].e, NULL, NULL,
+                               NULL);
+    }
+}
+
+/* Unrealize, once the handlers are off: the eventfds go. */
+static void qrdma_sq_notifiers_stop(QrdmaState *s)
+{
+    uint32_t p;
+
+    memory_region_transaction_begin();
+    for (p = 0; p < s->nsq_notifiers; p++) {
+        memory_region_del_eventfd(&s->doorbells,
+                                  (hwaddr)p * QRDMA_DB_PAGE_SIZE + QRDMA_DB_SQ,
+                                  4, false, 0, &s->sq_notifiers[p].e);
+    }
+    memory_region_transaction_commit();
+    for (p = 0; p < s->nsq_notifiers; p++) {
+        event_notifier_cleanup(&s->sq_notifiers[p].e);
+    }
+    g_free(s->sq_notifiers);
+    s->sq_notifiers = NULL;
+    s->nsq_notifiers = 0;
+}
+
 /* ---- netdev -------------------------------------------------------------- */
 
 static bool qrdma_net_can_receive(NetClientState *nc)
@@ -1434,6 +1575,7 @@ static void qrdma_dp_stop_bh(void *opaque)
         s->wait_fd = -1;
     }
 #endif
+    qrdma_sq_notifiers_unwatch(s);
     timer_free(s->dp_timer);
     s->dp_timer = NULL;
     qemu_bh_delete(s->dp_bh);
@@ -1576,6 +1718,11 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     s->cfg.backend = ret;
     if (s->iothread) {
         s->dp_ctx = iothread_get_aio_context(s->iothread);
+    } else if (s->ioeventfd == ON_OFF_AUTO_ON) {
+        error_setg(errp, "qrdma: ioeventfd=on needs iothread=: the SQ "
+                   "doorbells' eventfds are handled in the data path's "
+                   "IOThread");
+        return;
     }
     if (!qrdma_verbs_prepare(s, errp)) {
         return;
@@ -1623,6 +1770,13 @@ static void qrdma_realize(PCIDevice *pdev, Error **errp)
     }
     for (unsigned v = 0; v < s->cfg.msix_vectors; v++) {
         msix_vector_use(pdev, v);
+    }
+    if (s->dp_ctx && s->ioeventfd != ON_OFF_AUTO_OFF &&
+        !qrdma_sq_notifiers_start(s, errp)) {
+        msix_uninit_exclusive_bar(pdev);
+        qrdma_core_fini(&s->core);
+        qrdma_verbs_stop(s);
+        return;
     }
 
     s->pe_ready_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrdma_pe_ready_timer,
@@ -1676,6 +1830,7 @@ static void qrdma_exit(PCIDevice *pdev)
     if (s->dp_ctx) {
         aio_wait_bh_oneshot(s->dp_ctx, qrdma_dp_stop_bh, s);
     }
+    qrdma_sq_notifiers_stop(s);
     qemu_del_vm_change_state_handler(s->vm_state);
     s->vm_state = NULL;
     /* no frame of ours may call qrdma_tx_sent once the NIC is gone */
@@ -1726,6 +1881,7 @@ static void qrdma_reset_hold(Object *obj, ResetType type)
     }
     s->pending_work = 0;
     s->dp_timer_due = s->pe_ready_due = false;
+    qrdma_sq_notifiers_drain(s, false);
     qrdma_core_reset(&s->core);
     qrdma_unlock(s);
     if (s->dp_ctx && s->nic) {
@@ -1757,6 +1913,8 @@ static int qrdma_pre_save(void *opaque)
     s->mig_buf = NULL;
     s->mig_len = 0;
     qrdma_lock(s);
+    /* doorbells rung before the VM stopped: their kicks are saved */
+    qrdma_sq_notifiers_drain(s, true);
     ret = qrdma_core_save(&s->core, &buf, &len, err, sizeof(err));
     qrdma_unlock(s);
     if (ret) {
@@ -1860,6 +2018,14 @@ static const Property qrdma_properties[] = {
      */
     DEFINE_PROP_LINK("iothread", QrdmaState, iothread, TYPE_IOTHREAD,
                      IOThread *),
+    /*
+     * With iothread=: the SQ doorbells of the first 64 doorbell pages as
+     * eventfds handled in the IOThread, not MMIO writes under the BQL.
+     * auto (the default) is on with iothread= and off without; on without
+     * iothread= is refused.
+     */
+    DEFINE_PROP_ON_OFF_AUTO("ioeventfd", QrdmaState, ioeventfd,
+                            ON_OFF_AUTO_AUTO),
     DEFINE_PROP_UINT32("max-qp", QrdmaState, cfg.max_qp, QRDMA_DEFAULT_MAX_QP),
     DEFINE_PROP_UINT32("max-cq", QrdmaState, cfg.max_cq, QRDMA_DEFAULT_MAX_CQ),
     DEFINE_PROP_UINT32("max-mr", QrdmaState, cfg.max_mr, QRDMA_DEFAULT_MAX_MR),
@@ -1930,6 +2096,23 @@ static const Property qrdma_properties[] = {
                        QRDMA_CQP_STALL_NEVER),
 };
 
+/*
+ * x-sq-doorbells, x-sq-notifications: the SQ doorbells that reached the
+ * core as BAR writes (under the BQL) and as eventfd notifications (in the
+ * IOThread), for tests (qrdma-reset-test's /qrdma/iothread/ cases).
+ */
+static void qrdma_get_stat(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    QrdmaState *s = QRDMA(obj);
+    uint64_t value;
+
+    qrdma_lock(s);
+    value = *(uint64_t *)((char *)&s->core.stats + (uintptr_t)opaque);
+    qrdma_unlock(s);
+    visit_type_uint64(v, name, &value, errp);
+}
+
 static void qrdma_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -1949,6 +2132,12 @@ static void qrdma_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &qrdma_vmstate;
     device_class_set_props(dc, qrdma_properties);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    object_class_property_add(
+        klass, "x-sq-doorbells", "uint64", qrdma_get_stat, NULL, NULL,
+        (void *)offsetof(struct qrdma_core_stats, sq_doorbells));
+    object_class_property_add(
+        klass, "x-sq-notifications", "uint64", qrdma_get_stat, NULL, NULL,
+        (void *)offsetof(struct qrdma_core_stats, sq_notifications));
 }
 
 static void qrdma_instance_init(Object *obj)

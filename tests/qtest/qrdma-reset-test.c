@@ -334,6 +334,43 @@ static void two_devices_write(QRdma *a, uint32_t qp, QRdma *b, uint8_t seed)
     g_assert(!memcmp(pat, got, XFER_LEN));
 }
 
+/* A uint64 QOM property of device id. */
+static uint64_t qom_u64(QTestState *qts, const char *id, const char *prop)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'qom-get', 'arguments': "
+                            "{ 'path': %s, 'property': %s } }", id, prop);
+    uint64_t v;
+
+    g_assert(qdict_haskey(resp, "return"));
+    v = qdict_get_int(resp, "return");
+    qobject_unref(resp);
+    return v;
+}
+
+/*
+ * How device id's SQ doorbells reached it: with iothread= (and ioeventfd=
+ * not off) every one as an eventfd notification handled in the IOThread,
+ * none as an MMIO write dispatched under the BQL; otherwise all as MMIO
+ * writes. posted: how many were rung (notifications may coalesce).
+ */
+static void expect_sq_doorbells(QTestState *qts, const char *id, const char *dp_mode,
+                                uint64_t posted)
+{
+    uint64_t mmio = qom_u64(qts, id, "x-sq-doorbells");
+    uint64_t notified = qom_u64(qts, id, "x-sq-notifications");
+
+    g_test_message("%s: %" PRIu64 " SQ doorbells rung: %" PRIu64 " by MMIO, %" PRIu64
+                   " notified", id, posted, mmio, notified);
+    if (strstr(dp_mode, "iothread=") && !strstr(dp_mode, "ioeventfd=off")) {
+        g_assert_cmpuint(mmio, ==, 0);
+        g_assert_cmpuint(notified, >=, 1);
+        g_assert_cmpuint(notified, <=, posted);
+    } else {
+        g_assert_cmpuint(mmio, ==, posted);
+        g_assert_cmpuint(notified, ==, 0);
+    }
+}
+
 static void test_two_devices(const void *dp_mode)
 {
     QTestState *qts;
@@ -360,6 +397,7 @@ static void test_two_devices(const void *dp_mode)
     qrdma_t_rc_to_rts(&b, QP_B, a.gid, a.mac, QP_A, 7);
     two_devices_write(&a, QP_A, &b, 0x11);
     two_devices_write(&a, QP_A, &b, 0x22);
+    expect_sq_doorbells(qts, "a", dp_mode, 2 * XFER_CHUNKS);
 
     /* An FLR of A with its WRITEs in flight. */
     two_devices_post(&a, QP_A);
@@ -644,34 +682,6 @@ static void test_dgram_burst(const void *dp_mode)
     rmdir(dir);
 }
 
-/*
- * backend=: device_add with backend=verbs (here without the RAM it needs)
- * or a name that is no backend fails with a message that says why;
- * backend=sw works.
- */
-static void test_backend_property(void)
-{
-    QTestState *qts = qtest_init("-machine pc -nodefaults -m 256M");
-    QDict *resp;
-    const char *desc;
-
-    resp = qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
-                     "{ 'driver': 'qrdma', 'id': 'v', 'backend': 'verbs' } }");
-    g_assert(qdict_haskey(resp, "error"));
-    desc = qdict_get_str(qdict_get_qdict(resp, "error"), "desc");
-    g_assert(strstr(desc, "verbs"));
-    qobject_unref(resp);
-    resp = qtest_qmp(qts, "{ 'execute': 'device_add', 'arguments': "
-                     "{ 'driver': 'qrdma', 'id': 'x', 'backend': 'bogus' } }");
-    g_assert(qdict_haskey(resp, "error"));
-    desc = qdict_get_str(qdict_get_qdict(resp, "error"), "desc");
-    g_assert(strstr(desc, "not a backend (sw or verbs)"));
-    qobject_unref(resp);
-    qtest_qmp_assert_success(qts, "{ 'execute': 'device_add', 'arguments': "
-                             "{ 'driver': 'qrdma', 'id': 's', 'backend': 'sw' } }");
-    qtest_quit(qts);
-}
-
 /* The error description of a command that must fail. */
 static char *error_of(QDict *resp)
 {
@@ -699,6 +709,24 @@ static void refused(QTestState *qts, const char *props, const char *says,
     g_assert(strstr(desc, says));
     g_assert(!says2 || strstr(desc, says2));
     g_free(desc);
+}
+
+/*
+ * backend=: device_add with backend=verbs (here without the RAM it needs)
+ * or a name that is no backend fails with a message that says why;
+ * backend=sw works. ioeventfd=on without iothread= is refused: the SQ
+ * doorbells' eventfds are handled in the data path's IOThread.
+ */
+static void test_backend_property(void)
+{
+    QTestState *qts = qtest_init("-machine pc -nodefaults -m 256M");
+
+    refused(qts, "{ 'id': 'v', 'backend': 'verbs' }", "verbs", NULL);
+    refused(qts, "{ 'id': 'x', 'backend': 'bogus' }", "not a backend (sw or verbs)", NULL);
+    refused(qts, "{ 'id': 'e', 'ioeventfd': 'on' }", "ioeventfd=on needs iothread=", NULL);
+    qtest_qmp_assert_success(qts, "{ 'execute': 'device_add', 'arguments': "
+                             "{ 'driver': 'qrdma', 'id': 's', 'backend': 'sw' } }");
+    qtest_quit(qts);
 }
 
 /*
@@ -1060,6 +1088,9 @@ int main(int argc, char **argv)
         qtest_add_data_func(backpressure, dp_modes[m], test_reset_under_backpressure);
         qtest_add_data_func(burst, dp_modes[m], test_dgram_burst);
     }
+    /* the data path in an IOThread, its SQ doorbells MMIO writes as without */
+    qtest_add_data_func("/qrdma/iothread-mmio-doorbells/two-devices",
+                        ",iothread=io0,ioeventfd=off", test_two_devices);
     qtest_add_func("/qrdma/backend-property", test_backend_property);
     qtest_add_func("/qrdma/verbs-refusals", test_verbs_refusals);
     qtest_add_func("/qrdma/migrate", test_migrate);
