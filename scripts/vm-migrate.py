@@ -20,59 +20,12 @@ resumes it when a migration fails; after a completed migration whose
 destination does not start, this script resumes it with `cont` and points
 LINK back), and the caller ends the destination.
 """
-import json
 import os
-import socket
 import sys
 import time
 
-
-class QmpError(Exception):
-    pass
-
-
-class Qmp:
-    """A minimal QMP client: one command at a time, events skipped."""
-
-    def __init__(self, path, deadline):
-        self.sock = None
-        while True:
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(path)
-                self.sock = s
-                break
-            except OSError as e:
-                s.close()
-                if time.monotonic() > deadline:
-                    raise QmpError("cannot connect to %s: %s" % (path, e))
-                time.sleep(0.05)
-        self.sock.settimeout(max(1.0, deadline - time.monotonic()))
-        self.buf = b""
-        self.recv()  # the greeting
-        self.cmd("qmp_capabilities")
-
-    def recv(self):
-        while b"\n" not in self.buf:
-            data = self.sock.recv(65536)
-            if not data:
-                raise QmpError("QMP connection closed")
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def cmd(self, name, **args):
-        msg = {"execute": name}
-        if args:
-            msg["arguments"] = args
-        self.sock.sendall(json.dumps(msg).encode() + b"\n")
-        while True:
-            r = self.recv()
-            if "event" in r:
-                continue
-            if "error" in r:
-                raise QmpError("%s: %s" % (name, r["error"].get("desc", r["error"])))
-            return r.get("return")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qmp import Qmp, QmpError  # noqa: E402
 
 
 def point(link, target):

@@ -38,12 +38,22 @@ mode=${1:-main}
 # path in the IOThread ID (test-datapath.sh's main run, test-backpressure.sh's
 # second), which must then have done the work: at least MIN clock ticks of
 # CPU time by the end (an IOThread the device does not use has next to none).
+# There the SQ doorbells reach the device as eventfd notifications handled
+# in that thread, none as MMIO writes under the BQL (ioeventfd=, at least
+# MIN notifications: they coalesce); without it, all as MMIO writes.
 check_dp_thread() {
-    local ticks
-    [ -n "${QRDMA_DP_IOTHREAD:-}" ] || return 0
+    local ticks mmio notified
+    mmio=$(vm_qom x-sq-doorbells) notified=$(vm_qom x-sq-notifications)
+    if [ -z "${QRDMA_DP_IOTHREAD:-}" ]; then
+        check "no iothread=: the SQ doorbells were MMIO writes (${mmio:-unread}), no eventfd notification (${notified:-unread})" \
+            test "${mmio:-0}" -ge "$1" -a "${notified:-1}" = 0
+        return
+    fi
     ticks=$(vm_thread_ticks "$mode-end" "IO $QRDMA_DP_IOTHREAD")
     check "iothread=$QRDMA_DP_IOTHREAD: its thread did the data path's work (${ticks:-no such thread} ticks of CPU time, at least $1)" \
         test "${ticks:-0}" -ge "$1"
+    check "iothread=$QRDMA_DP_IOTHREAD: the SQ doorbells reached the device as eventfd notifications (${notified:-unread}, at least $1), none as MMIO writes (${mmio:-unread})" \
+        test "${notified:-0}" -ge "$1" -a "${mmio:-1}" = 0
 }
 me=$QRDMA_GUEST server=10.0.0.1 dev=qrdma0 n=0
 start=$(date +%s)

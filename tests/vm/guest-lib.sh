@@ -156,6 +156,14 @@ vm_thread_ticks() {
     wait_for 30 test -e "$f" &&
         awk -v t="$2" '{ n = $1; sub(/^[0-9]+ /, ""); if ($0 == t) print n }' "$f"
 }
+# vm_qom PROP: the QOM property PROP of this guest's qrdma device, which
+# vm-run reads over QMP now; nothing if it cannot be read.
+vm_qom() {
+    local f=$QRDMA_JOB/qom-$1-$QRDMA_GUEST
+    rm -f "$f"
+    vm_signal "qom-$1-$QRDMA_GUEST"
+    wait_for 30 test -e "$f" && cat "$f"
+}
 
 # Lives (scripts/vm-run header): $QRDMA_BOOT is this guest's boot number,
 # 1 in its first life; the command runs again in every life.
