@@ -17,7 +17,8 @@
  *             UD address, FAST_REG fields; some fields raw; doorbell or not
  *   RECV      RQ or SRQ WQE from a template, doorbell or not
  *   RAW_WQE   raw bytes over the next SQ / RQ / SRQ slot (VALID kept or not)
- *   DB        doorbell: a real QP or CQ, or any page, offset and value
+ *   DB        doorbell: a real QP or CQ, or any page, offset and value;
+ *             or an SQ notification (qrdma_core_db_notify) of page 0 or any
  *   CQP       a CQP command from a template (modify QP with any attributes,
  *             destroy and re-create, CQ resize and destroy, SRQ limit, MR
  *             register / allocate / deallocate / query, AH) or raw
@@ -354,7 +355,12 @@ static void op_db(struct side *s, struct input *in)
     fzb_enter();
     switch (k & 3) {
     case 0:
-        db(s, 0, QRDMA_DB_SQ, pick_qp(take(in, 1)));
+        if (k & 4) {
+            /* the SQ doorbell as an ioeventfd delivers it: the page only */
+            qrdma_core_db_notify(&s->core, 0);
+        } else {
+            db(s, 0, QRDMA_DB_SQ, pick_qp(take(in, 1)));
+        }
         break;
     case 1:
         db(s, 0, QRDMA_DB_RQ, pick_qp(take(in, 1)));
@@ -366,7 +372,11 @@ static void op_db(struct side *s, struct input *in)
         static const unsigned sizes[] = { 4, 1, 2, 8 };
         uint64_t off = take(in, 4) % (2ull * QRDMA_DEFAULT_DB_PAGES * QRDMA_DB_PAGE_SIZE);
 
-        qrdma_core_db_write(&s->core, off, sizes[(k >> 2) & 3], take(in, 4));
+        if (k & 0x10) {
+            qrdma_core_db_notify(&s->core, off / QRDMA_DB_PAGE_SIZE);
+        } else {
+            qrdma_core_db_write(&s->core, off, sizes[(k >> 2) & 3], take(in, 4));
+        }
         break;
     }
     }
