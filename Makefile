@@ -27,6 +27,8 @@
 #                in a guest; bench/results/verbs.md
 #   make bench-tails  the latency tail and the host's scheduling of QEMU's
 #                threads; bench/results/tails.md
+#   make bench-doorbells  SQ doorbells as MMIO writes against eventfds
+#                (ioeventfd=, iothread=); bench/results/doorbells.md
 #   make bench-netdev  system calls per frame of the guests' QEMUs on the
 #                dgram netdev (perf), docs/performance.md
 #
@@ -80,7 +82,7 @@ FUZZ_SMOKE_SECONDS ?= 18
 # fuzz_sw_rx: frames of up to 4 KB in an input; an input runs in milliseconds
 FUZZ_SW_ARGS := -max_len=8192 -timeout=30 -artifact_prefix=sw-
 
-.PHONY: all bench bench-verbs bench-native bench-tails bench-netdev stress check check-migration check-asan check-tsan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
+.PHONY: all bench bench-verbs bench-native bench-tails bench-doorbells bench-netdev stress check check-migration check-asan check-tsan check-nested unit unit-plain unit-asan fuzz fuzz-smoke fuzz-qemu qtest \
 	fuzz-corpus-sw fuzz-seeds-sw fuzz-corpus-core fuzz-seeds-core fuzz-cov setup qemu guest deb vm-check demo clean
 
 all: unit
@@ -422,6 +424,11 @@ bench-verbs:
 # scheduling delays (perf sched); bench/results/tails.md.
 bench-tails:
 	@bash bench/tails.sh
+
+# The SQ doorbell as an MMIO write against an eventfd (ioeventfd=), the
+# data path in an IOThread; bench/results/doorbells.md.
+bench-doorbells:
+	@bash bench/doorbells.sh
 
 # System calls per frame of each guest's QEMU on the dgram netdev during a
 # fixed transfer (perf's syscall tracepoints): counts, steadier than times.

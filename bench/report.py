@@ -17,11 +17,14 @@ With --native, only that table, as bench/results/native.md: lines
 ("-" where a column does not apply) from sw_bench and core_bench.
 
 With --tails, bench/tails.sh's lines (result lines with a sched= word and
-"delays" lines) as bench/results/tails.md, on standard output.
+"delays" lines) as bench/results/tails.md, on standard output. With
+--doorbells, bench/doorbells.sh's lines (result lines with ioeventfd= and
+round= words) as bench/results/doorbells.md, on standard output.
 
 usage: report.py RAW LIMITS OUTDIR MACHINE-NOTE [NATIVE]
        report.py --native NATIVE OUT.md MACHINE-NOTE
        report.py --tails REPORT REPS WINDOW-SECONDS
+       report.py --doorbells REPORT ROUNDS
 """
 import collections
 import os
@@ -175,6 +178,52 @@ def tails_report(path, reps, window):
         out.append(f"| {s} | {n} | {p50} | {p90} | {p99} | {mx} |")
     return out
 
+
+def doorbells_report(path, rounds):
+    """bench/results/doorbells.md (make bench-doorbells) from bench/doorbells.sh's
+    lines: result lines with ioeventfd= and round= words."""
+    runs = read_runs(path)
+    out = ["# SQ doorbells: MMIO writes against eventfds (make bench-doorbells)", "",
+           f"Two qrdma guests, the data path in an IOThread (`iothread=dp0`), netdev MTU "
+           f"1500, booted {rounds} times with `ioeventfd=off` and {rounds} times with "
+           "`ioeventfd=on`, alternately, each boot running every test once; the median of "
+           "the boots with their range, and on/off of the medians. Under TCG the vCPU "
+           "holds the BQL for the doorbell write in both (docs/backends.md, \"Doorbells "
+           "without the BQL\").", "",
+           "| test | size | unit | ioeventfd=off | ioeventfd=on | on/off |",
+           "|---|---|---|---|---|---|"]
+    keys = []
+    for kv, r in runs:
+        if (r.test, r.size, r.unit) not in keys:
+            keys.append((r.test, r.size, r.unit))
+    for test, size, unit in keys:
+        med = {}
+        cells = []
+        for cfg in ("off", "on"):
+            mine = [r for kv, r in runs if kv.get("ioeventfd") == cfg and r.test == test
+                    and r.size == size]
+            v = [r.value for r in mine if r.value is not None]
+            fails = len(mine) - len(v)
+            extra = f", {fails} failed" if fails else ""
+            if v:
+                med[cfg] = statistics.median(v)
+                cells.append(f"{med[cfg]:.1f} ({min(v):.1f}–{max(v):.1f}{extra})")
+            else:
+                cells.append(f"-{extra}")
+        ratio = f"{med['on'] / med['off']:.2f}" if len(med) == 2 and med["off"] else "-"
+        out.append(f"| {test} | {size} | {unit} | {cells[0]} | {cells[1]} | {ratio} |")
+    other = [100 * r.other for _, r in runs if r.other is not None]
+    busy = sum(1 for _, r in runs if r.busy)
+    if other:
+        out += ["", f"Other processes used {statistics.median(other):.1f}% of the host's CPU "
+                f"during a run (median; at most {max(other):.1f}%); {busy} of {len(runs)} runs "
+                "were on a busy machine."]
+    return out
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--doorbells":
+    print("\n".join(doorbells_report(*sys.argv[2:4])))
+    sys.exit(0)
 
 if len(sys.argv) > 1 and sys.argv[1] == "--tails":
     print("\n".join(tails_report(*sys.argv[2:5])))
